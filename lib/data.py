@@ -1,0 +1,63 @@
+"""Loaders for the data sets in ``data/`` (unchanged third-party files; see each folder's SOURCE.md).
+
+Each loader checks every row and raises :class:`DataFormatError` naming ``file:line`` on the first bad one,
+so a corrupted or hand-edited file fails loudly instead of shifting results.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pandas as pd
+
+from lib import paths
+
+JOURNAL_DIR = paths.DATA / "journal_entries"
+JOURNAL_SPLITS = {"test": "ed_situations_test.csv", "dev": "ed_situations_dev.csv"}
+
+# EmpatheticDialogues label index (1-based) -> emotion name. The source gives only integers; SOURCE.md
+# explains this mapping (MoEL emo_map order + 1, checked against word use for 28 of 32 labels).
+ED_EMOTIONS: dict[int, str] = dict(enumerate([
+    "surprised", "excited", "annoyed", "proud", "angry", "sad", "grateful", "lonely", "impressed", "afraid",
+    "disgusted", "confident", "terrified", "hopeful", "anxious", "disappointed", "joyful", "prepared",
+    "guilty", "furious", "nostalgic", "jealous", "anticipating", "embarrassed", "content", "devastated",
+    "sentimental", "caring", "trusting", "ashamed", "apprehensive", "faithful",
+], start=1))
+
+
+class DataFormatError(ValueError):
+    """A data file has a row that does not match its documented format; the message names file:line."""
+
+
+def load_journal_entries(split: str = "test", path: Path | None = None) -> pd.DataFrame:
+    """EmpatheticDialogues situation prompts as journal entries.
+
+    Columns: ``entry_id`` (``ed-<split>-<row>``, row counted from 0 after the header), ``split``,
+    ``emotion_label`` (1–32), ``emotion`` (inferred name, see SOURCE.md), ``text``.
+    """
+    if path is None:
+        if split not in JOURNAL_SPLITS:
+            raise ValueError(f"split must be one of {sorted(JOURNAL_SPLITS)}, not {split!r}")
+        path = JOURNAL_DIR / JOURNAL_SPLITS[split]
+    rows = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header != ["label", "content"]:
+            raise DataFormatError(f"{path}:1: expected header 'label,content', found {header!r}")
+        for index, record in enumerate(reader):
+            line = reader.line_num
+            if len(record) != 2:
+                raise DataFormatError(f"{path}:{line}: expected 2 fields (label, content), found {len(record)}")
+            label_text, content = record
+            try:
+                label = int(label_text)
+            except ValueError:
+                raise DataFormatError(f"{path}:{line}: label {label_text!r} is not an integer") from None
+            if label not in ED_EMOTIONS:
+                raise DataFormatError(f"{path}:{line}: label {label} is outside 1–{len(ED_EMOTIONS)}")
+            if not content.strip():
+                raise DataFormatError(f"{path}:{line}: empty content")
+            rows.append({"entry_id": f"ed-{split}-{index}", "split": split, "emotion_label": label,
+                         "emotion": ED_EMOTIONS[label], "text": content.strip()})
+    return pd.DataFrame(rows)

@@ -1,0 +1,19 @@
+"""Every folder of the study, derived from this package's location (never from the working directory)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT: Path = Path(__file__).resolve().parent.parent
+DATA: Path = ROOT / "data"
+NOTEBOOKS: Path = ROOT / "notebooks"
+OUTPUTS: Path = ROOT / "outputs"
+TABLES: Path = OUTPUTS / "tables"
+EXECUTED_NOTEBOOKS: Path = OUTPUTS / "notebooks"
+HTML: Path = OUTPUTS / "html"
+LLM_CACHE: Path = OUTPUTS / "llm-cache"
+LEDGERS: Path = OUTPUTS / "ledgers"
+PROMPTS: Path = Path(__file__).resolve().parent / "prompts"
+# Large local artefacts (the assembled GGUF, server pid/log files); git-ignored.
+LOCAL_CACHE: Path = ROOT / ".cache"
+MODELS: Path = LOCAL_CACHE / "models"
+RUN: Path = LOCAL_CACHE / "run"

@@ -1,0 +1,49 @@
+"""The response cache: canonical keys, atomic entries, several processes writing at once."""
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from lib.llm.cache import ResponseCache, canonical_json, request_key
+
+
+def test_key_is_independent_of_dict_order_and_sensitive_to_content():
+    a = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    b = {"temperature": 0, "messages": [{"content": "hi", "role": "user"}], "model": "m"}
+    assert canonical_json(a) == canonical_json(b) == (
+        '{"messages":[{"content":"hi","role":"user"}],"model":"m","temperature":0}')
+    assert request_key(a) == request_key(b)
+    assert request_key(a) != request_key({**a, "temperature": 0.0001})
+
+
+def test_put_get_roundtrip_and_corrupt_entry_names_the_file(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put("ab" + "0" * 62, {"response": {"x": "ünïcode"}, "latency_s": 1.5})
+    assert cache.get("ab" + "0" * 62) == {"response": {"x": "ünïcode"}, "latency_s": 1.5}
+    assert cache.get("cd" + "0" * 62) is None and len(cache) == 1
+    cache.path_for("ab" + "0" * 62).write_text('{"response": ')
+    with pytest.raises(ValueError, match=r"ab0+\.json: corrupt cache entry"):
+        cache.get("ab" + "0" * 62)
+
+
+def _writer(args: tuple[str, int]) -> None:
+    folder, worker = args
+    cache = ResponseCache(Path(folder))
+    for i in range(60):
+        # Half the keys are shared by all workers (same content, as identical requests would give).
+        key = request_key({"i": i}) if i % 2 else request_key({"worker": worker, "i": i})
+        cache.put(key, {"response": {"i": i, "payload": "x" * 5000}, "latency_s": 0.1})
+
+
+def test_concurrent_writers_leave_only_complete_entries(tmp_path):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.map(_writer, [(str(tmp_path), w) for w in range(4)])
+    cache = ResponseCache(tmp_path)
+    files = list(tmp_path.glob("??/*.json"))
+    assert len(files) == 30 + 4 * 30
+    for path in files:
+        entry = cache.get(path.stem)
+        assert len(entry["response"]["payload"]) == 5000
+    assert not list(tmp_path.rglob("*.tmp"))

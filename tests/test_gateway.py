@@ -1,0 +1,226 @@
+"""The LLM gateway against a fake OpenAI-compatible server over real HTTP on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from lib.llm.cache import request_key
+from lib.llm.gateway import CacheMissError, Endpoint, EndpointUnreachable, Gateway
+from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
+
+SECRET = "sk-test-THISKEYMUSTNEVERLEAK-0123456789"
+MESSAGES = [{"role": "user", "content": "Rate it."}]
+
+
+class Score(BaseModel):
+    score: int = Field(ge=1, le=5)
+
+
+def make_gateway(url: str, cache_dir: Path, **kwargs) -> Gateway:
+    endpoint = Endpoint(base_url=url, model="fake-model", identity="fake-model", embedded=False,
+                        api_key=kwargs.pop("api_key", None))
+    return Gateway(endpoint, cache_dir=cache_dir, notebook="test_nb", **kwargs)
+
+
+def test_cache_miss_then_hit(tmp_path):
+    with FakeOpenAI(always('{"score": 4}')) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path)
+        first = gateway.complete(MESSAGES, Score, label="rate")
+        second = gateway.complete(MESSAGES, Score, label="rate")
+    assert first.ok and second.ok and first.value == second.value == Score(score=4)
+    assert len(fake.requests) == 1
+    assert (gateway.ledger.cache_hits, gateway.ledger.live_requests, gateway.ledger.calls) == (1, 1, 2)
+    assert gateway.ledger.prompt_tokens == 20 and gateway.ledger.completion_tokens == 10
+
+
+def test_cache_key_covers_model_params_and_schema(tmp_path):
+    with FakeOpenAI(always('{"score": 4}')) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path)
+        gateway.complete(MESSAGES, Score)
+        gateway.complete(MESSAGES, Score, temperature=0.7)
+        gateway.complete(MESSAGES, None)
+        gateway.complete(MESSAGES, Score, top_logprobs=5)
+    assert len(fake.requests) == 4
+    # The stored request names the model identity, not the endpoint's model alias.
+    stored = [json.loads(p.read_text()) for p in tmp_path.glob("??/*.json")]
+    assert len(stored) == 4 and all(e["request"]["model"] == "fake-model" for e in stored)
+    assert {request_key(e["request"]) for e in stored} == {p.stem for p in tmp_path.glob("??/*.json")}
+
+
+def test_replay_serves_cache_without_endpoint_and_names_call_on_miss(tmp_path):
+    with FakeOpenAI(always('{"score": 2}')) as fake:
+        make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate")
+    replay = make_gateway(fake.base_url, tmp_path, mode="replay")  # the fake server is down now
+    assert replay.complete(MESSAGES, Score, label="rate").value == Score(score=2)
+    with pytest.raises(CacheMissError, match=r"call 'other' of notebook 'test_nb'.*LLM_MODE=live"):
+        replay.complete([{"role": "user", "content": "new"}], Score, label="other")
+
+
+def test_invalid_json_is_retried_with_feedback_then_succeeds(tmp_path):
+    with FakeOpenAI(sequence(Reply("not json at all"), Reply('{"score": 3}'))) as fake:
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate")
+    assert result.ok and result.value.score == 3 and result.attempts == 2
+    retry_messages = fake.requests[1]["messages"]
+    assert retry_messages[:1] == MESSAGES
+    assert retry_messages[1] == {"role": "assistant", "content": "not json at all"}
+    assert "invalid JSON" in retry_messages[2]["content"]
+    assert fake.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["score"]["maximum"] == 5
+
+
+@pytest.mark.parametrize("reply, kind", [
+    (Reply("{\"score\": "), "invalid_json"),
+    (Reply('{"score": 9}'), "schema_violation"),
+    (Reply('{"score": 3', finish_reason="length"), "truncated"),
+])
+def test_failure_is_recorded_after_bounded_retries_never_a_default(tmp_path, reply, kind):
+    with FakeOpenAI(always(reply.content, finish_reason=reply.finish_reason)) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path)
+        result = gateway.complete(MESSAGES, Score, max_attempts=3)
+    assert not result.ok and result.value is None and result.failure_kind == kind
+    assert result.attempts == 3 and len(fake.requests) == 3
+    assert gateway.ledger.failures == {kind: 1} and gateway.ledger.retries == 2
+    assert f"{kind}: 1" in gateway.ledger.report()
+
+
+def test_failed_call_replays_as_the_same_failure(tmp_path):
+    with FakeOpenAI(always("nope")) as fake:
+        live = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
+    replayed = make_gateway(fake.base_url, tmp_path, mode="replay").complete(MESSAGES, Score)
+    assert (live.ok, live.failure_kind, live.attempts) == (replayed.ok, replayed.failure_kind, replayed.attempts) \
+        == (False, "invalid_json", 3)
+
+
+def test_logprobs_are_requested_and_returned(tmp_path):
+    content = [{"token": "4", "logprob": -0.1, "top_logprobs": [{"token": "4", "logprob": -0.1},
+                                                                 {"token": "3", "logprob": -2.4}]}]
+    with FakeOpenAI(always('{"score": 4}', logprobs=content)) as fake:
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, top_logprobs=2)
+    assert fake.requests[0]["logprobs"] is True and fake.requests[0]["top_logprobs"] == 2
+    assert result.logprobs == content
+
+
+def test_server_errors_are_retried_then_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr("lib.llm.gateway.time.sleep", lambda s: None)
+    with FakeOpenAI(sequence(Reply(status=503, error_body="busy"), Reply('{"score": 1}'))) as fake:
+        assert make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score).value.score == 1
+    with FakeOpenAI(always("", status=400, error_body="bad request: unknown field")) as fake:
+        with pytest.raises(RuntimeError, match="HTTP 400: bad request"):
+            make_gateway(fake.base_url, tmp_path / "x").complete(MESSAGES, Score)
+    assert len(fake.requests) == 1  # a 4xx is not retried
+
+
+def test_endpoint_down_gives_one_actionable_line_quickly(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    gateway = make_gateway(url, tmp_path)
+    start = time.monotonic()
+    with pytest.raises(EndpointUnreachable) as info:
+        gateway.complete(MESSAGES, Score)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert url in message and "OPENAI_BASE_URL" in message and "\n" not in message
+    embedded = Gateway(Endpoint(url, "m", "m", embedded=True), cache_dir=tmp_path)
+    assert "make serve" in str(embedded._unreachable())
+
+
+def test_api_key_is_sent_but_never_stored_printed_or_raised(tmp_path):
+    def responder(body, n):
+        if n == 0:
+            return Reply('{"score": 5}')
+        # A misbehaving server that echoes the Authorization header in its error body.
+        return Reply(status=401, error_body=f"invalid key {fake.headers[n]['Authorization']}")
+
+    with FakeOpenAI(responder) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, api_key=SECRET)
+        gateway.complete(MESSAGES, Score)
+        with pytest.raises(RuntimeError) as info:
+            gateway.complete([{"role": "user", "content": "again"}], Score)
+    assert fake.headers[0]["Authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in str(info.value) and "***" in str(info.value)
+    texts = [repr(gateway), repr(gateway.endpoint), gateway.ledger.report(), str(gateway.ledger.as_dict())]
+    texts += [p.read_text() for p in tmp_path.rglob("*") if p.is_file()]
+    assert texts and not any(SECRET in t for t in texts)
+
+
+def test_endpoint_from_env(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    embedded = Endpoint.from_env()
+    assert embedded.embedded and embedded.identity.endswith(
+        "@sha256:cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1/")
+    monkeypatch.delenv("LLM_MODEL", raising=False)
+    with pytest.raises(ValueError, match="LLM_MODEL"):
+        Endpoint.from_env()
+    monkeypatch.setenv("LLM_MODEL", "qwen2.5-coder:1.5b")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    remote = Endpoint.from_env()
+    assert (remote.base_url, remote.model, remote.embedded) == ("http://localhost:11434/v1", "qwen2.5-coder:1.5b", False)
+    assert SECRET not in repr(remote)
+
+
+def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def responder(body, n):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return Reply(content=json.dumps({"score": int(body["messages"][0]["content"])}))
+
+    with FakeOpenAI(responder) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, concurrency=2)
+        results = gateway.complete_many(
+            [{"messages": [{"role": "user", "content": str(i % 5 + 1)}], "schema": Score, "label": f"c{i}"}
+             for i in range(10)])
+    assert [r.value.score for r in results] == [i % 5 + 1 for i in range(10)]
+    assert peak[0] == 2 and gateway.ledger.calls == 10
+    assert len(fake.requests) == gateway.ledger.live_requests == 10 - gateway.ledger.cache_hits
+
+
+WORKER = """
+import sys
+from pathlib import Path
+from lib.llm.gateway import Endpoint, Gateway
+from pydantic import BaseModel
+class Score(BaseModel):
+    score: int
+url, cache = sys.argv[1], Path(sys.argv[2])
+gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="kill", concurrency=2)
+gateway.complete_many([{"messages": [{"role": "user", "content": f"item {i}"}], "schema": Score} for i in range(16)])
+print("done")
+"""
+
+
+def test_killed_batch_resumes_without_repeating_finished_calls(tmp_path):
+    cache = tmp_path / "cache"
+    with FakeOpenAI(always('{"score": 1}', delay_s=0.15)) as fake:
+        proc = subprocess.Popen([sys.executable, "-c", WORKER, fake.base_url, str(cache)],
+                                cwd=Path(__file__).resolve().parents[1])
+        deadline = time.monotonic() + 20
+        while len(list(cache.glob("??/*.json"))) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished_before_kill = {p.stem for p in cache.glob("??/*.json")}
+        requests_before_kill = len(fake.requests)
+        assert 6 <= len(finished_before_kill) < 16, "the kill must land mid-batch"
+
+        rerun = subprocess.run([sys.executable, "-c", WORKER, fake.base_url, str(cache)],
+                               cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=60)
+        assert rerun.returncode == 0, rerun.stderr
+    keys = [request_key({**body, "model": "fake-model"}) for body in fake.requests]
+    assert len({p.stem for p in cache.glob("??/*.json")}) == 16
+    assert all(keys.count(k) == 1 for k in finished_before_kill), "a finished call was sent again"
+    # Only the calls in flight at the kill (at most the concurrency) may be sent twice.
+    assert len(fake.requests) - 16 <= 2 and requests_before_kill <= len(finished_before_kill) + 2
