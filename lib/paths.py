@@ -1,12 +1,15 @@
 """Every folder of the study, derived from this package's location (never from the working directory)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ROOT: Path = Path(__file__).resolve().parent.parent
 DATA: Path = ROOT / "data"
 NOTEBOOKS: Path = ROOT / "notebooks"
-OUTPUTS: Path = ROOT / "outputs"
+# STUDY_OUTPUT_DIR redirects every output (tables, ledgers, executed notebooks, cache) for side runs such
+# as `make bench`, so they never overwrite the committed report.
+OUTPUTS: Path = Path(os.environ.get("STUDY_OUTPUT_DIR") or ROOT / "outputs")
 TABLES: Path = OUTPUTS / "tables"
 EXECUTED_NOTEBOOKS: Path = OUTPUTS / "notebooks"
 HTML: Path = OUTPUTS / "html"

@@ -40,6 +40,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "pool_diversity": "mean pairwise cosine distance of the pool's candidates",
         "near_duplicate": "near_duplicate_of is set",
     },
+    "rankings": {
+        "method": "ranker name (lib.rankers): random, embedding, category, self_confidence, value_aware",
+        "run": "seed index for random (0..k-1); 0 for deterministic methods",
+        "entry_id": "the pool's entry",
+        "rank": "1 = shown first; ties keep the generator's order; failed candidates last",
+        "candidate_id": "the ranked candidate",
+        "score": "the ranker's score (higher is better; -inf for a failed candidate)",
+    },
 }
 
 
