@@ -170,12 +170,29 @@ def rank_all(pools: list[Pool], rankers: list[tuple[Ranker, int]]) -> pd.DataFra
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def mean_kendall_tau(rankings: pd.DataFrame, method_a: str, method_b: str, run: int = 0) -> tuple[float, int]:
-    """Mean over pools (of ≥ 2 candidates) of Kendall's τ-b between two methods' ranks; returns (τ̄, pools)."""
+def mean_kendall_tau(rankings: pd.DataFrame, method_a: str, method_b: str, run_a: int = 0, run_b: int = 0
+                     ) -> tuple[float, int]:
+    """Mean over pools (of ≥ 2 candidates) of Kendall's τ-b between two (method, run) rankings of the same
+    pool; returns (τ̄, number of pools)."""
     from scipy.stats import kendalltau
 
-    a = rankings[(rankings.method == method_a) & (rankings.run == run)]
-    b = rankings[(rankings.method == method_b) & (rankings.run == run)]
+    a = rankings[(rankings.method == method_a) & (rankings.run == run_a)]
+    b = rankings[(rankings.method == method_b) & (rankings.run == run_b)]
     merged = a.merge(b, on=["entry_id", "candidate_id"], suffixes=("_a", "_b"))
     taus = [kendalltau(g.rank_a, g.rank_b).statistic for _, g in merged.groupby("entry_id") if len(g) >= 2]
     return (float(np.mean(taus)) if taus else float("nan")), len(taus)
+
+
+def study_rankers(pools: list[Pool], embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
+    """The study's methods as (ranker, run): ``n_random_seeds`` random runs, then one run of each other."""
+    names, definitions = category_vectors(embed)
+    personas = {pool.persona.persona_id: pool.persona for pool in pools}
+    persona_vectors = {pid: value_profile_vector(p, embed) for pid, p in sorted(personas.items())}
+    return ([(RandomRanker(seed=s), s) for s in range(n_random_seeds)]
+            + [(EmbeddingSimilarityRanker(), 0), (CategoryOnlyRanker(tuple(names), definitions), 0),
+               (SelfConfidenceRanker(), 0), (ValueAwareRanker(persona_vectors, alpha=alpha), 0)])
+
+
+def describe(ranker: Ranker) -> str:
+    """The ranker's docstring as one line (the method description shown in notebook 02)."""
+    return " ".join((type(ranker).__doc__ or "").split())

@@ -59,7 +59,7 @@ def write_table(frame: pd.DataFrame, name: str) -> str:
     paths.TABLES.mkdir(parents=True, exist_ok=True)
     path = paths.TABLES / f"{name}.parquet"
     frame[expected].to_parquet(path, index=False)
-    return str(path.relative_to(paths.ROOT))
+    return str(path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path)
 
 
 def read_table(name: str) -> pd.DataFrame:
