@@ -1,0 +1,51 @@
+"""Score distributions from token log-probabilities (G-Eval's probability-weighted score).
+
+G-Eval (Liu et al., EMNLP 2023, §2.3): with allowed scores S = {s_1..s_n} and p(s_i) the model's
+probability of the score token, the score is  score = Σ_i p(s_i) · s_i.  Here p is renormalised over the
+allowed score tokens found among the ``top_logprobs`` at the position where the JSON field's value is
+written:  p(s) = exp(ℓ_s) / Σ_{s'∈S∩top} exp(ℓ_s').  Scores absent from the top-k get probability 0.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+
+def value_token_index(tokens: list[dict[str, Any]], field: str) -> int | None:
+    """Index of the first non-blank token written after ``"<field>":`` in a JSON answer, or None."""
+    pattern = re.compile(rf'"{re.escape(field)}"\s*:\s*"?$')
+    text = ""
+    for i, token in enumerate(tokens):
+        if token["token"].strip() and pattern.search(text):
+            return i
+        text += token["token"]
+    return None
+
+
+def score_distribution(tokens: list[dict[str, Any]] | None, field: str, allowed: list[int]
+                       ) -> dict[int, float] | None:
+    """p(s) over ``allowed`` scores at the value position of ``field``; None when the answer has no
+    logprobs, no such field, or none of the allowed scores among the top log-probabilities."""
+    if not tokens:
+        return None
+    index = value_token_index(tokens, field)
+    if index is None:
+        return None
+    logprob: dict[int, float] = {}
+    for alternative in tokens[index].get("top_logprobs") or []:
+        text = alternative["token"].strip()
+        if text.lstrip("-").isdigit() and int(text) in allowed:
+            score = int(text)
+            # The same score may appear as several tokens ('3' and ' 3'): add their probabilities.
+            logprob[score] = float(math.log(math.exp(logprob[score]) + math.exp(alternative["logprob"]))
+                                   if score in logprob else alternative["logprob"])
+    if not logprob:
+        return None
+    total = sum(math.exp(v) for v in logprob.values())
+    return {s: (math.exp(logprob[s]) / total if s in logprob else 0.0) for s in allowed}
+
+
+def expected_score(distribution: dict[int, float]) -> float:
+    """Σ_s p(s)·s."""
+    return float(sum(score * p for score, p in distribution.items()))

@@ -1,0 +1,106 @@
+"""Relevance judge (UMBRELA-style, Upadhyay et al. 2024): consider the writer's intent, then answer with a
+grade on 0–2 (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained JSON.
+
+Two forms over the same rubric: *pointwise* (one call per (context, source, output); the grade's top
+log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g) and *listwise* (one call grades a
+whole pool; argmax grades only). Prompts: ``lib/prompts/relevance_{pointwise,listwise}.txt``, each split by
+``---`` into the system part, the shared context (written first so the server reuses its cached prefix) and
+the item(s).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field, create_model
+
+from lib import paths
+from lib.judges.logprobs import expected_score, score_distribution
+from lib.llm.gateway import Gateway
+
+GRADES = [0, 1, 2]
+TOP_LOGPROBS = 5
+
+
+class Grade(BaseModel):
+    grade: Literal[0, 1, 2]
+
+
+@lru_cache(maxsize=None)
+def grades_schema(n: int) -> type[BaseModel]:
+    return create_model(f"Grades{n}", grades=(Annotated[list[Literal[0, 1, 2]], Field(min_length=n, max_length=n)], ...))
+
+
+def _template(name: str) -> tuple[str, str, str]:
+    system, context, item = (part.strip() for part in (paths.PROMPTS / name).read_text().split("\n---\n"))
+    return system, context, item
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One relevance label. ``ok`` False means no grade (``failure_kind`` says why) — never a default."""
+
+    ok: bool
+    grade: int | None = None
+    expected_grade: float | None = None
+    p_grade: tuple[float, ...] | None = None  # p(0), p(1), p(2); None without usable logprobs
+    failure_kind: str | None = None
+
+
+def pointwise_messages(context: str, source: str, output: str) -> list[dict[str, str]]:
+    system, shared, item = _template("relevance_pointwise.txt")
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": shared.format(context=context, source=source) + "\n"
+             + item.format(output=output)}]
+
+
+def listwise_messages(context: str, source: str, outputs: list[str]) -> list[dict[str, str]]:
+    system, shared, item = _template("relevance_listwise.txt")
+    listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(outputs, start=1))
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": shared.format(context=context, source=source) + "\n"
+             + item.format(outputs=listing)}]
+
+
+def judge_pointwise(gateway: Gateway, items: list[tuple[str, str, str]], label: str = "relevance",
+                    temperature: float = 0.0, seed: int = 0) -> list[Judgment]:
+    """Grade each (context, source, output) in its own call, with logprobs for the expected grade."""
+    calls = [{"messages": pointwise_messages(*item), "schema": Grade, "label": f"{label}:{i}",
+              "max_tokens": 16, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed}
+             for i, item in enumerate(items)]
+    judgments = []
+    for result in gateway.complete_many(calls, desc=label):
+        if not result.ok:
+            judgments.append(Judgment(ok=False, failure_kind=result.failure_kind))
+            continue
+        dist = score_distribution(result.logprobs, "grade", GRADES)
+        judgments.append(Judgment(
+            ok=True, grade=result.value.grade,
+            expected_grade=expected_score(dist) if dist else None,
+            p_grade=tuple(dist[g] for g in GRADES) if dist else None))
+    return judgments
+
+
+def judge_listwise(gateway: Gateway, pools: list[tuple[str, str, list[str]]], label: str = "relevance-list",
+                   order_seed: int | None = None) -> list[list[Judgment]]:
+    """Grade each pool (context, source, outputs) in one call. With ``order_seed`` the outputs are shown in a
+    seeded random order (for the position-bias check) and the grades are mapped back to the input order."""
+    calls, orders = [], []
+    for i, (context, source, outputs) in enumerate(pools):
+        order = (np.random.default_rng([order_seed, i]).permutation(len(outputs)) if order_seed is not None
+                 else np.arange(len(outputs)))
+        orders.append(order)
+        calls.append({"messages": listwise_messages(context, source, [outputs[j] for j in order]),
+                      "schema": grades_schema(len(outputs)), "label": f"{label}:{i}", "max_tokens": 12 + 4 * len(outputs)})
+    judged = []
+    for order, result in zip(orders, gateway.complete_many(calls, desc=label)):
+        if not result.ok:
+            judged.append([Judgment(ok=False, failure_kind=result.failure_kind)] * len(order))
+            continue
+        back = [Judgment(ok=False)] * len(order)
+        for shown_position, original in enumerate(order):
+            back[original] = Judgment(ok=True, grade=result.value.grades[shown_position])
+        judged.append(back)
+    return judged

@@ -1,0 +1,42 @@
+"""Probability-weighted scores on hand-made logprob lists."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lib.judges.logprobs import expected_score, score_distribution, value_token_index
+
+
+def tok(token, alternatives=()):
+    return {"token": token, "logprob": -0.1, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alternatives]}
+
+
+ANSWER = [tok("{"), tok(' "'), tok("score"), tok('":'), tok(" "),
+          tok("3", [("3", math.log(0.5)), ("4", math.log(0.3)), ("x", math.log(0.1)), ("9", math.log(0.1))]),
+          tok(" }")]
+
+
+def test_value_position_is_found_after_the_field_name():
+    assert value_token_index(ANSWER, "score") == 5
+    assert value_token_index(ANSWER, "grade") is None
+
+
+def test_distribution_renormalises_over_allowed_scores_only():
+    dist = score_distribution(ANSWER, "score", [1, 2, 3, 4, 5])
+    # allowed tokens present: 3 (0.5) and 4 (0.3); '9' and 'x' are not allowed
+    assert dist == pytest.approx({1: 0, 2: 0, 3: 0.625, 4: 0.375, 5: 0})
+    assert expected_score(dist) == pytest.approx(3 * 0.625 + 4 * 0.375)
+
+
+def test_same_score_in_two_token_forms_adds_up():
+    answer = [tok('{"grade":'), tok("2", [("2", math.log(0.4)), (" 2", math.log(0.2)), ("0", math.log(0.2))]),
+              tok("}")]
+    dist = score_distribution(answer, "grade", [0, 1, 2])
+    assert dist == pytest.approx({0: 0.25, 1: 0.0, 2: 0.75})
+    assert expected_score(dist) == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("tokens", [None, [], [tok('{"score":'), tok("7", [("7", -0.1), ("8", -2.0)])]])
+def test_no_usable_logprobs_gives_none_not_a_default(tokens):
+    assert score_distribution(tokens, "score", [1, 2, 3, 4, 5]) is None
