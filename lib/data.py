@@ -61,3 +61,40 @@ def load_journal_entries(split: str = "test", path: Path | None = None) -> pd.Da
             rows.append({"entry_id": f"ed-{split}-{index}", "split": split, "emotion_label": label,
                          "emotion": ED_EMOTIONS[label], "text": content.strip()})
     return pd.DataFrame(rows)
+
+
+NOVELEVAL_DIR = paths.DATA / "relevance_qrels" / "noveleval"
+
+
+def _split_lines(path: Path, n_fields: int, sep: str | None) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of every non-empty line; a line with another field count is an error."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            fields = line.split(sep, n_fields - 1) if sep else line.split()
+            if len(fields) != n_fields:
+                raise DataFormatError(f"{path}:{line_no}: expected {n_fields} fields, found {len(fields)}")
+            rows.append((line_no, fields))
+    return rows
+
+
+def load_noveleval(folder: Path = NOVELEVAL_DIR) -> pd.DataFrame:
+    """NovelEval-2306 (Sun et al., EMNLP 2023): one row per judged (query, passage) with the human grade 0–2.
+
+    Columns: ``qid``, ``query``, ``docid``, ``passage``, ``human_grade``.
+    """
+    queries = {qid: text for _, (qid, text) in _split_lines(folder / "queries.tsv", 2, "\t")}
+    corpus = {docid: text for _, (docid, text) in _split_lines(folder / "corpus.tsv", 2, "\t")}
+    rows = []
+    qrels = folder / "qrels.txt"
+    for line_no, (qid, _, docid, grade) in _split_lines(qrels, 4, None):
+        if qid not in queries or docid not in corpus:
+            raise DataFormatError(f"{qrels}:{line_no}: unknown query {qid!r} or passage {docid!r}")
+        if grade not in ("0", "1", "2"):
+            raise DataFormatError(f"{qrels}:{line_no}: grade {grade!r} is not 0, 1 or 2")
+        rows.append({"qid": qid, "query": queries[qid], "docid": docid, "passage": corpus[docid],
+                     "human_grade": int(grade)})
+    return pd.DataFrame(rows)

@@ -32,3 +32,26 @@ def test_malformed_row_names_file_and_line(tmp_path, content, line, message):
 def test_unknown_split_is_refused():
     with pytest.raises(ValueError, match="split must be one of"):
         load_journal_entries("train")
+
+
+def test_noveleval_loads_with_documented_counts():
+    from lib.data import load_noveleval
+
+    table = load_noveleval()
+    assert len(table) == 420 and table.qid.nunique() == 21
+    assert table.human_grade.value_counts().to_dict() == {0: 290, 2: 90, 1: 40}  # SOURCE.md counts
+
+
+@pytest.mark.parametrize("qrels, message", [
+    ("0 Q0 0-0 0\n0 Q0 0-1\n", r"qrels\.txt:2: expected 4 fields"),
+    ("0 Q0 0-0 0\n\n0 Q0 9-9 1\n", r"qrels\.txt:3: unknown query '0' or passage '9-9'"),
+    ("0 Q0 0-0 3\n", r"qrels\.txt:1: grade '3'"),
+])
+def test_noveleval_malformed_qrels_line(tmp_path, qrels, message):
+    from lib.data import load_noveleval
+
+    (tmp_path / "queries.tsv").write_text("0\tA question?\n")
+    (tmp_path / "corpus.tsv").write_text("0-0\tA passage.\n0-1\tAnother.\n")
+    (tmp_path / "qrels.txt").write_text(qrels)
+    with pytest.raises(DataFormatError, match=message):
+        load_noveleval(tmp_path)

@@ -3,9 +3,10 @@ grade on 0–2 (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained 
 
 Two forms over the same rubric: *pointwise* (one call per (context, source, output); the grade's top
 log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g) and *listwise* (one call grades a
-whole pool; argmax grades only). Prompts: ``lib/prompts/relevance_{pointwise,listwise}.txt``, each split by
-``---`` into the system part, the shared context (written first so the server reuses its cached prefix) and
-the item(s).
+whole pool; argmax grades only). Two wordings of the rubric: nudges for a journal entry and a persona
+(``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to measure the judge against
+human qrels). Each prompt file is split by ``---`` into the system part, the shared context (written first
+so the server reuses its cached prefix) and the item(s).
 """
 from __future__ import annotations
 
@@ -33,8 +34,20 @@ def grades_schema(n: int) -> type[BaseModel]:
     return create_model(f"Grades{n}", grades=(Annotated[list[Literal[0, 1, 2]], Field(min_length=n, max_length=n)], ...))
 
 
-def _template(name: str) -> tuple[str, str, str]:
-    system, context, item = (part.strip() for part in (paths.PROMPTS / name).read_text().split("\n---\n"))
+@dataclass(frozen=True)
+class RelevancePrompts:
+    """File stems in ``lib/prompts`` of the pointwise and listwise wording of one rubric."""
+
+    pointwise: str
+    listwise: str
+
+
+NUDGE_PROMPTS = RelevancePrompts("relevance_pointwise", "relevance_listwise")
+PASSAGE_PROMPTS = RelevancePrompts("passage_relevance_pointwise", "passage_relevance_listwise")
+
+
+def _template(stem: str) -> tuple[str, str, str]:
+    system, context, item = (part.strip() for part in (paths.PROMPTS / f"{stem}.txt").read_text().split("\n---\n"))
     return system, context, item
 
 
@@ -49,15 +62,17 @@ class Judgment:
     failure_kind: str | None = None
 
 
-def pointwise_messages(context: str, source: str, output: str) -> list[dict[str, str]]:
-    system, shared, item = _template("relevance_pointwise.txt")
+def pointwise_messages(context: str, source: str, output: str, prompts: RelevancePrompts = NUDGE_PROMPTS
+                       ) -> list[dict[str, str]]:
+    system, shared, item = _template(prompts.pointwise)
     return [{"role": "system", "content": system},
             {"role": "user", "content": shared.format(context=context, source=source) + "\n"
              + item.format(output=output)}]
 
 
-def listwise_messages(context: str, source: str, outputs: list[str]) -> list[dict[str, str]]:
-    system, shared, item = _template("relevance_listwise.txt")
+def listwise_messages(context: str, source: str, outputs: list[str], prompts: RelevancePrompts = NUDGE_PROMPTS
+                      ) -> list[dict[str, str]]:
+    system, shared, item = _template(prompts.listwise)
     listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(outputs, start=1))
     return [{"role": "system", "content": system},
             {"role": "user", "content": shared.format(context=context, source=source) + "\n"
@@ -65,9 +80,10 @@ def listwise_messages(context: str, source: str, outputs: list[str]) -> list[dic
 
 
 def judge_pointwise(gateway: Gateway, items: list[tuple[str, str, str]], label: str = "relevance",
-                    temperature: float = 0.0, seed: int = 0) -> list[Judgment]:
+                    temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS
+                    ) -> list[Judgment]:
     """Grade each (context, source, output) in its own call, with logprobs for the expected grade."""
-    calls = [{"messages": pointwise_messages(*item), "schema": Grade, "label": f"{label}:{i}",
+    calls = [{"messages": pointwise_messages(*item, prompts=prompts), "schema": Grade, "label": f"{label}:{i}",
               "max_tokens": 16, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed}
              for i, item in enumerate(items)]
     judgments = []
@@ -84,7 +100,8 @@ def judge_pointwise(gateway: Gateway, items: list[tuple[str, str, str]], label: 
 
 
 def judge_listwise(gateway: Gateway, pools: list[tuple[str, str, list[str]]], label: str = "relevance-list",
-                   order_seed: int | None = None) -> list[list[Judgment]]:
+                   order_seed: int | None = None, prompts: RelevancePrompts = NUDGE_PROMPTS
+                   ) -> list[list[Judgment]]:
     """Grade each pool (context, source, outputs) in one call. With ``order_seed`` the outputs are shown in a
     seeded random order (for the position-bias check) and the grades are mapped back to the input order."""
     calls, orders = [], []
@@ -92,7 +109,7 @@ def judge_listwise(gateway: Gateway, pools: list[tuple[str, str, list[str]]], la
         order = (np.random.default_rng([order_seed, i]).permutation(len(outputs)) if order_seed is not None
                  else np.arange(len(outputs)))
         orders.append(order)
-        calls.append({"messages": listwise_messages(context, source, [outputs[j] for j in order]),
+        calls.append({"messages": listwise_messages(context, source, [outputs[j] for j in order], prompts),
                       "schema": grades_schema(len(outputs)), "label": f"{label}:{i}", "max_tokens": 12 + 4 * len(outputs)})
     judged = []
     for order, result in zip(orders, gateway.complete_many(calls, desc=label)):
