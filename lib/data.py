@@ -98,3 +98,24 @@ def load_noveleval(folder: Path = NOVELEVAL_DIR) -> pd.DataFrame:
         rows.append({"qid": qid, "query": queries[qid], "docid": docid, "passage": corpus[docid],
                      "human_grade": int(grade)})
     return pd.DataFrame(rows)
+
+
+SUMMEVAL_FILE = paths.DATA / "human_judgments" / "summeval_geval" / "summeval.json"
+SUMMEVAL_DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
+
+
+def load_summeval(path: Path = SUMMEVAL_FILE) -> pd.DataFrame:
+    """SummEval as used by G-Eval: one row per (doc_id, system_id) with ``source``, ``system_output`` and the
+    mean expert rating (1–5) of each dimension as a column."""
+    import json
+
+    records = json.loads(path.read_text(encoding="utf-8"))
+    rows = []
+    for index, record in enumerate(records):
+        try:
+            rows.append({"doc_id": record["doc_id"], "system_id": record["system_id"], "source": record["source"],
+                         "system_output": record["system_output"],
+                         **{d: float(record["scores"][d]) for d in SUMMEVAL_DIMENSIONS}})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(f"{path}: record {index} ({exc.__class__.__name__}: {exc})") from None
+    return pd.DataFrame(rows)

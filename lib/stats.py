@@ -33,3 +33,29 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: str = "
 
     data = np.array([[np.nan if r is None else r for r in row] for row in ratings], dtype=float)
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
+
+
+def agreement(a: Sequence[int], b: Sequence[int], categories: Sequence[int]) -> dict[str, float]:
+    """n, exact agreement, Cohen's κ and quadratic-weighted κ of two label sequences."""
+    a, b = list(a), list(b)
+    return {"n": len(a), "exact agreement": float(np.mean(np.equal(a, b))) if a else float("nan"),
+            "kappa": cohen_kappa(a, b, categories) if a else float("nan"),
+            "weighted kappa": cohen_kappa(a, b, categories, weights="quadratic") if a else float("nan")}
+
+
+def agreement_of_columns(frame, a: str, b: str, categories: Sequence[int]) -> dict[str, float]:
+    """:func:`agreement` of two label columns over the rows where both are present."""
+    both = frame[a].notna() & frame[b].notna()
+    return agreement(frame.loc[both, a].astype(int), frame.loc[both, b].astype(int), categories)
+
+
+def per_group_correlation(frame, group: str, x: str, y: str, method: str = "spearman") -> tuple[float, int]:
+    """G-Eval's summary-level protocol (meta_eval_summeval.py in nlpyang/geval): correlate x and y inside
+    each group, skip groups where either is constant, and average over the groups kept.
+    ``method``: spearman, pearson or kendall (scipy; Kendall is τ-b). Returns (mean, groups kept)."""
+    from scipy import stats as sps
+
+    func = {"spearman": sps.spearmanr, "pearson": sps.pearsonr, "kendall": sps.kendalltau}[method]
+    values = [func(g[x], g[y]).statistic for _, g in frame.groupby(group)
+              if g[x].nunique() > 1 and g[y].nunique() > 1]
+    return (float(np.mean(values)) if values else float("nan")), len(values)

@@ -139,6 +139,17 @@ CULTURAL_SENSITIVITY = register(RubricMetric(
 ))
 
 
+COHERENCE = register(RubricMetric(
+    name="Coherence", scale=(1, 5),
+    task_intro="You will be given one summary written for a news article. Your task is to rate the summary on "
+               "one metric.",
+    # The G-Eval paper's coherence criterion (its prompts/summeval/coh_detailed.txt), for the SummEval check.
+    criteria="the collective quality of all sentences. The summary should be well-structured and "
+             "well-organized. The summary should not just be a heap of related information, but should build "
+             "from sentence to sentence to a coherent body of information about a topic.",
+))
+
+
 @lru_cache(maxsize=None)
 def score_schema(low: int, high: int) -> type[BaseModel]:
     return create_model(f"Score{low}to{high}", score=(Literal[tuple(range(low, high + 1))], ...))

@@ -121,3 +121,40 @@ def judge_listwise(gateway: Gateway, pools: list[tuple[str, str, list[str]]], la
             back[original] = Judgment(ok=True, grade=result.value.grades[shown_position])
         judged.append(back)
     return judged
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """``text`` cut at the last word boundary within ``max_chars``, with "…" when cut."""
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars].rsplit(" ", 1)[0] + " …"
+
+
+def rounded_expected(judgment: Judgment) -> int | None:
+    """Expected grade rounded half up to the nearest grade: an integer label that uses p(g), not just argmax."""
+    return None if judgment.expected_grade is None else int(np.floor(judgment.expected_grade + 0.5))
+
+
+def judgments_frame(judgments: list[Judgment]) -> "pd.DataFrame":
+    """Columns grade, expected_grade, p_grade_0..2, rounded_expected, failed, failure_kind (row per judgment)."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        "grade": pd.array([j.grade for j in judgments], dtype="Int64"),
+        "expected_grade": [j.expected_grade if j.expected_grade is not None else np.nan for j in judgments],
+        **{f"p_grade_{g}": [j.p_grade[g] if j.p_grade else np.nan for j in judgments] for g in GRADES},
+        "rounded_expected": pd.array([rounded_expected(j) for j in judgments], dtype="Int64"),
+        "failed": [not j.ok for j in judgments],
+        "failure_kind": [j.failure_kind for j in judgments],
+    })
+
+
+def pool_grades(n_rows: int, pool_rows: list[np.ndarray], judged: list[list[Judgment]]) -> "pd.arrays.IntegerArray":
+    """Listwise grades placed back on the rows of a flat table (null where a pool's call failed)."""
+    import pandas as pd
+
+    grades: list[int | None] = [None] * n_rows
+    for rows, pool in zip(pool_rows, judged, strict=True):
+        for row, judgment in zip(rows, pool, strict=True):
+            grades[row] = judgment.grade
+    return pd.array(grades, dtype="Int64")
