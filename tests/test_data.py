@@ -55,3 +55,15 @@ def test_noveleval_malformed_qrels_line(tmp_path, qrels, message):
     (tmp_path / "qrels.txt").write_text(qrels)
     with pytest.raises(DataFormatError, match=message):
         load_noveleval(tmp_path)
+
+
+def test_summeval_loads_and_names_a_bad_record(tmp_path):
+    from lib.data import load_summeval
+
+    table = load_summeval()
+    assert len(table) == 1600 and table.doc_id.nunique() == 100 and table.system_id.nunique() == 16
+    assert table.coherence.between(1, 5).all()
+    bad = tmp_path / "s.json"
+    bad.write_text('[{"doc_id": "d", "system_id": "M0", "source": "s", "system_output": "o", "scores": {"coherence": 2}}]')
+    with pytest.raises(DataFormatError, match=r"s\.json: record 0 \(KeyError"):
+        load_summeval(bad)

@@ -1,0 +1,41 @@
+"""What the study's LLM work would cost on hosted models, from the ledgers' token counts.
+
+PRICES_USD_PER_MTOK is a documented parameter table (USD per million tokens, input / output), taken from
+the providers' public list prices as last checked by the authors for 2025; it is not scraped and will go
+stale — edit it before relying on the numbers. Cached-input discounts are ignored (upper bound).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from lib import paths
+
+PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "claude-3.5-haiku": (0.80, 4.00),
+    "claude-sonnet-4": (3.00, 15.00),
+}
+
+
+def read_ledgers(notebooks: list[str], folder: Path = paths.LEDGERS) -> pd.DataFrame:
+    """One row per notebook: calls, requests, failures, prompt and completion tokens, recorded LLM time."""
+    rows = []
+    for name in notebooks:
+        ledger = json.loads((folder / f"{name}.json").read_text())
+        rows.append({"notebook": name, "model": ledger["model"], "calls": ledger["calls"],
+                     "requests": ledger["requests"], "failed calls": sum(ledger["failures"].values()),
+                     "prompt tokens": ledger["prompt_tokens"], "completion tokens": ledger["completion_tokens"],
+                     "recorded LLM time (s)": ledger["recorded_latency_s"]})
+    return pd.DataFrame(rows).set_index("notebook")
+
+
+def hosted_cost(ledgers: pd.DataFrame, prices: dict[str, tuple[float, float]] = PRICES_USD_PER_MTOK) -> pd.DataFrame:
+    """USD per notebook and model: prompt_tokens·p_in/1e6 + completion_tokens·p_out/1e6 (same token counts;
+    another tokenizer would count somewhat differently)."""
+    return pd.DataFrame({model: (ledgers["prompt tokens"] * p_in + ledgers["completion tokens"] * p_out) / 1e6
+                         for model, (p_in, p_out) in prices.items()})

@@ -1,0 +1,31 @@
+"""Interpretation text generated from result tables, so prose and numbers cannot drift apart."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def comparison_paragraph(comparisons: pd.DataFrame, alpha: float = 0.05) -> str:
+    """Markdown summary of paired comparisons of the system with each baseline.
+
+    Expected columns: metric, baseline, n, "mean diff", "ci low", "ci high", "p holm", "entries needed".
+    """
+    significant = comparisons[comparisons["p holm"] < alpha]
+    lines = [f"Of {len(comparisons)} comparisons of the value-aware ranker with a baseline (permutation test, "
+             f"up to {int(comparisons['n'].max())} entries each), **{len(significant)}** are significant at "
+             f"α = {alpha} after Holm correction."]
+    for _, row in significant.iterrows():
+        direction = "better" if row["mean diff"] > 0 else "worse"
+        lines.append(f"- {row['metric']}: value-aware is {direction} than {row['baseline']} by "
+                     f"{row['mean diff']:+.3f} (95% CI {row['ci low']:+.3f} to {row['ci high']:+.3f}; "
+                     f"Holm-adjusted p = {row['p holm']:.3g}).")
+    rest = comparisons[~(comparisons["p holm"] < alpha)]
+    if len(rest):
+        needed = [n for n in rest["entries needed"] if math.isfinite(n)]
+        detail = (f"detecting differences of the observed sizes with 80% power would take a median of "
+                  f"{pd.Series(needed).median():,.0f} entries (normal approximation), so “not significant” "
+                  f"here mostly means “too few entries to tell”, not “no difference”."
+                  if needed else "their observed differences are exactly zero.")
+        lines.append(f"- The other {len(rest)} are not significant; {detail}")
+    return "\n".join(lines)
