@@ -30,12 +30,17 @@ def parameters_for(name: str) -> dict:
     return dict(sections.get(name) or {})
 
 
+HTML_TEMPLATES = Path(__file__).resolve().parent / "html_template"
+
+
 def render_html(notebook: Path, dest: Path) -> None:
-    """Offline HTML: plotly.js is already embedded in the figure outputs, so no CDN is referenced."""
+    """Offline HTML: the ``offline`` template drops the lab template's CDN scripts, and plotly.js is
+    embedded in the figure outputs, so the page loads nothing from the network."""
     import nbformat
     from nbconvert import HTMLExporter
 
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(HTML_TEMPLATES)])
+    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(body, encoding="utf-8")
 

@@ -90,7 +90,8 @@ class LLMResult:
 @dataclass
 class Ledger:
     """Counts of one gateway's work. ``recorded_latency_s`` sums the latencies stored with each response,
-    so it is the same in a replay as in the live run; ``live_*`` and ``wall_s`` describe this run only."""
+    so it is the same in a replay as in the live run; ``cache_hits``, ``live_requests`` and ``live_wall_s``
+    (request latencies of live calls, summed over parallel requests) describe this run only."""
 
     calls: int = 0
     requests: int = 0
@@ -140,7 +141,7 @@ class Ledger:
             f"{self.cached_prompt_tokens:,}) · completion tokens: {self.completion_tokens:,}",
             f"recorded generation time: {self.recorded_latency_s:,.1f} s",
             f"this run: {self.cache_hits} requests from the response cache, {self.live_requests} live, "
-            f"live wall time {self.live_wall_s:,.1f} s",
+            f"live request time {self.live_wall_s:,.1f} s (summed over parallel requests)",
         ])
 
 
