@@ -118,10 +118,12 @@ def banned_shame_word(output: str) -> RuleVerdict | None:
     return RuleVerdict(score=1, reason=f"banned word: {match.group(1).lower()}") if match else None
 
 
+NUDGE_TASK_INTRO = ("You will be given a person's journal entry (the source text) and a short message an assistant "
+                    "wrote in response. Your task is to rate the message on one metric.")
+
 TONE_EMPATHY = register(RubricMetric(
     name="ToneEmpathy", scale=(1, 5),
-    task_intro="You will be given a person's journal entry (the source text) and a short message an assistant "
-               "wrote in response. Your task is to rate the message on one metric.",
+    task_intro=NUDGE_TASK_INTRO,
     criteria="How empathetic the tone is. The message validates the person's feelings, contains no shame, "
              "blame or lecturing, sounds like a supportive friend rather than a critical parent, and "
              "acknowledges that things are difficult while offering hope.",
@@ -130,8 +132,7 @@ TONE_EMPATHY = register(RubricMetric(
 
 CULTURAL_SENSITIVITY = register(RubricMetric(
     name="CulturalSensitivity", scale=(1, 5),
-    task_intro="You will be given a person's journal entry (the source text) and a short message an assistant "
-               "wrote in response. Your task is to rate the message on one metric.",
+    task_intro=NUDGE_TASK_INTRO,
     criteria="How culturally sensitive the message is. It respects family and community obligations as "
              "values rather than obstacles, avoids assuming one culture's norms (for example that "
              "independence from family is always the goal), and allows for collective as well as "
