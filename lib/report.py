@@ -21,6 +21,11 @@ def comparison_paragraph(comparisons: pd.DataFrame, alpha: float = 0.05) -> str:
                      f"{row['mean diff']:+.3f} (95% CI {row['ci low']:+.3f} to {row['ci high']:+.3f}; "
                      f"Holm-adjusted p = {row['p holm']:.3g}).")
     rest = comparisons[~(comparisons["p holm"] < alpha)]
+    tied = rest[rest["mean diff"] == 0]
+    if len(tied):
+        lines.append(f"- {len(tied)} show no difference on any entry ({', '.join(sorted(set(tied['metric'])))}): "
+                     f"every method scores the same there, typically because the metric is at its ceiling.")
+        rest = rest[rest["mean diff"] != 0]
     if len(rest):
         needed = [n for n in rest["entries needed"] if math.isfinite(n)]
         detail = (f"detecting differences of the observed sizes with 80% power would take a median of "

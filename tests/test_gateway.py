@@ -91,6 +91,12 @@ def test_failure_is_recorded_after_bounded_retries_never_a_default(tmp_path, rep
     assert f"{kind}: 1" in gateway.ledger.report()
 
 
+def test_complete_json_stopped_by_max_tokens_is_accepted(tmp_path):
+    with FakeOpenAI(always('{"score": 2}', finish_reason="length")) as fake:
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
+    assert result.ok and result.value.score == 2 and len(fake.requests) == 1
+
+
 def test_failed_call_replays_as_the_same_failure(tmp_path):
     with FakeOpenAI(always("nope")) as fake:
         live = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)

@@ -18,7 +18,8 @@ def test_paragraph_names_significant_differences_and_power():
     ])
     text = comparison_paragraph(table)
     assert "**1**" in text and "better than random by +0.120" in text and "Holm-adjusted p = 0.01" in text
-    assert "The other 2 are not significant" in text and "median of 400 entries" in text
+    assert "1 show no difference on any entry (Hit@1 (g≥1))" in text
+    assert "The other 1 are not significant" in text and "median of 400 entries" in text
 
 
 def test_hosted_cost_formula():

@@ -146,14 +146,19 @@ class Ledger:
 
 
 def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None) -> tuple[Any, FailureKind | None, str | None]:
-    """Validate one answer: (value, None, None) on success, else (None, kind, message)."""
-    if finish_reason == "length":
-        return None, "truncated", "the answer was cut off by max_tokens"
+    """Validate one answer: (value, None, None) on success, else (None, kind, message).
+
+    An answer stopped by ``max_tokens`` is still accepted when it is complete, valid JSON for the schema
+    (the model had only trailing whitespace left to write); otherwise it is a ``truncated`` failure."""
     if schema is None:
+        if finish_reason == "length":
+            return None, "truncated", "the answer was cut off by max_tokens"
         return text, None, None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if finish_reason == "length":
+            return None, "truncated", "the answer was cut off by max_tokens"
         return None, "invalid_json", f"invalid JSON ({exc.msg} at char {exc.pos})"
     try:
         return schema.model_validate(data), None, None
