@@ -128,7 +128,10 @@ class Ledger:
     def as_dict(self) -> dict[str, Any]:
         """The run-independent counts (what a replay reproduces), for the committed ledger files."""
         volatile = {"cache_hits", "live_requests", "live_wall_s"}
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_") and k not in volatile}
+        record = {k: v for k, v in self.__dict__.items() if not k.startswith("_") and k not in volatile}
+        # Parallel requests finish in varying order, so the float sum varies in its last bits.
+        record["recorded_latency_s"] = round(self.recorded_latency_s, 3)
+        return record
 
     def report(self) -> str:
         """Plain-text summary; the last line (cache/live split, wall time) is the only run-dependent one."""
