@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Annotated, Literal
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from lib import paths
@@ -135,10 +136,8 @@ def rounded_expected(judgment: Judgment) -> int | None:
     return None if judgment.expected_grade is None else int(np.floor(judgment.expected_grade + 0.5))
 
 
-def judgments_frame(judgments: list[Judgment]) -> "pd.DataFrame":
+def judgments_frame(judgments: list[Judgment]) -> pd.DataFrame:
     """Columns grade, expected_grade, p_grade_0..2, rounded_expected, failed, failure_kind (row per judgment)."""
-    import pandas as pd
-
     return pd.DataFrame({
         "grade": pd.array([j.grade for j in judgments], dtype="Int64"),
         "expected_grade": [j.expected_grade if j.expected_grade is not None else np.nan for j in judgments],
@@ -149,10 +148,8 @@ def judgments_frame(judgments: list[Judgment]) -> "pd.DataFrame":
     })
 
 
-def pool_grades(n_rows: int, pool_rows: list[np.ndarray], judged: list[list[Judgment]]) -> "pd.arrays.IntegerArray":
+def pool_grades(n_rows: int, pool_rows: list[np.ndarray], judged: list[list[Judgment]]) -> pd.api.extensions.ExtensionArray:
     """Listwise grades placed back on the rows of a flat table (null where a pool's call failed)."""
-    import pandas as pd
-
     grades: list[int | None] = [None] * n_rows
     for rows, pool in zip(pool_rows, judged, strict=True):
         for row, judgment in zip(rows, pool, strict=True):
