@@ -17,7 +17,7 @@ from lib.llm.cache import request_key
 from lib.llm.gateway import CacheMissError, Endpoint, EndpointUnreachable, Gateway
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
 
-SECRET = "sk-test-THISKEYMUSTNEVERLEAK-0123456789"
+SECRET = "fake-api-key-THISMUSTNEVERLEAK-0123456789"
 MESSAGES = [{"role": "user", "content": "Rate it."}]
 
 
