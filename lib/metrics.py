@@ -159,3 +159,15 @@ def perturbation_check(rankings: pd.DataFrame, labels: pd.DataFrame, system: str
         same_order += list(means.sort_values(ascending=False).index) == base_order
         keeps += [np.sign(means[system] - means[b]) == np.sign(base[system] - base[b]) for b in baselines]
     return same_order / repeats, keeps / repeats
+
+
+def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: the mean over scoreable entries of :func:`random_expectation` (method "random (expected)")."""
+    labelled = labels.dropna(subset=["label"])
+    gains = labelled.groupby("entry_id").label.apply(lambda s: [int(g) for g in s])
+    rows = []
+    for name, metric in METRICS.items():
+        scored = sorted(scoreable_entries(labelled, metric))
+        rows.append({"metric": name, "method": "random (expected)", "entries": len(scored),
+                     "mean": float(np.mean([random_expectation(gains[e], metric) for e in scored]))})
+    return pd.DataFrame(rows)

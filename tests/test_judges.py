@@ -169,3 +169,13 @@ def test_outcome_metrics_treat_missing_action_as_no_data():
     assert table["medium"] == {"records": 1, "with_data": 0, "success_rate": None, "effectiveness": None}
     with pytest.raises(ValueError, match="r9: action must be"):
         intervention_success(OutcomeRecord("r9", "small", "donated"))
+
+
+def test_geval_results_frame_matches_the_table_schema():
+    from lib.tables import SCHEMAS
+
+    frame = geval.results_frame(["a", "b"], {"ToneEmpathy": [
+        geval.GEvalResult("ToneEmpathy", True, 3.4, 3, "logprobs"),
+        geval.GEvalResult("ToneEmpathy", False, failure_kind="invalid_json")]})
+    assert sorted(frame.columns) == sorted(SCHEMAS["geval_scores"])
+    assert frame.failed.tolist() == [False, True] and frame.score.isna().tolist() == [False, True]

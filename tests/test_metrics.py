@@ -104,3 +104,12 @@ def test_summary_and_comparisons_on_a_constructed_case():
     assert summary.loc["rand", "mean"] == 0.5 and summary.loc["rand", "entries"] == 6  # averaged over runs
     comparison = compare_to_baselines(values, "sys", seed=0).iloc[0]
     assert comparison["baseline"] == "rand" and comparison["mean diff"] == 0.5 and comparison["n"] == 6
+
+
+def test_random_expected_rows_average_over_scoreable_entries():
+    from lib.metrics import random_expected_rows
+
+    _, labels = tables_for({"a": [2, 0], "b": [1, 0], "c": [0, 0]})
+    rows = random_expected_rows(labels).set_index("metric")
+    assert rows.loc["Hit@1 (g≥1)", "entries"] == 2 and rows.loc["Hit@1 (g≥1)", "mean"] == 0.5
+    assert rows.loc["Hit@1 (g=2)", "entries"] == 1 and rows.loc["Hit@1 (g=2)", "mean"] == 0.5

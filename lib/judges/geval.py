@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Literal
 
+import pandas as pd
 from pydantic import BaseModel, create_model
 
 from lib import paths
@@ -223,3 +224,13 @@ def geval(metric: RubricMetric, gateway: Gateway, steps: str, items: list[tuple[
                       else GEvalResult(metric.name, False, failure_kind="all_samples_failed",
                                        samples_failed=n_samples))
     return results  # type: ignore[return-value]
+
+
+def results_frame(candidate_ids: list[str], results: dict[str, list[GEvalResult]]) -> pd.DataFrame:
+    """Long table (schema ``lib.tables.SCHEMAS['geval_scores']``) of every metric's results per candidate."""
+    return pd.concat([
+        pd.DataFrame({"candidate_id": candidate_ids, "metric": name, "score": [r.score for r in rows],
+                      "argmax": pd.array([r.argmax for r in rows], dtype="Int64"),
+                      "method": [r.method for r in rows], "reason": [r.reason for r in rows],
+                      "failed": [not r.ok for r in rows], "failure_kind": [r.failure_kind for r in rows]})
+        for name, rows in results.items()], ignore_index=True)
