@@ -1,5 +1,6 @@
 """A fake OpenAI-compatible chat endpoint on 127.0.0.1 (real HTTP) that answers from a script and records
-every request it receives, so tests can assert on what the gateway sent and how often."""
+every request it receives, so tests can assert on what the gateway sent and how often. Besides answers and
+HTTP errors it can misbehave the way a flaky endpoint or proxy does (:class:`Reply` ``fault``)."""
 from __future__ import annotations
 
 import json
@@ -7,12 +8,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Literal
+
+# drop: close the connection without answering · truncated_body: a 200 whose JSON body is cut in half ·
+# error_body: a 200 whose body is an error object · not_json: a 200 with an HTML page · hang: accept the
+# request and never answer (the liveness probe GET /models then hangs too).
+Fault = Literal["drop", "truncated_body", "error_body", "not_json", "hang"]
 
 
 @dataclass
 class Reply:
-    """What the fake answers: a chat completion with ``content``, or an HTTP error ``status``."""
+    """What the fake answers: a chat completion with ``content``, an HTTP error ``status``, or a ``fault``."""
 
     content: str = ""
     finish_reason: str = "stop"
@@ -20,11 +26,12 @@ class Reply:
     error_body: str = ""
     logprobs: list[dict[str, Any]] | None = None
     delay_s: float = 0.0
+    fault: Fault | None = None
 
 
 @dataclass
 class FakeOpenAI:
-    """``responder(body, n)`` returns the :class:`Reply` for the n-th request (0-based)."""
+    """``responder(body, n)`` returns the :class:`Reply` for the n-th chat request (0-based)."""
 
     responder: Callable[[dict[str, Any], int], Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -32,39 +39,66 @@ class FakeOpenAI:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self.hanging = threading.Event()  # set once a reply hangs: the probe hangs too from then on
+        self._release = threading.Event()  # set at shutdown so hanging handlers end
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with fake._lock:
-                    n = len(fake.requests)
-                    fake.requests.append(body)
-                    fake.headers.append(dict(self.headers))
-                reply = fake.responder(body, n)
-                time.sleep(reply.delay_s)
-                if reply.status != 200:
-                    payload = reply.error_body.encode()
-                    self.send_response(reply.status)
-                else:
-                    choice: dict[str, Any] = {"index": 0, "finish_reason": reply.finish_reason,
-                                              "message": {"role": "assistant", "content": reply.content}}
-                    if reply.logprobs is not None:
-                        choice["logprobs"] = {"content": reply.logprobs}
-                    payload = json.dumps({
-                        "id": f"fake-{n}", "object": "chat.completion", "choices": [choice],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    }).encode()
-                    self.send_response(200)
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def do_GET(self) -> None:  # the gateway's liveness probe
+                if fake.hanging.is_set():
+                    fake._release.wait()
+                    return
+                self._send(200, b'{"object": "list", "data": [{"id": "fake-model"}]}')
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake._lock:
+                    n = len(fake.requests)
+                    fake.requests.append(body)
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                reply = fake.responder(body, n)
+                time.sleep(reply.delay_s)
+                if reply.fault == "hang":
+                    fake.hanging.set()
+                    fake._release.wait()
+                    return
+                if reply.fault == "drop":
+                    self.close_connection = True
+                    return
+                if reply.status != 200:
+                    self._send(reply.status, reply.error_body.encode())
+                    return
+                if reply.fault == "error_body":
+                    self._send(200, b'{"error": {"message": "upstream model crashed", "code": 500}}')
+                    return
+                if reply.fault == "not_json":
+                    self._send(200, b"<html><body>502 Bad Gateway</body></html>")
+                    return
+                choice: dict[str, Any] = {"index": 0, "finish_reason": reply.finish_reason,
+                                          "message": {"role": "assistant", "content": reply.content}}
+                if reply.logprobs is not None:
+                    choice["logprobs"] = {"content": reply.logprobs}
+                payload = json.dumps({
+                    "id": f"fake-{n}", "object": "chat.completion", "created": 0, "model": "fake-model",
+                    "choices": [choice],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }).encode()
+                if reply.fault == "truncated_body":
+                    payload = payload[: len(payload) // 2]
+                self._send(200, payload)
+
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -76,6 +110,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._release.set()
         self._server.shutdown()
         self._server.server_close()
 

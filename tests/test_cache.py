@@ -21,11 +21,53 @@ def test_key_is_independent_of_dict_order_and_sensitive_to_content():
 def test_put_get_roundtrip_and_corrupt_entry_names_the_file(tmp_path):
     cache = ResponseCache(tmp_path)
     cache.put("ab" + "0" * 62, {"response": {"x": "ünïcode"}, "latency_s": 1.5})
-    assert cache.get("ab" + "0" * 62) == {"response": {"x": "ünïcode"}, "latency_s": 1.5}
-    assert cache.get("cd" + "0" * 62) is None and len(cache) == 1
+    assert cache.read("ab" + "0" * 62) == {"response": {"x": "ünïcode"}, "latency_s": 1.5}
+    assert cache.read("cd" + "0" * 62) is None and len(cache) == 1
     cache.path_for("ab" + "0" * 62).write_text('{"response": ')
     with pytest.raises(ValueError, match=r"ab0+\.json: corrupt cache entry"):
-        cache.get("ab" + "0" * 62)
+        cache.read("ab" + "0" * 62)
+
+
+def test_get_computes_once_and_stores_nothing_when_compute_raises(tmp_path):
+    cache, calls = ResponseCache(tmp_path), []
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    def compute():
+        calls.append(1)
+        return {"response": {"n": len(calls)}}
+
+    assert cache.get(request, compute) == ({"request": request, "response": {"n": 1}}, False)
+    assert cache.get(request, compute) == ({"request": request, "response": {"n": 1}}, True)
+    assert len(calls) == 1
+
+    def broken():
+        raise RuntimeError("endpoint fault")
+
+    with pytest.raises(RuntimeError, match="endpoint fault"):
+        cache.get({"other": 1}, broken)
+    assert cache.read(request_key({"other": 1})) is None and len(cache) == 1
+    assert not list((tmp_path / ".locks").iterdir()), "a released lock leaves no file"
+
+
+def _slow_claimer(args: tuple[str, str]) -> bool:
+    folder, log = args
+    import time
+
+    def compute():
+        with open(log, "a") as handle:
+            handle.write("computed\n")
+        time.sleep(0.3)
+        return {"response": {"ok": True}}
+
+    return ResponseCache(Path(folder)).get({"shared": "request"}, compute)[1]
+
+
+def test_two_processes_on_one_missing_key_compute_it_once(tmp_path):
+    log = tmp_path / "log.txt"
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        cached = pool.map(_slow_claimer, [(str(tmp_path / "cache"), str(log))] * 3)
+    assert log.read_text().count("computed") == 1
+    assert sorted(cached) == [False, True, True]
 
 
 def _writer(args: tuple[str, int]) -> None:
@@ -44,6 +86,6 @@ def test_concurrent_writers_leave_only_complete_entries(tmp_path):
     files = list(tmp_path.glob("??/*.json"))
     assert len(files) == 30 + 4 * 30
     for path in files:
-        entry = cache.get(path.stem)
+        entry = cache.read(path.stem)
         assert len(entry["response"]["payload"]) == 5000
     assert not list(tmp_path.rglob("*.tmp"))

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from lib.llm.cache import request_key
-from lib.llm.gateway import CacheMissError, Endpoint, EndpointUnreachable, Gateway
+from lib.llm.gateway import RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
 
 SECRET = "fake-api-key-THISMUSTNEVERLEAK-0123456789"
@@ -65,14 +65,14 @@ def test_replay_serves_cache_without_endpoint_and_names_call_on_miss(tmp_path):
         replay.complete([{"role": "user", "content": "new"}], Score, label="other")
 
 
-def test_invalid_json_is_retried_with_feedback_then_succeeds(tmp_path):
+def test_invalid_json_is_retried_with_the_original_messages_and_the_next_seed(tmp_path):
     with FakeOpenAI(sequence(Reply("not json at all"), Reply('{"score": 3}'))) as fake:
-        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate")
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate", seed=7)
     assert result.ok and result.value.score == 3 and result.attempts == 2
-    retry_messages = fake.requests[1]["messages"]
-    assert retry_messages[:1] == MESSAGES
-    assert retry_messages[1] == {"role": "assistant", "content": "not json at all"}
-    assert "invalid JSON" in retry_messages[2]["content"]
+    # The model never sees its broken answer: same messages, another seed.
+    assert [r["messages"] for r in fake.requests] == [MESSAGES, MESSAGES]
+    assert [r["seed"] for r in fake.requests] == [7, 7 + RETRY_SEED_STRIDE]
+    assert [(a.seed, a.failure_kind) for a in result.attempt_log] == [(7, "invalid_json"), (7 + RETRY_SEED_STRIDE, None)]
     assert fake.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["score"]["maximum"] == 5
 
 
@@ -115,7 +115,7 @@ def test_logprobs_are_requested_and_returned(tmp_path):
 
 
 def test_server_errors_are_retried_then_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr("lib.llm.gateway.time.sleep", lambda s: None)
+    monkeypatch.setattr("openai._base_client.time.sleep", lambda s: None)
     with FakeOpenAI(sequence(Reply(status=503, error_body="busy"), Reply('{"score": 1}'))) as fake:
         assert make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score).value.score == 1
     with FakeOpenAI(always("", status=400, error_body="bad request: unknown field")) as fake:
@@ -142,14 +142,14 @@ def test_api_key_is_sent_but_never_stored_printed_or_raised(tmp_path):
         if n == 0:
             return Reply('{"score": 5}')
         # A misbehaving server that echoes the Authorization header in its error body.
-        return Reply(status=401, error_body=f"invalid key {fake.headers[n]['Authorization']}")
+        return Reply(status=401, error_body=f"invalid key {fake.headers[n]['authorization']}")
 
     with FakeOpenAI(responder) as fake:
         gateway = make_gateway(fake.base_url, tmp_path, api_key=SECRET)
         gateway.complete(MESSAGES, Score)
         with pytest.raises(RuntimeError) as info:
             gateway.complete([{"role": "user", "content": "again"}], Score)
-    assert fake.headers[0]["Authorization"] == f"Bearer {SECRET}"
+    assert fake.headers[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in str(info.value) and "***" in str(info.value)
     texts = [repr(gateway), repr(gateway.endpoint), gateway.ledger.report(), str(gateway.ledger.as_dict())]
     texts += [p.read_text() for p in tmp_path.rglob("*") if p.is_file()]

@@ -9,7 +9,7 @@ import pytest
 from lib.judges import geval, relevance
 from lib.judges.guardrails import FINANCIAL_PATTERNS, financial_safety
 from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness
-from lib.llm.gateway import Endpoint, Gateway
+from lib.llm.gateway import RETRY_SEED_STRIDE, Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, always
 
 
@@ -89,12 +89,12 @@ def test_geval_probability_weighted_score(tmp_path):
 def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
     def responder(body, n):
         return Reply('{"score": 3}') if body.get("temperature") == 0.0 else Reply(
-            json.dumps({"score": [2, 4, 4, 5][body["seed"] % 4]}) if body["seed"] != 7 else "broken")
+            json.dumps({"score": [2, 4, 4, 5][body["seed"] % 4]}) if body["seed"] % RETRY_SEED_STRIDE != 7 else "broken")
 
     with FakeOpenAI(responder) as fake:
         [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
                                [("src", "out")], n_samples=8)
-    # seeds 0..7 -> 2,4,4,5,2,4,4,(seed 7 fails after 3 attempts) -> mean of 7 valid samples
+    # seeds 0..7 -> 2,4,4,5,2,4,4,(seed 7 fails in all 3 attempts) -> mean of 7 valid samples
     assert result.ok and result.method == "samples" and result.samples_failed == 1
     assert result.score == pytest.approx((2 + 4 + 4 + 5 + 2 + 4 + 4) / 7) and result.argmax == 4
 

@@ -1,18 +1,33 @@
 """The one door to an LLM in this study: structured output, bounded retries, cache, replay, ledger.
 
-``Gateway.complete(messages, schema=Model, …)`` sends an OpenAI-compatible chat completion, asks for JSON
-matching ``Model``'s schema (``response_format: json_schema``), validates the answer with pydantic and, when
-it is invalid (bad JSON, schema violation, cut by ``max_tokens``), asks again with the error shown to the
-model, at most ``max_attempts`` times. An answer that is still invalid comes back as an :class:`LLMResult`
-with ``ok=False`` and the reason — never a made-up value. Callers count and show failures.
+``Gateway.complete(messages, schema=Model, …)`` sends an OpenAI-compatible chat completion through the
+official ``openai`` client, asks for JSON matching ``Model``'s schema (``response_format: json_schema``) and
+validates the answer with pydantic. What each layer does:
 
-Every request actually sent is cached under the hash of its canonical JSON (:mod:`lib.llm.cache`), retries
-included, so a rerun replays the same conversation exactly. ``mode="replay"`` serves only from the cache and
-raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval use it.
+* **Transport** (the ``openai`` client): base URL, key, timeouts, and its retries with exponential backoff
+  on dropped connections, timeouts, 408/409/429 and 5xx. A fault that outlives those retries becomes the
+  item's recorded failure (``connection`` or ``http_error``); the other items of a batch go on. A 200 whose
+  body is not a well-formed chat completion (not JSON, an error object, no choices) is sent again up to the
+  same bound and otherwise recorded as ``bad_response``. It is never cached, so the next run asks again.
+  Only a configuration error (a 4xx such as 400 or 401), an unreachable endpoint (:class:`EndpointUnreachable`,
+  in seconds) or an endpoint that accepts connections but stops answering (:class:`EndpointHung`: a liveness
+  probe of ``/models`` goes unanswered twice, so within about a minute) stops the run, since nothing else
+  could succeed. Long generations stay possible: a slow answer is waited for while the probe is answered.
+* **Validation retries**: an answer that is not valid JSON for the schema (or was cut by ``max_tokens``) is
+  asked again with the *original* messages and another seed, at most ``max_attempts`` times; the model
+  never sees its broken answer, so a grade cannot depend on whether an earlier attempt failed (feeding the
+  error back was measured to bend grades towards 0). Each attempt is recorded in ``LLMResult.attempt_log``.
+  A call that is still invalid is an :class:`LLMResult` with ``ok=False`` and the reason — never a made-up
+  value. Callers count and show failures.
+* **Cache** (:mod:`lib.llm.cache`): every well-formed response is stored under the hash of its canonical
+  request, so a rerun replays the same attempts exactly. ``mode="replay"`` serves only from the cache and
+  raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval use it.
+* **Ledger**: calls, attempts, failures by kind, tokens, recorded latency, and every HTTP request sent
+  (transport retries included).
 
-Endpoint: the embedded xllamacpp server (started lazily on the first cache miss) unless ``OPENAI_BASE_URL``
-is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API key lives only
-in the Authorization header: it is never cached, logged, printed or put into an exception message.
+Endpoint: the embedded xllamacpp server (started by its endpoint hook before the first live request) unless
+``OPENAI_BASE_URL`` is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API
+key lives only in the Authorization header: it is never cached, logged, printed or put into an exception.
 """
 from __future__ import annotations
 
@@ -20,12 +35,15 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
+import httpx2
+import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 from tqdm import tqdm
 
@@ -34,12 +52,11 @@ from lib.llm import server as embedded
 from lib.llm.cache import ResponseCache, request_key
 
 Mode = Literal["live", "replay"]
-FailureKind = Literal["invalid_json", "schema_violation", "truncated", "http_error"]
-
-RETRY_FEEDBACK = (
-    "That answer was not usable: {error}. Answer again with only a JSON object that matches the schema"
-    " and is short enough to finish."
-)
+FailureKind = Literal["invalid_json", "schema_violation", "truncated", "http_error", "connection", "bad_response"]
+TRANSPORT_FAILURES: tuple[FailureKind, ...] = ("http_error", "connection", "bad_response")
+# Attempt k of a call uses seed + (k − 1) · RETRY_SEED_STRIDE: far from the consecutive seeds callers give to
+# repeated samples, so a retry never lands on (and is served from the cache as) another sample's request.
+RETRY_SEED_STRIDE = 1_000_000
 
 
 class CacheMissError(RuntimeError):
@@ -50,26 +67,55 @@ class EndpointUnreachable(RuntimeError):
     """The configured endpoint does not accept connections."""
 
 
+class EndpointHung(RuntimeError):
+    """The endpoint accepts connections but answers neither the request nor the liveness probe."""
+
+
+class TransportFailure(Exception):
+    """A request that outlived the transport retries; becomes the item's recorded failure, never cached."""
+
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go. ``identity`` names the model in cache keys (a digest for the embedded model)."""
+    """Where requests go. ``identity`` names the model in cache keys (a digest for the embedded model);
+    ``prepare`` runs once before the first live request (the embedded endpoint starts its server there)."""
 
     base_url: str
     model: str
     identity: str
     embedded: bool
     api_key: str | None = field(default=None, repr=False)
+    prepare: Callable[[], object] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_env(cls) -> "Endpoint":
         """``OPENAI_BASE_URL`` (+ ``OPENAI_API_KEY``, ``LLM_MODEL``) or the embedded server."""
         base_url = os.environ.get("OPENAI_BASE_URL", "").strip()
         if not base_url:
-            return cls(embedded.embedded_base_url(), embedded.MODEL_NAME, embedded.MODEL_IDENTITY, True)
+            return cls.embedded_default()
         model = os.environ.get("LLM_MODEL", "").strip()
         if not model:
             raise ValueError("OPENAI_BASE_URL is set but LLM_MODEL is not: name the model to use (e.g. gpt-4o-mini)")
         return cls(base_url.rstrip("/"), model, model, False, os.environ.get("OPENAI_API_KEY") or None)
+
+    @classmethod
+    def embedded_default(cls) -> "Endpoint":
+        """The embedded model, whose server is started on demand (and stopped at the end of ``make all``)."""
+        return cls(embedded.embedded_base_url(), embedded.MODEL_NAME, embedded.MODEL_IDENTITY, True,
+                   prepare=embedded.ensure_running)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One validation attempt of a call: its seed and, when it failed, why."""
+
+    seed: int | None
+    failure_kind: FailureKind | None = None
+    error: str | None = None
 
 
 @dataclass
@@ -78,25 +124,28 @@ class LLMResult:
 
     ok: bool
     value: Any  # validated pydantic object (schema given), text (no schema), or None on failure
-    text: str  # the last raw answer
+    text: str  # the last raw answer ("" when no answer came back)
     failure_kind: FailureKind | None = None
     error: str | None = None
     attempts: int = 1
     logprobs: list[dict[str, Any]] | None = None  # the last answer's per-token logprobs, when asked
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    attempt_log: list[Attempt] = field(default_factory=list)
 
 
 @dataclass
 class Ledger:
     """Counts of one gateway's work. ``recorded_latency_s`` sums the latencies stored with each response,
-    so it is the same in a replay as in the live run; ``cache_hits``, ``live_requests`` and ``live_wall_s``
-    (request latencies of live calls, summed over parallel requests) describe this run only."""
+    so it is the same in a replay as in the live run; ``cache_hits``, ``live_requests``, ``http_requests``
+    (every HTTP request sent, transport retries included) and ``live_wall_s`` (request latencies of live
+    calls, summed over parallel requests) describe this run only."""
 
     calls: int = 0
     requests: int = 0
     cache_hits: int = 0
     live_requests: int = 0
+    http_requests: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -106,7 +155,14 @@ class Ledger:
     failures: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def record_request(self, usage: dict[str, Any], latency_s: float, cached: bool, wall_s: float) -> None:
+    VOLATILE = frozenset({"cache_hits", "live_requests", "http_requests", "live_wall_s"})
+
+    def record_http_request(self) -> None:
+        with self._lock:
+            self.http_requests += 1
+
+    def record_response(self, entry: dict[str, Any], cached: bool) -> None:
+        usage = entry["response"].get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         with self._lock:
             self.requests += 1
@@ -115,8 +171,8 @@ class Ledger:
             self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.cached_prompt_tokens += int(details.get("cached_tokens") or 0)
             self.completion_tokens += int(usage.get("completion_tokens") or 0)
-            self.recorded_latency_s += latency_s
-            self.live_wall_s += 0.0 if cached else wall_s
+            self.recorded_latency_s += entry["latency_s"]
+            self.live_wall_s += 0.0 if cached else entry["latency_s"]
 
     def record_call(self, result: LLMResult) -> None:
         with self._lock:
@@ -127,8 +183,7 @@ class Ledger:
 
     def as_dict(self) -> dict[str, Any]:
         """The run-independent counts (what a replay reproduces), for the committed ledger files."""
-        volatile = {"cache_hits", "live_requests", "live_wall_s"}
-        record = {k: v for k, v in self.__dict__.items() if not k.startswith("_") and k not in volatile}
+        record = {k: v for k, v in self.__dict__.items() if not k.startswith("_") and k not in self.VOLATILE}
         # Parallel requests finish in varying order, so the float sum varies in its last bits.
         record["recorded_latency_s"] = round(self.recorded_latency_s, 3)
         return record
@@ -143,8 +198,9 @@ class Ledger:
             f"prompt tokens: {self.prompt_tokens:,} (of which served from the server's prefix cache: "
             f"{self.cached_prompt_tokens:,}) · completion tokens: {self.completion_tokens:,}",
             f"recorded generation time: {self.recorded_latency_s:,.1f} s",
-            f"this run: {self.cache_hits} requests from the response cache, {self.live_requests} live, "
-            f"live request time {self.live_wall_s:,.1f} s (summed over parallel requests)",
+            f"this run: {self.cache_hits} requests from the response cache, {self.live_requests} live "
+            f"({self.http_requests} HTTP requests sent), live request time {self.live_wall_s:,.1f} s "
+            f"(summed over parallel requests)",
         ])
 
 
@@ -178,6 +234,26 @@ def response_format_for(schema: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+def well_formed_completion(body: str) -> dict[str, Any]:
+    """The parsed body of a 200 answer if it is a chat completion with a message; else ``ValueError``.
+
+    Checked with the ``openai`` package's own ``ChatCompletion`` type, so an error object, a non-JSON body or
+    a completion without choices is refused before it can reach the cache."""
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the body is not JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict) or "error" in data:
+        raise ValueError(f"the body is not a chat completion: {str(data)[:200]}")
+    try:
+        completion = ChatCompletion.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"the body is not a chat completion ({exc.error_count()} schema errors)") from None
+    if not completion.choices:
+        raise ValueError("the completion has no choices")
+    return data
+
+
 class Gateway:
     """LLM access for one notebook (or test): endpoint, cache, mode, concurrency and ledger."""
 
@@ -189,7 +265,9 @@ class Gateway:
         notebook: str = "interactive",
         concurrency: int = embedded.N_PARALLEL,
         timeout_s: float = 600.0,
-        transport_retries: int = 3,
+        transport_retries: int = 2,
+        probe_interval_s: float = 15.0,
+        probe_timeout_s: float = 10.0,
     ) -> None:
         if mode not in ("live", "replay"):
             raise ValueError(f"mode must be 'live' or 'replay', not {mode!r}")
@@ -199,11 +277,16 @@ class Gateway:
         self.notebook = notebook
         self.concurrency = concurrency
         self.transport_retries = transport_retries
+        self.probe_interval_s = probe_interval_s
+        self.probe_timeout_s = probe_timeout_s
         self.ledger = Ledger()
-        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout_s, connect=3.0))
-        self._server_lock = threading.Lock()
-        self._server_checked = False
+        http_client = httpx2.Client(event_hooks={"request": [lambda request: self.ledger.record_http_request()]})
+        # The embedded server needs no key; the client insists on one, and a placeholder reveals nothing.
+        self._client = openai.OpenAI(
+            base_url=endpoint.base_url, api_key=endpoint.api_key or "no-key", max_retries=transport_retries,
+            timeout=httpx2.Timeout(timeout_s, connect=3.0), http_client=http_client)
+        self._prepare_lock = threading.Lock()
+        self._prepared = False
 
     @classmethod
     def from_env(cls, notebook: str, **overrides: Any) -> "Gateway":
@@ -227,66 +310,104 @@ class Gateway:
         key = self.endpoint.api_key
         return text.replace(key, "***") if key else text
 
-    def _unreachable(self) -> EndpointUnreachable:
+    def _how_to_fix(self) -> str:
         how = ("start the embedded server with `make serve`" if self.endpoint.embedded
                else "check the server, or unset OPENAI_BASE_URL to use the embedded model")
-        return EndpointUnreachable(
-            f"cannot reach the LLM endpoint at {self.endpoint.base_url}: {how}, or set OPENAI_BASE_URL "
-            f"(with OPENAI_API_KEY and LLM_MODEL) to use another OpenAI-compatible endpoint"
-        )
+        return f"{how}, or set OPENAI_BASE_URL (with OPENAI_API_KEY and LLM_MODEL) to use another OpenAI-compatible endpoint"
 
-    def _ensure_embedded_server(self) -> None:
-        """Start the embedded server on the first cache miss if nothing answers on its port."""
-        with self._server_lock:
-            if self._server_checked:
-                return
-            if not embedded.is_up():
-                embedded.start_background(autostarted=True)
-            self._server_checked = True
+    def _unreachable(self) -> EndpointUnreachable:
+        return EndpointUnreachable(f"cannot reach the LLM endpoint at {self.endpoint.base_url}: {self._how_to_fix()}")
+
+    def _prepare_endpoint(self) -> None:
+        """Run the endpoint's hook once, before the first live request."""
+        with self._prepare_lock:
+            if not self._prepared and self.endpoint.prepare is not None:
+                self.endpoint.prepare()
+            self._prepared = True
+
+    def _endpoint_answers(self) -> bool:
+        """Liveness probe: does ``GET /models`` get any HTTP answer within the probe timeout?"""
+        headers = {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
+        try:
+            httpx2.get(f"{self.endpoint.base_url}/models", headers=headers, timeout=self.probe_timeout_s)
+        except httpx2.HTTPError:
+            return False
+        return True
+
+    def _post_once(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion through the ``openai`` client (with its transport retries); the parsed body of a
+        well-formed answer, else :class:`TransportFailure` (or a run-stopping error, see the module docstring)."""
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(**body)
+        except openai.APITimeoutError:
+            raise TransportFailure("connection", "the request timed out after the transport retries") from None
+        except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, httpx2.ConnectError):
+                raise self._unreachable() from None
+            raise TransportFailure("connection", f"connection failed after the transport retries "
+                                                 f"({type(exc.__cause__).__name__})") from None
+        except openai.APIStatusError as exc:
+            message = self._redact(f"LLM endpoint {self.endpoint.base_url} answered HTTP {exc.status_code}: "
+                                   f"{exc.response.text[:500]}")
+            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                raise TransportFailure("http_error", message) from None
+            raise RuntimeError(message) from None
+        try:
+            return well_formed_completion(raw.http_response.text)
+        except ValueError as exc:
+            raise TransportFailure("bad_response", self._redact(f"HTTP 200 but {exc}")) from None
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST a chat completion with bounded retries on 5xx/429; raise on anything else."""
-        url = f"{self.endpoint.base_url}/chat/completions"
-        for attempt in range(1, self.transport_retries + 1):
-            try:
-                response = self._client.post(url, json=body)
-            except httpx.ConnectError:
-                raise self._unreachable() from None
-            except httpx.TimeoutException as exc:
-                if attempt == self.transport_retries:
-                    raise RuntimeError(self._redact(f"LLM request to {url} timed out: {exc}")) from None
-                continue
-            if response.status_code == 200:
-                return response.json()
-            if response.status_code not in (429, 500, 502, 503, 504) or attempt == self.transport_retries:
-                raise RuntimeError(self._redact(f"LLM endpoint {url} answered HTTP {response.status_code}: "
-                                                f"{response.text[:500]}"))
-            time.sleep(min(2.0 ** attempt, 10.0))
+        """:meth:`_post_once`, sent again on a malformed 200 up to the transport bound, and watched by the
+        liveness probe so that an endpoint that stops answering fails in about a minute, not 3 × 600 s."""
+        for attempt in range(self.transport_retries + 1):
+            outcome: dict[str, Any] = {}
+
+            def send() -> None:
+                try:
+                    outcome["response"] = self._post_once(body)
+                except BaseException as exc:  # handed to the waiting thread
+                    outcome["error"] = exc
+
+            worker = threading.Thread(target=send, daemon=True)  # daemon: a hung socket must not block exit
+            worker.start()
+            unanswered_probes = 0
+            while worker.is_alive():
+                worker.join(self.probe_interval_s)
+                if not worker.is_alive():
+                    break
+                unanswered_probes = 0 if self._endpoint_answers() else unanswered_probes + 1
+                if unanswered_probes >= 2:
+                    raise EndpointHung(f"the LLM endpoint at {self.endpoint.base_url} accepted the request but "
+                                       f"answers neither it nor a liveness probe: {self._how_to_fix()}")
+            error = outcome.get("error")
+            if error is None:
+                return outcome["response"]
+            if not (isinstance(error, TransportFailure) and error.kind == "bad_response") \
+                    or attempt == self.transport_retries:
+                raise error
         raise AssertionError("unreachable")
 
     def _request(self, body: dict[str, Any], label: str) -> dict[str, Any]:
-        """One request through the cache: the stored response, or a live one that is then stored."""
+        """One request through the cache: the stored entry, or a live answer that is then stored.
+        Raises :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
         keyed = {**body, "model": self.endpoint.identity}
-        key = request_key(keyed)
-        entry = self.cache.get(key)
-        if entry is not None:
-            self.ledger.record_request(entry["response"].get("usage") or {}, entry["latency_s"], True, 0.0)
-            return entry["response"]
-        if self.mode == "replay":
-            raise CacheMissError(
-                f"replay mode: no cached response for call '{label}' of notebook '{self.notebook}' "
-                f"(key {key[:16]}…, model {self.endpoint.identity}) in {self.cache.folder}. "
-                f"Run with LLM_MODE=live to compute it."
-            )
-        if self.endpoint.embedded:
-            self._ensure_embedded_server()
-        start = time.perf_counter()
-        response = self._post(body)
-        latency = time.perf_counter() - start
-        self.cache.put(key, {"request": keyed, "response": response, "latency_s": round(latency, 3),
-                             "notebook": self.notebook, "label": label})
-        self.ledger.record_request(response.get("usage") or {}, latency, False, latency)
-        return response
+
+        def compute() -> dict[str, Any]:
+            if self.mode == "replay":
+                raise CacheMissError(
+                    f"replay mode: no cached response for call '{label}' of notebook '{self.notebook}' "
+                    f"(key {request_key(keyed)[:16]}…, model {self.endpoint.identity}) in {self.cache.folder}. "
+                    f"Run with LLM_MODE=live to compute it.")
+            self._prepare_endpoint()
+            start = time.perf_counter()
+            response = self._post(body)
+            return {"response": response, "latency_s": round(time.perf_counter() - start, 3),
+                    "notebook": self.notebook, "label": label}
+
+        entry, cached = self.cache.get(keyed, compute)
+        self.ledger.record_response(entry, cached)
+        return entry["response"]
 
     def complete(
         self,
@@ -300,46 +421,63 @@ class Gateway:
         top_logprobs: int | None = None,
         max_attempts: int = 3,
     ) -> LLMResult:
-        """One chat completion, validated against ``schema`` with up to ``max_attempts`` attempts.
+        """One chat completion, validated against ``schema`` with up to ``max_attempts`` attempts, each with the
+        original ``messages`` and seed ``seed + (attempt − 1) · RETRY_SEED_STRIDE`` (no seed is sent when ``seed``
+        is None).
 
         ``top_logprobs`` asks for per-token log-probabilities (needed for probability-weighted scores);
         they come back in ``LLMResult.logprobs`` as the endpoint's ``choices[0].logprobs.content`` list.
         """
-        conversation = list(messages)
-        result = LLMResult(ok=False, value=None, text="")
+        result = LLMResult(ok=False, value=None, text="", attempts=0)
+        log: list[Attempt] = []
         for attempt in range(1, max_attempts + 1):
-            body: dict[str, Any] = {"model": self.endpoint.model, "messages": conversation,
+            attempt_seed = None if seed is None else seed + (attempt - 1) * RETRY_SEED_STRIDE
+            body: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
                                     "temperature": temperature, "max_tokens": max_tokens}
-            if seed is not None:
-                body["seed"] = seed
+            if attempt_seed is not None:
+                body["seed"] = attempt_seed
             if schema is not None:
                 body["response_format"] = response_format_for(schema)
             if top_logprobs:
                 body["logprobs"] = True
                 body["top_logprobs"] = top_logprobs
-            response = self._request(body, label)
+            try:
+                response = self._request(body, label)
+            except TransportFailure as failure:
+                log.append(Attempt(attempt_seed, failure.kind, str(failure)))
+                result = LLMResult(ok=False, value=None, text="", failure_kind=failure.kind, error=str(failure),
+                                   attempts=attempt, prompt_tokens=result.prompt_tokens,
+                                   completion_tokens=result.completion_tokens, attempt_log=log)
+                break  # the transport already retried; a further attempt would only repeat the fault
             choice = response["choices"][0]
             text = choice["message"].get("content") or ""
             usage = response.get("usage") or {}
             value, kind, error = _parse(text, choice.get("finish_reason"), schema)
+            log.append(Attempt(attempt_seed, kind, error))
             result = LLMResult(
                 ok=kind is None, value=value, text=text, failure_kind=kind, error=error, attempts=attempt,
                 logprobs=(choice.get("logprobs") or {}).get("content"),
                 prompt_tokens=result.prompt_tokens + int(usage.get("prompt_tokens") or 0),
                 completion_tokens=result.completion_tokens + int(usage.get("completion_tokens") or 0),
+                attempt_log=log,
             )
             if result.ok:
                 break
-            conversation = conversation + [{"role": "assistant", "content": text},
-                                           {"role": "user", "content": RETRY_FEEDBACK.format(error=error)}]
         self.ledger.record_call(result)
         return result
 
     def complete_many(self, calls: list[dict[str, Any]], desc: str = "LLM calls") -> list[LLMResult]:
-        """Run ``complete(**call)`` for each call with bounded concurrency and a progress bar; order kept."""
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+        """Run ``complete(**call)`` for each call with bounded concurrency and a progress bar; order kept.
+
+        Every item ends as a result (a score or a recorded failure). A run-stopping error (replay miss,
+        unreachable or hung endpoint, configuration error) cancels the calls not yet started and is raised;
+        the calls that finished are already in the cache, so a rerun does not repeat them."""
+        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency))
+        try:
             futures = [pool.submit(self.complete, **call) for call in calls]
             return [f.result() for f in tqdm(futures, desc=desc, unit="call", mininterval=5.0)]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def save_ledger(self, folder: Path = paths.LEDGERS) -> Path:
         """Write the ledger to ``<folder>/<notebook>.json`` (read by the cost table of notebook 04)."""

@@ -123,6 +123,12 @@ def is_up(port: int = PORT, timeout: float = 1.0) -> bool:
         return False
 
 
+def ensure_running() -> None:
+    """The embedded endpoint's hook before its first live request: start the server unless one answers."""
+    if not is_up():
+        start_background(autostarted=True)
+
+
 def read_pid_file() -> dict | None:
     try:
         return json.loads(PID_FILE.read_text())

@@ -1,0 +1,181 @@
+"""The gateway under a flaky endpoint: each fault found when a proxy broke 30–60% of chat completions, kept as
+a reproduction (issue "Gateway and loaders under faults"), plus one batch at 30% faults of every kind."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+from lib.llm.gateway import EndpointHung, TRANSPORT_FAILURES
+from tests.fakes import FakeOpenAI, Reply, always, sequence
+from tests.test_gateway import MESSAGES, Score, make_gateway
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    """The openai client's backoff (0.5 s doubling) is its business; the tests only need its count."""
+    monkeypatch.setattr(openai._base_client.SyncAPIClient, "_calculate_retry_timeout", lambda *a, **k: 0.01)
+
+
+def item_messages(i: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"item {i}"}]
+
+
+def clean_score(body: dict) -> int:
+    """What a well-behaved model answers for an item: a function of the item's messages only."""
+    return int(body["messages"][0]["content"].split()[1]) % 5 + 1
+
+
+def test_dropped_connections_and_5xx_become_recorded_failures_and_the_batch_completes(tmp_path):
+    def responder(body, n):
+        i = int(body["messages"][0]["content"].split()[1])
+        if i == 1:
+            return Reply(fault="drop")
+        if i == 2:
+            return Reply(status=503, error_body="overloaded")
+        return Reply(json.dumps({"score": clean_score(body)}))
+
+    with FakeOpenAI(responder) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path)
+        results = gateway.complete_many([{"messages": item_messages(i), "schema": Score} for i in range(5)])
+    assert [r.failure_kind for r in results] == [None, "connection", "http_error", None, None]
+    assert [r.value.score for r in results if r.ok] == [1, 4, 5]
+    assert "503" in results[2].error and results[1].value is None and results[2].value is None
+    assert gateway.ledger.failures == {"connection": 1, "http_error": 1}
+    # 1 + 3 + 3 + 1 + 1: the two faulty items were tried 1 + transport_retries times each.
+    assert len(fake.requests) == gateway.ledger.http_requests == 9
+
+
+@pytest.mark.parametrize("fault", ["error_body", "not_json", "truncated_body"])
+def test_a_malformed_200_is_never_cached_and_is_asked_again(tmp_path, fault):
+    with FakeOpenAI(always("", fault=fault)) as fake:
+        first = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
+        seen_first = len(fake.requests)
+        assert not list(tmp_path.glob("??/*.json")), "a malformed answer reached the cache"
+        second = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
+    assert (first.ok, first.failure_kind, second.failure_kind) == (False, "bad_response", "bad_response")
+    assert seen_first == 3 and len(fake.requests) == 6, "the rerun must ask the server again"
+    with FakeOpenAI(sequence(Reply(fault=fault), Reply('{"score": 2}'))) as fake:
+        healed = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
+    assert healed.ok and healed.value.score == 2 and healed.attempts == 1
+
+
+def test_a_grade_does_not_depend_on_an_earlier_broken_attempt(tmp_path):
+    """A network-truncated first answer: the retry shows the model nothing of it and grades like a clean run."""
+    def flaky(body, n):
+        return Reply('{"sco') if n == 0 else Reply(json.dumps({"score": clean_score(body)}))
+
+    def fair(body, n):
+        return Reply(json.dumps({"score": clean_score(body)}))
+
+    with FakeOpenAI(flaky) as fake:
+        broken_first = make_gateway(fake.base_url, tmp_path / "a").complete(item_messages(3), Score)
+    with FakeOpenAI(fair) as fake_clean:
+        clean = make_gateway(fake_clean.base_url, tmp_path / "b").complete(item_messages(3), Score)
+    assert broken_first.attempts == 2 and broken_first.attempt_log[0].failure_kind == "invalid_json"
+    assert broken_first.value == clean.value == Score(score=4)
+    assert fake.requests[1]["messages"] == fake_clean.requests[0]["messages"] == item_messages(3)
+
+
+def test_the_ledger_counts_every_request_sent(tmp_path):
+    with FakeOpenAI(sequence(Reply(status=500, error_body="x"), Reply(fault="drop"), Reply('{"score": 5}'))) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path)
+        assert gateway.complete(MESSAGES, Score).value.score == 5
+    assert len(fake.requests) == gateway.ledger.http_requests == 3
+    assert gateway.ledger.live_requests == 1 and "3 HTTP requests sent" in gateway.ledger.report()
+
+
+def test_a_hung_endpoint_fails_fast_with_one_clear_line(tmp_path):
+    with FakeOpenAI(always("", fault="hang")) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, probe_interval_s=0.5, probe_timeout_s=0.5)
+        start = time.monotonic()
+        with pytest.raises(EndpointHung) as info:
+            gateway.complete(MESSAGES, Score)
+        elapsed = time.monotonic() - start
+    assert elapsed < 10, f"detection took {elapsed:.1f} s"
+    message = str(info.value)
+    assert fake.base_url in message and "liveness probe" in message and "\n" not in message
+
+
+def test_a_slow_answer_is_waited_for_while_the_endpoint_answers_the_probe(tmp_path):
+    with FakeOpenAI(always('{"score": 3}', delay_s=2.0)) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, probe_interval_s=0.3, probe_timeout_s=0.3)
+        assert gateway.complete(MESSAGES, Score).value.score == 3
+
+
+CONCURRENT_WORKER = """
+import sys
+from pathlib import Path
+from lib.llm.gateway import Endpoint, Gateway
+from pydantic import BaseModel
+class Score(BaseModel):
+    score: int
+url, cache = sys.argv[1], Path(sys.argv[2])
+gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="two", concurrency=2)
+results = gateway.complete_many([{"messages": [{"role": "user", "content": f"item {i}"}], "schema": Score}
+                                 for i in range(12)])
+assert all(r.ok for r in results)
+"""
+
+
+def test_two_processes_on_one_cache_send_each_request_once(tmp_path):
+    with FakeOpenAI(always('{"score": 1}', delay_s=0.1)) as fake:
+        procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WORKER, fake.base_url, str(tmp_path)], cwd=ROOT)
+                 for _ in range(2)]
+        assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    contents = [r["messages"][0]["content"] for r in fake.requests]
+    assert sorted(contents) == sorted(f"item {i}" for i in range(12)), "a request was sent twice"
+
+
+class Grade(BaseModel):
+    grade: int = Field(ge=1, le=5)
+
+
+FAULTS = ["truncated_content", "server_error", "drop", "error_body", "truncated_body"]
+
+
+def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_or_failed(tmp_path):
+    injected: dict[int, list[str]] = {}
+
+    def flaky(body, n):
+        item = int(body["messages"][0]["content"].split()[1])
+        if n % 10 not in (1, 4, 7):  # 30% of the requests the server sees, whatever the thread timing
+            injected.setdefault(item, []).append("none")
+            return Reply(json.dumps({"grade": clean_score(body)}))
+        fault = FAULTS[(n // 10 + n) % len(FAULTS)]
+        injected.setdefault(item, []).append(fault)
+        if fault == "truncated_content":
+            return Reply('{"grade": ')
+        if fault == "server_error":
+            return Reply(status=500, error_body="internal error")
+        return Reply(fault=fault)
+
+    calls = [{"messages": item_messages(i), "schema": Grade, "label": f"item:{i}"} for i in range(48)]
+    with FakeOpenAI(flaky) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path / "faulty", concurrency=2)
+        results = gateway.complete_many(calls)
+    with FakeOpenAI(lambda body, n: Reply(json.dumps({"grade": clean_score(body)}))) as clean_fake:
+        clean = make_gateway(clean_fake.base_url, tmp_path / "clean").complete_many(calls)
+
+    assert len(results) == 48
+    assert {kind for kinds in injected.values() for kind in kinds} == {"none", *FAULTS}, "every fault kind occurred"
+    broke_first = [i for i, kinds in injected.items() if kinds[0] != "none"]
+    assert len(broke_first) >= 8
+    for i, (result, reference) in enumerate(zip(results, clean)):
+        if result.ok:
+            assert result.value == reference.value, f"item {i}: a score differs from the clean run"
+        else:
+            assert result.value is None and result.failure_kind in {*TRANSPORT_FAILURES, "invalid_json"}
+    assert sum(results[i].ok for i in broke_first) >= len(broke_first) // 2, "retries recover most broken items"
+    assert gateway.ledger.calls == 48 and gateway.ledger.http_requests == len(fake.requests)
+    # Only well-formed completions were cached: every stored entry parses and has a message.
+    for path in (tmp_path / "faulty").glob("??/*.json"):
+        assert json.loads(path.read_text())["response"]["choices"][0]["message"]["role"] == "assistant"
