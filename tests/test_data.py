@@ -1,9 +1,27 @@
-"""Data loaders: the real files load; a malformed row raises an error naming file and line."""
+"""Data loaders: the real files load with their documented counts; a damaged file is refused with a
+DataFormatError naming file:line. Damaged files are copies of the real ones, edited in tmp_path."""
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from lib.data import ED_EMOTIONS, DataFormatError, load_journal_entries
+from lib import paths
+from lib.data import ED_EMOTIONS, DataFormatError, load_journal_entries, load_noveleval, load_summeval
+
+JOURNAL_TEST = paths.DATA / "journal_entries" / "ed_situations_test.csv"
+SUMMEVAL = paths.DATA / "human_judgments" / "summeval_geval" / "summeval.json"
+NOVELEVAL = paths.DATA / "relevance_qrels" / "noveleval"
+
+
+def edited_copy(source: Path, target: Path, line: int, edit: Callable[[bytes], bytes]) -> Path:
+    """Copy ``source`` to ``target`` with line ``line`` (1-based) replaced by ``edit(line)``."""
+    lines = source.read_bytes().split(b"\n")
+    lines[line - 1] = edit(lines[line - 1])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\n".join(lines))
+    return target
 
 
 def test_real_journal_entries_load_with_documented_counts():
@@ -21,6 +39,7 @@ def test_real_journal_entries_load_with_documented_counts():
     ('label,content\n3,"fine"\n40,"a"\n', 3, "outside 1"),
     ('label,content\n3,"fine"\n\n4,"a"\n', 3, "found 0"),
     ('label,content\n3,"multi\nline"\n5,"  "\n', 4, "empty content"),
+    ('label,content\n3,"multi\nline",x\n', 2, "expected 2 fields"),  # the line where the record starts
 ])
 def test_malformed_row_names_file_and_line(tmp_path, content, line, message):
     path = tmp_path / "entries.csv"
@@ -34,9 +53,49 @@ def test_unknown_split_is_refused():
         load_journal_entries("train")
 
 
-def test_noveleval_loads_with_documented_counts():
-    from lib.data import load_noveleval
+def test_unclosed_quote_names_the_line_where_its_record_starts(tmp_path):
+    # Line 4 of the real file is a quoted record followed by unquoted ones; without its closing quote it
+    # swallows lines 5-11 and the parser fails only at line 12, where the next quote is.
+    original = JOURNAL_TEST.read_bytes().split(b"\n")
+    assert original[3].endswith(b'"') and not any(b'"' in line for line in original[4:11])
+    damaged = edited_copy(JOURNAL_TEST, tmp_path / "entries.csv", 4, lambda line: line[:-1])
+    with pytest.raises(DataFormatError, match=r"entries\.csv:4: .*starts on this line and runs to line 12"):
+        load_journal_entries("test", path=damaged)
 
+
+READERS = {  # one loader per reading primitive: CSV, TSV, whole-file JSON
+    "csv": (lambda path: load_journal_entries("test", path=path), JOURNAL_TEST),
+    "tsv": (lambda path: load_noveleval(path.parent), NOVELEVAL / "corpus.tsv"),
+    "json": (load_summeval, SUMMEVAL),
+}
+
+
+def copy_for(reader: str, tmp_path: Path) -> Path:
+    """Where a damaged copy of ``reader``'s real file goes (NovelEval also needs its two other files)."""
+    _, source = READERS[reader]
+    if reader == "tsv":
+        for name in ("queries.tsv", "qrels.txt"):
+            (tmp_path / name).write_bytes((NOVELEVAL / name).read_bytes())
+    return tmp_path / source.name
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_invalid_utf8_names_the_line_of_the_first_bad_byte(tmp_path, reader):
+    load, source = READERS[reader]
+    damaged = edited_copy(source, copy_for(reader, tmp_path), 7, lambda line: line[:3] + b"\xe9t\xe9" + line[3:])
+    with pytest.raises(DataFormatError, match=rf"{source.name}:7: invalid UTF-8 \(byte 0xe9"):
+        load(damaged)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_nul_byte_names_its_line(tmp_path, reader):
+    load, source = READERS[reader]
+    damaged = edited_copy(source, copy_for(reader, tmp_path), 9, lambda line: line[:3] + b"\0" + line[3:])
+    with pytest.raises(DataFormatError, match=rf"{source.name}:9: NUL byte"):
+        load(damaged)
+
+
+def test_noveleval_loads_with_documented_counts():
     table = load_noveleval()
     assert len(table) == 420 and table.qid.nunique() == 21
     assert table.human_grade.value_counts().to_dict() == {0: 290, 2: 90, 1: 40}  # SOURCE.md counts
@@ -48,8 +107,6 @@ def test_noveleval_loads_with_documented_counts():
     ("0 Q0 0-0 3\n", r"qrels\.txt:1: grade '3'"),
 ])
 def test_noveleval_malformed_qrels_line(tmp_path, qrels, message):
-    from lib.data import load_noveleval
-
     (tmp_path / "queries.tsv").write_text("0\tA question?\n")
     (tmp_path / "corpus.tsv").write_text("0-0\tA passage.\n0-1\tAnother.\n")
     (tmp_path / "qrels.txt").write_text(qrels)
@@ -57,13 +114,49 @@ def test_noveleval_malformed_qrels_line(tmp_path, qrels, message):
         load_noveleval(tmp_path)
 
 
-def test_summeval_loads_and_names_a_bad_record(tmp_path):
-    from lib.data import load_summeval
+def test_noveleval_passage_with_tabs_is_one_field_but_a_missing_tab_is_refused(tmp_path):
+    table = load_noveleval()
+    assert table.set_index("docid").passage["14-17"].count("\t") == 23  # a pasted table, kept whole
+    copy_for("tsv", tmp_path)
+    edited_copy(NOVELEVAL / "queries.tsv", tmp_path / "queries.tsv", 3, lambda line: line.replace(b"\t", b" "))
+    (tmp_path / "corpus.tsv").write_bytes((NOVELEVAL / "corpus.tsv").read_bytes())
+    with pytest.raises(DataFormatError, match=r"queries\.tsv:3: expected 2 fields, found 1"):
+        load_noveleval(tmp_path)
 
+
+def test_summeval_loads_with_documented_counts():
     table = load_summeval()
     assert len(table) == 1600 and table.doc_id.nunique() == 100 and table.system_id.nunique() == 16
     assert table.coherence.between(1, 5).all()
-    bad = tmp_path / "s.json"
-    bad.write_text('[{"doc_id": "d", "system_id": "M0", "source": "s", "system_output": "o", "scores": {"coherence": 2}}]')
-    with pytest.raises(DataFormatError, match=r"s\.json: record 0 \(KeyError"):
-        load_summeval(bad)
+
+
+def summeval_record_line(index: int) -> int:
+    """Line where record ``index`` of the real summeval.json opens (records are written with indent=4)."""
+    lines = SUMMEVAL.read_text(encoding="utf-8").split("\n")
+    return [n for n, line in enumerate(lines, start=1) if line == "    {"][index]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("coherence", "7", r"record 3 coherence 7 is outside 1–5"),
+    ("coherence", '"high"', r"record 3 scores field 'coherence' should be int or float, found \"high\""),
+    ("doc_id", '""', r"record 3 field 'doc_id' should be a non-empty string"),
+])
+def test_summeval_bad_record_names_the_line_where_it_starts(tmp_path, field, value, message):
+    start = summeval_record_line(3)
+    lines = SUMMEVAL.read_text(encoding="utf-8").split("\n")
+    at = next(n for n in range(start, len(lines)) if lines[n].lstrip().startswith(f'"{field}":'))
+    damaged = edited_copy(SUMMEVAL, tmp_path / "s.json", at + 1,
+                          lambda line: line.split(b":")[0] + b": " + value.encode() + b"," * line.endswith(b","))
+    with pytest.raises(DataFormatError, match=rf"s\.json:{start}:5: {message}"):
+        load_summeval(damaged)
+
+
+def test_broken_json_names_line_and_column(tmp_path):
+    start = summeval_record_line(10)
+    damaged = edited_copy(SUMMEVAL, tmp_path / "s.json", start + 2, lambda line: line.replace(b'"', b"", 1))
+    with pytest.raises(DataFormatError, match=rf"s\.json:{start + 2}:9: broken JSON \(Expecting property name"):
+        load_summeval(damaged)
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(SUMMEVAL.read_bytes()[:-1000])
+    with pytest.raises(DataFormatError, match=r"cut\.json:\d+:\d+: broken JSON"):
+        load_summeval(cut)
