@@ -11,10 +11,25 @@ instead of shifting results:
 * a tab-separated line must have the expected number of fields; a JSON line or a whole-file JSON document
   that does not parse is named by line (and column);
 * each loader then checks every row against the columns documented in its docstring.
+
+``data/MANIFEST.json`` (project-owned, next to the files it describes) gives, for every file a loader reads
+by default, its record count (as that loader's reader counts them), size and sha256. Once a listed file has
+passed the format checks, a different record count is refused at the line where the file ends (a file cut
+at a line end, or mid-line where the cut still parses), and a different sha256 is refused naming both hashes
+(an edited record). A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format
+check but no manifest check. Hashing the bytes already read costs a few milliseconds for the largest file.
+
+After a deliberate change to a data file (or a new loader), regenerate the manifest with::
+
+    python -m lib.data manifest
+
+and check that its counts still match the SOURCE.md files (``tests/test_data.py`` compares them).
 """
 from __future__ import annotations
 
+import argparse
 import bisect
+import contextvars
 import csv
 import functools
 import hashlib
@@ -32,8 +47,11 @@ import pandas as pd
 from lib import paths
 
 
+MANIFEST_FILE = paths.DATA / "MANIFEST.json"
+
+
 class DataFormatError(ValueError):
-    """A data file does not match its documented format; the message names file:line."""
+    """A data file does not match its documented format or its manifest entry; the message names file:line."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -57,6 +75,11 @@ class _TextFile:
         """1-based line and column of a character offset (columns count characters, as JSONDecodeError does)."""
         line = bisect.bisect_right(self._line_starts, offset)
         return line, offset - self._line_starts[line - 1] + 1
+
+    @property
+    def last_line(self) -> int:
+        """Number of the last line that holds more than whitespace (where a truncated file ends)."""
+        return self.line_and_column(len(self.text.rstrip()))[0]
 
     def nonblank_lines(self) -> Iterator[tuple[int, str]]:
         """(line number, text) of every line holding more than whitespace; only ``\\n`` ends a line (str.splitlines
@@ -82,6 +105,52 @@ def _read_text(path: Path) -> _TextFile:
     return source
 
 
+# The manifest: set to a dict while build_manifest() runs the loaders, so the readers record each file
+# instead of checking it against the (possibly outdated) manifest.
+_RECORDING: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar("recording", default=None)
+_MANIFEST_FIELDS = {"records": int, "counted": str, "bytes": int, "sha256": str}
+_REMEDY = "Restore it from git; if the change is deliberate, regenerate the manifest: python -m lib.data manifest"
+
+
+@functools.cache
+def _manifest(manifest_file: Path) -> dict[str, dict[str, Any]]:
+    """The manifest's entries by path relative to its folder (read once per process)."""
+    entries = {}
+    for location, (key,), entry in _parse_json_records(_read_text(manifest_file), (dict,)):
+        _check_fields(manifest_file, location, entry, _MANIFEST_FIELDS, what=f"entry {key!r}")
+        entries[key] = entry
+    return entries
+
+
+def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> None:
+    """Refuse a file listed in the manifest whose record count or sha256 differs from its entry.
+
+    Called by each reader after the file's last record was handed out (and checked by the loader), so a
+    specific format error is reported before this whole-file one. Files outside the manifest's folder, or
+    not listed in it, are not checked.
+    """
+    folder = MANIFEST_FILE.parent.resolve()
+    resolved = source.path.resolve()
+    if not resolved.is_relative_to(folder):
+        return
+    key = resolved.relative_to(folder).as_posix()
+    recording = _RECORDING.get()
+    if recording is not None:
+        recording[key] = {"records": n_records, "counted": counted, "bytes": source.n_bytes, "sha256": source.sha256}
+        return
+    expected = _manifest(MANIFEST_FILE).get(key)
+    if expected is None:
+        return
+    if n_records != expected["records"]:
+        raise DataFormatError(f"{source.path}:{source.last_line}: the file ends here after {n_records:,} {counted}, "
+                              f"but {MANIFEST_FILE} expects {expected['records']:,}: it is truncated or was "
+                              f"modified. {_REMEDY}")
+    if source.sha256 != expected["sha256"]:
+        raise DataFormatError(f"{source.path}: sha256 {source.sha256} ({source.n_bytes:,} bytes) differs from "
+                              f"{expected['sha256']} ({expected['bytes']:,} bytes) in {MANIFEST_FILE}; "
+                              f"the count of {n_records:,} {counted} matches, so the content was edited. {_REMEDY}")
+
+
 def _csv_records(path: Path, header: list[str]) -> Iterator[tuple[int, list[str]]]:
     """(start line, fields) of every CSV record after ``header``.
 
@@ -103,11 +172,14 @@ def _csv_records(path: Path, header: list[str]) -> Iterator[tuple[int, list[str]
     _, found_header = next_record()
     if found_header != header:
         raise DataFormatError(f"{path}:1: expected header {','.join(header)!r}, found {found_header!r}")
+    n_records = 0
     while True:
         start, record = next_record()
         if record is None:
             break
+        n_records += 1
         yield start, record
+    _check_against_manifest(source, n_records, "CSV records after the header")
 
 
 def _delimited_lines(path: Path, n_fields: int, sep: str | None) -> Iterator[tuple[int, list[str]]]:
@@ -118,22 +190,28 @@ def _delimited_lines(path: Path, n_fields: int, sep: str | None) -> Iterator[tup
     whitespace (TREC qrels).
     """
     source = _read_text(path)
+    n_lines = 0
     for line_no, line in source.nonblank_lines():
         fields = line.split(sep, n_fields - 1) if sep else line.split()
         if len(fields) != n_fields:
             raise DataFormatError(f"{path}:{line_no}: expected {n_fields} fields, found {len(fields)}")
+        n_lines += 1
         yield line_no, fields
+    _check_against_manifest(source, n_lines, "non-blank lines")
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) of every non-blank line of a JSON-lines file; a line that does not parse is an error."""
     source = _read_text(path)
+    n_lines = 0
     for line_no, line in source.nonblank_lines():
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFormatError(f"{path}:{line_no}:{exc.colno}: broken JSON line ({exc.msg})") from None
+        n_lines += 1
         yield line_no, value
+    _check_against_manifest(source, n_lines, "non-blank lines")
 
 
 _JSON_DECODER = json.JSONDecoder()
@@ -204,7 +282,10 @@ def _parse_json_records(source: _TextFile, levels: tuple[type, ...]) -> list[tup
 
 def _json_records(path: Path, levels: tuple[type, ...]) -> Iterator[tuple[str, tuple, Any]]:
     """(``line:column``, keys, value) of every record of a whole-file JSON document; see _parse_json_records."""
-    yield from _parse_json_records(_read_text(path), levels)
+    source = _read_text(path)
+    records = _parse_json_records(source, levels)
+    yield from records
+    _check_against_manifest(source, len(records), f"JSON entries at depth {len(levels)}")
 
 
 class _NonEmptyStr:
@@ -339,3 +420,41 @@ def load_summeval(path: Path = SUMMEVAL_FILE) -> pd.DataFrame:
                      "system_output": record["system_output"],
                      **{dimension: float(scores[dimension]) for dimension in SUMMEVAL_DIMENSIONS}})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Regenerating the manifest.
+
+def _load_every_default_file() -> None:
+    """Run every loader on its default files: the files the manifest lists."""
+    for split in JOURNAL_SPLITS:
+        load_journal_entries(split)
+    load_noveleval()
+    load_summeval()
+
+
+def build_manifest() -> dict[str, dict[str, Any]]:
+    """The manifest entry of every file the loaders read by default, measured by running them (with every
+    format check, but without comparing to the current manifest)."""
+    observed: dict[str, dict[str, Any]] = {}
+    token = _RECORDING.set(observed)
+    try:
+        _load_every_default_file()
+    finally:
+        _RECORDING.reset(token)
+    return dict(sorted(observed.items()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: ``python -m lib.data manifest`` rewrites data/MANIFEST.json."""
+    parser = argparse.ArgumentParser(prog="python -m lib.data", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["manifest"], help="rewrite data/MANIFEST.json from the data files")
+    parser.parse_args(argv)
+    manifest = build_manifest()
+    MANIFEST_FILE.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _manifest.cache_clear()
+    print(f"wrote {MANIFEST_FILE}: {len(manifest)} files")
+
+
+if __name__ == "__main__":
+    main()

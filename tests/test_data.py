@@ -2,12 +2,14 @@
 DataFormatError naming file:line. Damaged files are copies of the real ones, edited in tmp_path."""
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lib import paths
+from lib import data, paths
 from lib.data import ED_EMOTIONS, DataFormatError, load_journal_entries, load_noveleval, load_summeval
 
 JOURNAL_TEST = paths.DATA / "journal_entries" / "ed_situations_test.csv"
@@ -160,3 +162,97 @@ def test_broken_json_names_line_and_column(tmp_path):
     cut.write_bytes(SUMMEVAL.read_bytes()[:-1000])
     with pytest.raises(DataFormatError, match=r"cut\.json:\d+:\d+: broken JSON"):
         load_summeval(cut)
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch) -> Path:
+    """A data folder in tmp_path holding a copy of the real manifest, which the loaders now check files
+    under this folder against: copy a real file to the same relative place, damage it, load it."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shutil.copy(data.MANIFEST_FILE, folder / "MANIFEST.json")
+    monkeypatch.setattr(data, "MANIFEST_FILE", folder / "MANIFEST.json")
+    return folder
+
+
+def test_file_cut_mid_line_is_refused_with_its_count(data_copy):
+    # The reported case: the file cut in the middle of line 39 (an unquoted record) parsed as 38 rows.
+    cut = data_copy / "journal_entries" / "ed_situations_test.csv"
+    lines = JOURNAL_TEST.read_bytes().split(b"\n")
+    cut.parent.mkdir()
+    cut.write_bytes(b"\n".join(lines[:38]) + b"\n" + lines[38][:20])
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv:39: the file ends here after 38 CSV records "
+                                              r"after the header, but .*MANIFEST\.json expects 2,547: it is truncated"):
+        load_journal_entries("test", path=cut)
+
+
+def test_file_cut_at_a_line_end_is_refused_with_its_count(data_copy):
+    folder = data_copy / "relevance_qrels" / "noveleval"
+    folder.mkdir(parents=True)
+    for name in ("queries.tsv", "corpus.tsv", "qrels.txt"):
+        shutil.copy(NOVELEVAL / name, folder / name)
+    corpus = (NOVELEVAL / "corpus.tsv").read_bytes()
+    (folder / "corpus.tsv").write_bytes(corpus[:corpus.rindex(b"\n", 0, -1) + 1])  # the last line dropped
+    with pytest.raises(DataFormatError, match=r"corpus\.tsv:419: the file ends here after 419 non-blank lines, "
+                                              r"but .* expects 420"):
+        load_noveleval(folder)
+
+
+def test_json_file_with_a_record_removed_is_refused_with_its_count(data_copy):
+    shorter = data_copy / SUMMEVAL.relative_to(paths.DATA)
+    shorter.parent.mkdir(parents=True)
+    shorter.write_text(json.dumps(json.loads(SUMMEVAL.read_text(encoding="utf-8"))[:-1], indent=4), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"summeval\.json:\d+: the file ends here after 1,599 JSON entries"):
+        load_summeval(shorter)
+
+
+def test_edited_record_with_the_same_count_is_refused_by_its_checksum(data_copy):
+    edited = edited_copy(JOURNAL_TEST, data_copy / "journal_entries" / "ed_situations_test.csv", 2,
+                         lambda line: line.replace(b"guilty", b"guilt"))
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: sha256 [0-9a-f]{64} \(291,897 bytes\) "
+                                              r"differs from 71c55dd[0-9a-f]{57} \(291,898 bytes\) .* the count of 2,547 CSV "
+                                              r"records after the header matches, so the content was edited"):
+        load_journal_entries("test", path=edited)
+
+
+def test_format_errors_come_before_the_manifest_check(data_copy):
+    damaged = edited_copy(JOURNAL_TEST, data_copy / "journal_entries" / "ed_situations_test.csv", 6,
+                          lambda line: b"40" + line[1:])
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv:6: label 40 is outside 1–32"):
+        load_journal_entries("test", path=damaged)
+
+
+def test_a_file_outside_the_data_folder_gets_format_checks_but_no_manifest_check(tmp_path):
+    edited = edited_copy(JOURNAL_TEST, tmp_path / "mine.csv", 2, lambda line: line.replace(b"guilty", b"guilt"))
+    assert load_journal_entries("test", path=edited).text[0].startswith("I felt guilt when")
+    edited_copy(JOURNAL_TEST, edited, 2, lambda line: line + b"\0")
+    with pytest.raises(DataFormatError, match=r"mine\.csv:2: NUL byte"):
+        load_journal_entries("test", path=edited)
+
+
+def test_manifest_lists_exactly_what_the_loaders_read():
+    committed = json.loads(data.MANIFEST_FILE.read_text(encoding="utf-8"))
+    assert data.build_manifest() == committed  # else: python -m lib.data manifest
+
+
+# Where each SOURCE.md states a manifest file's record count (and size or sha256), as (file, SOURCE.md
+# folder, statement); the test fills in the manifest's numbers and looks for the statement verbatim.
+SOURCE_MD_STATEMENTS = [
+    ("journal_entries/ed_situations_test.csv", "journal_entries", "`ed_situations_test.csv`: {records} rows"),
+    ("journal_entries/ed_situations_dev.csv", "journal_entries", "`ed_situations_dev.csv`: {records} rows"),
+    ("relevance_qrels/noveleval/queries.tsv", "relevance_qrels", "`queries.tsv` ({records} queries)"),
+    ("relevance_qrels/noveleval/corpus.tsv", "relevance_qrels", "`corpus.tsv` ({records} passages"),
+    ("relevance_qrels/noveleval/qrels.txt", "relevance_qrels", "`qrels.txt` ({records} judgments"),
+    ("human_judgments/summeval_geval/summeval.json", "human_judgments/summeval_geval",
+     "| `summeval.json` | {bytes} | {records} (100 CNN/DM docs x 16 systems)"),
+    ("human_judgments/summeval_geval/summeval.json", "human_judgments/summeval_geval", "sha256 = {sha256}."),
+]
+
+
+def test_manifest_agrees_with_the_source_md_files():
+    manifest = json.loads(data.MANIFEST_FILE.read_text(encoding="utf-8"))
+    assert {name for name, _, statement in SOURCE_MD_STATEMENTS if "{records}" in statement} == set(manifest)
+    for name, folder, statement in SOURCE_MD_STATEMENTS:
+        entry = manifest[name]
+        expected = statement.format(records=f"{entry['records']:,}", bytes=f"{entry['bytes']:,}", sha256=entry["sha256"])
+        assert expected in (paths.DATA / folder / "SOURCE.md").read_text(encoding="utf-8")
