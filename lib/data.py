@@ -12,8 +12,10 @@ instead of shifting results:
   that does not parse is named by line (and column);
 * each loader then checks every row against the columns documented in its docstring.
 
-``data/MANIFEST.json`` (project-owned, next to the files it describes) gives, for every file a loader reads
-by default, its record count (as that loader's reader counts them), size and sha256. Once a listed file has
+``data/MANIFEST.json`` (project-owned) gives, for every file a loader reads by default, its record count
+(as that loader's reader counts them), size and sha256. It is a JSON file next to the data rather than a
+constant here so that regenerating it rewrites data, not code, and a data change shows up in one diff with
+the file it describes. Once a listed file has
 passed the format checks, a different record count is refused at the line where the file ends (a file cut
 at a line end, or mid-line where the cut still parses), and a different sha256 is refused naming both hashes
 (an edited record). A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format
@@ -308,12 +310,15 @@ def _has_type(value: Any, expected: Any) -> bool:
 
 
 def _type_name(expected: Any) -> str:
+    """How an error message names a field type of :func:`_has_type`."""
     if isinstance(expected, tuple):
         return " or ".join(_type_name(alternative) for alternative in expected)
     if isinstance(expected, frozenset):
         return "one of " + ", ".join(sorted(json.dumps(allowed) for allowed in expected))
     if expected is _NonEmptyStr:
         return "a non-empty string"
+    if isinstance(expected, types.GenericAlias):
+        return str(expected)  # list[str]
     return "null" if expected is type(None) else getattr(expected, "__name__", str(expected))
 
 
@@ -331,6 +336,13 @@ def _check_fields(path: Path, location: str | int, record: Any, required: Mappin
         if not _has_type(record[name], expected):
             raise DataFormatError(f"{path}:{location}: {what} field {name!r} should be {_type_name(expected)}, "
                                   f"found {json.dumps(record[name])[:60]}")
+
+
+def _check_unique(path: Path, location: str | int, key: Any, first_seen: dict[Any, str | int], what: str) -> None:
+    """Refuse a key seen before in the same file (a repeated row would be counted twice)."""
+    if key in first_seen:
+        raise DataFormatError(f"{path}:{location}: {what} {key!r} repeats the one at {first_seen[key]}")
+    first_seen[key] = location
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -422,6 +434,138 @@ def load_summeval(path: Path = SUMMEVAL_FILE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+DL19_FILE = paths.DATA / "relevance_qrels" / "trec_dl" / "dl19_bm25_top100_with_nist_labels.jsonl"
+
+
+def load_dl19(path: Path = DL19_FILE, include_unjudged: bool = False) -> pd.DataFrame:
+    """TREC Deep Learning 2019 passage task: the BM25 top-100 of 43 queries with passage text and NIST grade.
+
+    One row per (query, passage). Columns: ``qid``, ``query``, ``docid``, ``bm25_rank`` (1–100),
+    ``bm25_score``, ``passage``, ``human_grade`` (the NIST grade 0–3, the file's ``nist_relevance``; named as
+    in :func:`load_noveleval` so the relevance judge reads both). By default only the 2,257 judged pairs, with
+    an int ``human_grade``; ``include_unjudged=True`` keeps all 4,300, with a nullable ``Int64`` grade that is
+    <NA> where NIST did not judge the pair.
+    """
+    fields = {"qid": _NonEmptyStr, "query": _NonEmptyStr, "docid": _NonEmptyStr, "bm25_rank": int,
+              "bm25_score": (int, float), "passage": _NonEmptyStr, "nist_relevance": frozenset({0, 1, 2, 3, None})}
+    kept = ["qid", "query", "docid", "bm25_rank", "bm25_score", "passage"]
+    rows, first_seen = [], {}
+    for line, record in _json_lines(path):
+        _check_fields(path, line, record, fields)
+        if record["bm25_rank"] < 1:
+            raise DataFormatError(f"{path}:{line}: bm25_rank {record['bm25_rank']} is below 1")
+        _check_unique(path, line, (record["qid"], record["docid"]), first_seen, "(qid, docid)")
+        rows.append({**{name: record[name] for name in kept}, "human_grade": record["nist_relevance"]})
+    table = pd.DataFrame(rows, columns=[*kept, "human_grade"]).astype({"human_grade": "Int64"})
+    if include_unjudged:
+        return table
+    return table[table.human_grade.notna()].astype({"human_grade": "int64"}).reset_index(drop=True)
+
+
+RAG_NUGGETS_DIR = paths.DATA / "rag_nuggets"
+
+
+def load_rag25_topics(path: Path = RAG_NUGGETS_DIR / "rag25-topics-dev.tsv") -> pd.DataFrame:
+    """TREC RAG 2025 development topics: one row per topic.
+
+    Columns: ``qid`` (as in the nuggets file), ``narrative`` (the long, multi-part information need).
+    """
+    rows, first_seen = [], {}
+    for line, (qid, narrative) in _delimited_lines(path, 2, "\t"):
+        if not qid.strip() or not narrative.strip():
+            raise DataFormatError(f"{path}:{line}: empty topic id or narrative")
+        _check_unique(path, line, qid, first_seen, "topic")
+        rows.append({"qid": qid, "narrative": narrative})
+    return pd.DataFrame(rows)
+
+
+def load_rag25_nuggets(path: Path = RAG_NUGGETS_DIR / "rag25-dev-nuggets.jsonl") -> pd.DataFrame:
+    """TREC RAG 2025 development nuggets written or post-edited by NIST assessors: one row per nugget.
+
+    Columns: ``qid``, ``nugget_index`` (position within its topic, from 0), ``nugget`` (the text),
+    ``importance`` (``vital`` or ``okay``), ``source`` (``original``: kept as generated, or ``post-edit``),
+    ``sub_narrative`` (the file's ``mapped_sub_narrative``, unchanged: most values are wrapped in literal
+    double quotes, some are not, so no quote is stripped).
+    """
+    fields = {"text": _NonEmptyStr, "mapped_sub_narrative": str, "importance": frozenset({"vital", "okay"}),
+              "source": frozenset({"original", "post-edit"})}
+    rows, first_seen = [], {}
+    for line, record in _json_lines(path):
+        _check_fields(path, line, record, {"qid": _NonEmptyStr, "nuggets": list}, what="topic")
+        _check_unique(path, line, record["qid"], first_seen, "topic")
+        for index, nugget in enumerate(record["nuggets"]):
+            _check_fields(path, line, nugget, fields, what=f"nugget {index}")
+            rows.append({"qid": record["qid"], "nugget_index": index, "nugget": nugget["text"],
+                         "importance": nugget["importance"], "source": nugget["source"],
+                         "sub_narrative": nugget["mapped_sub_narrative"]})
+    return pd.DataFrame(rows)
+
+
+ALCE_UTILITY_FILE = RAG_NUGGETS_DIR / "alce_human_eval_utility_completed.json"
+ALCE_DATASETS = ("asqa", "eli5")
+
+
+def load_alce_utility(path: Path = ALCE_UTILITY_FILE) -> pd.DataFrame:
+    """ALCE (Gao et al., EMNLP 2023) human ratings of the utility of RAG answers: one row per answer.
+
+    Columns: ``dataset`` (``asqa`` or ``eli5``), ``system`` (the run's file name, as in the source),
+    ``qid``, ``question``, ``answer`` (may be empty: 22 are, all rated 1), ``utility`` (1–5).
+    The file is ``{dataset: {system: {qid: record}}}``; each system also has an ``overall_results`` entry
+    with its automatic metrics, which is not an answer and is skipped: 808 entries give 800 answers
+    (2 datasets x 4 systems x 100 questions). The per-answer ``automatic_correctness_scores`` are not kept.
+    """
+    fields = {"id": _NonEmptyStr, "question": _NonEmptyStr, "output": str, "utility_score": frozenset(range(1, 6))}
+    rows = []
+    for location, (dataset, system, qid), record in _json_records(path, (dict, dict, dict)):
+        if dataset not in ALCE_DATASETS:
+            raise DataFormatError(f"{path}:{location}: dataset {dataset!r} is not one of {ALCE_DATASETS}")
+        if qid == "overall_results":
+            continue
+        what = f"{dataset}/{system}/{qid}"
+        _check_fields(path, location, record, fields, what=what)
+        if record["id"] != qid:
+            raise DataFormatError(f"{path}:{location}: {what} has id {record['id']!r}, not its key")
+        rows.append({"dataset": dataset, "system": system, "qid": qid, "question": record["question"],
+                     "answer": record["output"], "utility": record["utility_score"]})
+    return pd.DataFrame(rows)
+
+
+MOVIES_DIR = paths.DATA / "movies"
+
+
+def _load_movies(path: Path, required: Mapping[str, Any], optional: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per item of an iEvaLM-CRS ``id2info`` file (``{item_id: {field: value}}``): ``item_id``, then
+    the given fields in the given order, None where an optional field is absent."""
+    rows = []
+    for location, (item_id,), info in _json_records(path, (dict,)):
+        _check_fields(path, location, info, required, optional, what=f"item {item_id!r}")
+        rows.append({"item_id": item_id, **{name: info.get(name) for name in [*required, *optional]}})
+    return pd.DataFrame(rows, columns=["item_id", *required, *optional])
+
+
+def load_redial_movies(path: Path = MOVIES_DIR / "redial_id2info.json") -> pd.DataFrame:
+    """ReDial's movie set (iEvaLM-CRS): one row per movie, every field present for every movie.
+
+    Columns: ``item_id``, ``name`` (the title, ending in "(YYYY)" for most: the only year there is),
+    ``genre``, ``plot`` (may be empty), ``director``, ``writer``, ``star`` (lists of str, may be empty),
+    ``imdb_id``. There is no language field.
+    """
+    return _load_movies(path, {"name": _NonEmptyStr, "genre": list[str], "plot": str, "director": list[str],
+                               "writer": list[str], "star": list[str], "imdb_id": _NonEmptyStr}, {})
+
+
+def load_opendialkg_movies(path: Path = MOVIES_DIR / "opendialkg_id2info.json") -> pd.DataFrame:
+    """OpenDialKG's movie set (iEvaLM-CRS): one row per movie.
+
+    Columns: ``item_id``, ``name``, then the optional fields, None where the movie lacks them: ``year``
+    (str, as in the file), ``actor``, ``director``, ``genre``, ``language``, ``writer`` (lists of str;
+    Freebase-style values, with duplicates). There is no plot field.
+    """
+    return _load_movies(path, {"name": _NonEmptyStr},
+                        {"year": _NonEmptyStr, **dict.fromkeys(["actor", "director", "genre", "language", "writer"],
+                                                               list[str])})
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Regenerating the manifest.
 
@@ -431,6 +575,12 @@ def _load_every_default_file() -> None:
         load_journal_entries(split)
     load_noveleval()
     load_summeval()
+    load_dl19()
+    load_rag25_topics()
+    load_rag25_nuggets()
+    load_alce_utility()
+    load_redial_movies()
+    load_opendialkg_movies()
 
 
 def build_manifest() -> dict[str, dict[str, Any]]:

@@ -3,6 +3,7 @@ DataFormatError naming file:line. Damaged files are copies of the real ones, edi
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,11 +11,19 @@ from pathlib import Path
 import pytest
 
 from lib import data, paths
-from lib.data import ED_EMOTIONS, DataFormatError, load_journal_entries, load_noveleval, load_summeval
+from lib.data import (ED_EMOTIONS, DataFormatError, load_alce_utility, load_dl19, load_journal_entries,
+                      load_noveleval, load_opendialkg_movies, load_rag25_nuggets, load_rag25_topics,
+                      load_redial_movies, load_summeval)
 
 JOURNAL_TEST = paths.DATA / "journal_entries" / "ed_situations_test.csv"
 SUMMEVAL = paths.DATA / "human_judgments" / "summeval_geval" / "summeval.json"
 NOVELEVAL = paths.DATA / "relevance_qrels" / "noveleval"
+DL19 = paths.DATA / "relevance_qrels" / "trec_dl" / "dl19_bm25_top100_with_nist_labels.jsonl"
+RAG_TOPICS = paths.DATA / "rag_nuggets" / "rag25-topics-dev.tsv"
+RAG_NUGGETS = paths.DATA / "rag_nuggets" / "rag25-dev-nuggets.jsonl"
+ALCE = paths.DATA / "rag_nuggets" / "alce_human_eval_utility_completed.json"
+REDIAL = paths.DATA / "movies" / "redial_id2info.json"
+OPENDIALKG = paths.DATA / "movies" / "opendialkg_id2info.json"
 
 
 def edited_copy(source: Path, target: Path, line: int, edit: Callable[[bytes], bytes]) -> Path:
@@ -65,9 +74,10 @@ def test_unclosed_quote_names_the_line_where_its_record_starts(tmp_path):
         load_journal_entries("test", path=damaged)
 
 
-READERS = {  # one loader per reading primitive: CSV, TSV, whole-file JSON
+READERS = {  # one loader per reading primitive: CSV, TSV, JSON lines, whole-file JSON
     "csv": (lambda path: load_journal_entries("test", path=path), JOURNAL_TEST),
     "tsv": (lambda path: load_noveleval(path.parent), NOVELEVAL / "corpus.tsv"),
+    "jsonl": (load_dl19, DL19),
     "json": (load_summeval, SUMMEVAL),
 }
 
@@ -77,7 +87,7 @@ def copy_for(reader: str, tmp_path: Path) -> Path:
     _, source = READERS[reader]
     if reader == "tsv":
         for name in ("queries.tsv", "qrels.txt"):
-            (tmp_path / name).write_bytes((NOVELEVAL / name).read_bytes())
+            shutil.copy(NOVELEVAL / name, tmp_path / name)
     return tmp_path / source.name
 
 
@@ -119,9 +129,9 @@ def test_noveleval_malformed_qrels_line(tmp_path, qrels, message):
 def test_noveleval_passage_with_tabs_is_one_field_but_a_missing_tab_is_refused(tmp_path):
     table = load_noveleval()
     assert table.set_index("docid").passage["14-17"].count("\t") == 23  # a pasted table, kept whole
-    copy_for("tsv", tmp_path)
+    for name in ("corpus.tsv", "qrels.txt"):
+        shutil.copy(NOVELEVAL / name, tmp_path / name)
     edited_copy(NOVELEVAL / "queries.tsv", tmp_path / "queries.tsv", 3, lambda line: line.replace(b"\t", b" "))
-    (tmp_path / "corpus.tsv").write_bytes((NOVELEVAL / "corpus.tsv").read_bytes())
     with pytest.raises(DataFormatError, match=r"queries\.tsv:3: expected 2 fields, found 1"):
         load_noveleval(tmp_path)
 
@@ -210,8 +220,9 @@ def test_edited_record_with_the_same_count_is_refused_by_its_checksum(data_copy)
     edited = edited_copy(JOURNAL_TEST, data_copy / "journal_entries" / "ed_situations_test.csv", 2,
                          lambda line: line.replace(b"guilty", b"guilt"))
     with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: sha256 [0-9a-f]{64} \(291,897 bytes\) "
-                                              r"differs from 71c55dd[0-9a-f]{57} \(291,898 bytes\) .* the count of 2,547 CSV "
-                                              r"records after the header matches, so the content was edited"):
+                                              r"differs from 71c55dd[0-9a-f]{57} \(291,898 bytes\) .* the count "
+                                              r"of 2,547 CSV records after the header matches, so the content was "
+                                              r"edited"):
         load_journal_entries("test", path=edited)
 
 
@@ -246,6 +257,19 @@ SOURCE_MD_STATEMENTS = [
     ("human_judgments/summeval_geval/summeval.json", "human_judgments/summeval_geval",
      "| `summeval.json` | {bytes} | {records} (100 CNN/DM docs x 16 systems)"),
     ("human_judgments/summeval_geval/summeval.json", "human_judgments/summeval_geval", "sha256 = {sha256}."),
+    ("relevance_qrels/trec_dl/dl19_bm25_top100_with_nist_labels.jsonl", "relevance_qrels",
+     "| `dl19_bm25_top100_with_nist_labels.jsonl` | {records} (43 queries x BM25 top-100)"),
+    ("rag_nuggets/rag25-topics-dev.tsv", "rag_nuggets", "`rag25-topics-dev.tsv` ({bytes} bytes): {records} lines"),
+    ("rag_nuggets/rag25-dev-nuggets.jsonl", "rag_nuggets",
+     "`rag25-dev-nuggets.jsonl` ({bytes} bytes): {records} lines"),
+    # SOURCE.md calls these 808 "human-rated answers", but one of the 101 entries per system is its
+    # overall_results, so load_alce_utility returns 800 answers (see its test).
+    ("rag_nuggets/alce_human_eval_utility_completed.json", "rag_nuggets",
+     "`alce_human_eval_utility_completed.json` ({bytes} bytes)"),
+    ("rag_nuggets/alce_human_eval_utility_completed.json", "rag_nuggets",
+     "2 datasets x 4 systems x 101 questions = {records}"),
+    ("movies/redial_id2info.json", "movies", "| `redial_id2info.json` | {bytes} | {records} |"),
+    ("movies/opendialkg_id2info.json", "movies", "| `opendialkg_id2info.json` | {bytes} | {records} |"),
 ]
 
 
@@ -254,5 +278,145 @@ def test_manifest_agrees_with_the_source_md_files():
     assert {name for name, _, statement in SOURCE_MD_STATEMENTS if "{records}" in statement} == set(manifest)
     for name, folder, statement in SOURCE_MD_STATEMENTS:
         entry = manifest[name]
-        expected = statement.format(records=f"{entry['records']:,}", bytes=f"{entry['bytes']:,}", sha256=entry["sha256"])
-        assert expected in (paths.DATA / folder / "SOURCE.md").read_text(encoding="utf-8")
+        numbers = {"records": f"{entry['records']:,}", "bytes": f"{entry['bytes']:,}", "sha256": entry["sha256"]}
+        assert statement.format(**numbers) in (paths.DATA / folder / "SOURCE.md").read_text(encoding="utf-8")
+
+
+def test_dl19_loads_the_judged_pairs_with_documented_counts():
+    judged, everything = load_dl19(), load_dl19(include_unjudged=True)
+    assert (len(judged), len(everything), judged.qid.nunique()) == (2257, 4300, 43)  # SOURCE.md counts
+    assert judged.human_grade.value_counts().to_dict() == {0: 885, 1: 526, 2: 566, 3: 280}
+    assert everything.human_grade.isna().sum() == 4300 - 2257 and everything.bm25_rank.between(1, 100).all()
+    assert list(judged.columns) == ["qid", "query", "docid", "bm25_rank", "bm25_score", "passage", "human_grade"]
+
+
+def test_rag25_topics_and_nuggets_load_with_documented_counts():
+    topics, nuggets = load_rag25_topics(), load_rag25_nuggets()
+    assert len(topics) == 22 and len(nuggets) == 1255  # SOURCE.md counts
+    assert nuggets.importance.value_counts().to_dict() == {"vital": 925, "okay": 330}
+    assert nuggets.source.value_counts().to_dict() == {"post-edit": 1171, "original": 84}
+    assert set(nuggets.qid) == set(topics.qid) and topics.narrative.str.len().min() > 100
+
+
+def test_alce_utility_loads_800_answers():
+    table = load_alce_utility()
+    # SOURCE.md's "808" counts each system's overall_results entry too (2 x 4 x 101); 800 are answers.
+    assert len(table) == 800 and table.groupby(["dataset", "system"]).size().eq(100).all()
+    assert table.groupby("dataset").system.nunique().to_dict() == {"asqa": 4, "eli5": 4}
+    assert table.utility.between(1, 5).all() and (table.answer == "").sum() == 22
+
+
+def test_movie_sets_load_with_documented_counts():
+    redial, opendialkg = load_redial_movies(), load_opendialkg_movies()
+    assert (len(redial), len(opendialkg)) == (6583, 3672)  # SOURCE.md counts
+    empty = {field: int((redial[field].str.len() == 0).sum()) for field in ("plot", "writer", "director", "star")}
+    assert empty == {"plot": 132, "writer": 194, "director": 75, "star": 81}
+    present = opendialkg.drop(columns=["item_id", "name"]).notna().sum().to_dict()
+    assert present == {"year": 2875, "actor": 2241, "director": 1616, "genre": 2426, "language": 2979, "writer": 2572}
+    assert redial.item_id.is_unique and redial.set_index("item_id").name["100030"] == "Friends with Benefits (2011)"
+
+
+def test_broken_json_line_names_file_and_line(tmp_path):
+    damaged = edited_copy(DL19, tmp_path / "dl19.jsonl", 100, lambda line: line[:len(line) // 2])
+    with pytest.raises(DataFormatError, match=r"dl19\.jsonl:100:\d+: broken JSON line \(Unterminated string"):
+        load_dl19(damaged)
+
+
+def test_json_lines_file_cut_mid_line_is_refused(data_copy):
+    cut = data_copy / DL19.relative_to(paths.DATA)
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(DL19.read_bytes()[:-500])
+    with pytest.raises(DataFormatError, match=r"nist_labels\.jsonl:4300:\d+: broken JSON line"):
+        load_dl19(cut)
+    lines = DL19.read_bytes().split(b"\n")
+    cut.write_bytes(b"\n".join(lines[:4200]) + b"\n")  # cut at a line end: only the count can tell
+    with pytest.raises(DataFormatError, match=r"nist_labels\.jsonl:4200: the file ends here after 4,200 non-blank"):
+        load_dl19(cut)
+
+
+def json_line_with(**fields) -> Callable[[bytes], bytes]:
+    """An edit for edited_copy: the JSON line with ``fields`` set."""
+    return lambda line: json.dumps({**json.loads(line), **fields}).encode()
+
+
+def third_nugget_with(**fields) -> Callable[[bytes], bytes]:
+    """An edit for edited_copy: the topic line with ``fields`` set in its third nugget."""
+    def edit(line: bytes) -> bytes:
+        topic = json.loads(line)
+        topic["nuggets"][2].update(fields)
+        return json.dumps(topic).encode()
+    return edit
+
+
+@pytest.mark.parametrize("load, source, line, edit, message", [
+    (load_dl19, DL19, 7, json_line_with(nist_relevance=4),
+     r":7: record field 'nist_relevance' should be one of 0, 1, 2, 3, null, found 4"),
+    (load_dl19, DL19, 7, json_line_with(bm25_rank="7"), r":7: record field 'bm25_rank' should be int, found \"7\""),
+    (load_dl19, DL19, 7, json_line_with(passage=" "), r":7: record field 'passage' should be a non-empty string"),
+    (load_dl19, DL19, 7, json_line_with(bm25_rank=0), r":7: bm25_rank 0 is below 1"),
+    (load_dl19, DL19, 8, lambda line: DL19.read_bytes().split(b"\n")[6],
+     r":8: \(qid, docid\) \('264014', '\d+'\) repeats the one at 7"),
+    (load_dl19, DL19, 9, lambda line: b"[1, 2]", r":9: record is list, expected an object"),
+    (load_rag25_topics, RAG_TOPICS, 3, lambda line: line.replace(b"\t", b" "), r":3: expected 2 fields, found 1"),
+    (load_rag25_topics, RAG_TOPICS, 5, lambda line: b"14" + line[line.index(b"\t"):],
+     r":5: topic '14' repeats the one at 1"),
+    (load_rag25_topics, RAG_TOPICS, 6, lambda line: line.split(b"\t")[0] + b"\t ", r":6: empty topic id or narrative"),
+    (load_rag25_nuggets, RAG_NUGGETS, 3, third_nugget_with(importance="must"),
+     r":3: nugget 2 field 'importance' should be one of \"okay\", \"vital\", found \"must\""),
+    (load_rag25_nuggets, RAG_NUGGETS, 4, json_line_with(nuggets={}),
+     r":4: topic field 'nuggets' should be list, found \{\}"),
+    (load_rag25_nuggets, RAG_NUGGETS, 5, json_line_with(qid=None),
+     r":5: topic field 'qid' should be a non-empty string"),
+])
+def test_malformed_row_in_a_new_loader_names_file_and_line(tmp_path, load, source, line, edit, message):
+    damaged = edited_copy(source, tmp_path / source.name, line, edit)
+    with pytest.raises(DataFormatError, match=rf"{re.escape(source.name)}{message}"):
+        load(damaged)
+
+
+def record_edited_copy(source: Path, target: Path, record_opener: str, old: str, new: str) -> str:
+    """Copy a whole-file JSON ``source`` to ``target`` with the first ``old`` after ``record_opener`` replaced
+    by ``new``; returns the ``line:column`` of the record, i.e. of the last character of ``record_opener``."""
+    text = source.read_text(encoding="utf-8")
+    start = text.index(record_opener) + len(record_opener) - 1
+    at = text.index(old, text.index(record_opener))
+    target.write_text(text[:at] + new + text[at + len(old):], encoding="utf-8")
+    line, column = text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
+    return f"{line}:{column}"
+
+
+@pytest.mark.parametrize("load, source, record_opener, old, new, message", [
+    (load_alce_utility, ALCE, '"7089015503030534342": {', '"utility_score": 5', '"utility_score": 6',
+     r"asqa/asqa-gpt-35-turbo-gtr-shot2-ndoc5-42-azure\.json/7089015503030534342 field 'utility_score' should be "
+     r"one of 1, 2, 3, 4, 5, found 6"),
+    (load_alce_utility, ALCE, '"7089015503030534342": {', '"id": "7089015503030534342"', '"id": "7"',
+     r"asqa/.*/7089015503030534342 has id '7', not its key"),
+    (load_alce_utility, ALCE, '"7089015503030534342": {', '"question": "', '"question": 3, "x": "',
+     r"asqa/.*/7089015503030534342 field 'question' should be a non-empty string, found 3"),
+    (load_redial_movies, REDIAL, '"100030": {', '"genre": ["comedy", "romance"]', '"genre": "comedy"',
+     r"item '100030' field 'genre' should be list\[str\], found \"comedy\""),
+    (load_redial_movies, REDIAL, '"100030": {', '"imdb_id": "tt1632708"', '"imdb": "tt1632708"',
+     r"item '100030' has no field 'imdb_id'"),
+    (load_opendialkg_movies, OPENDIALKG, '"1": {', '"name": "Rachel Getting Married"', '"title": "x"',
+     r"item '1' has no field 'name'"),
+    (load_opendialkg_movies, OPENDIALKG, '"0": {', '"year": "2008"', '"year": 2008',
+     r"item '0' field 'year' should be a non-empty string, found 2008"),
+    (load_opendialkg_movies, OPENDIALKG, '"0": {', '"Hindi Language"', "null",
+     r"item '0' field 'language' should be list\[str\], found \[null"),
+])
+def test_malformed_record_in_a_whole_json_loader_names_file_line_and_column(tmp_path, load, source, record_opener,
+                                                                            old, new, message):
+    location = record_edited_copy(source, tmp_path / source.name, record_opener, old, new)
+    with pytest.raises(DataFormatError, match=rf"{re.escape(source.name)}:{location}: {message}"):
+        load(tmp_path / source.name)
+
+
+def test_duplicate_or_unknown_keys_in_a_whole_json_file_are_refused(tmp_path):
+    damaged = tmp_path / REDIAL.name
+    record_edited_copy(REDIAL, damaged, '"100030": {', '"100030"', '"100026"')
+    with pytest.raises(DataFormatError, match=r"redial_id2info\.json:1:\d+: broken JSON \(Duplicate key '100026'\)"):
+        load_redial_movies(damaged)  # json.loads would silently keep one of the two movies
+    damaged = tmp_path / ALCE.name
+    record_edited_copy(ALCE, damaged, '"eli5": {', '"eli5"', '"nq"')
+    with pytest.raises(DataFormatError, match=r"alce_human_eval_utility_completed\.json:\d+:\d+: dataset 'nq' is not"):
+        load_alce_utility(damaged)
