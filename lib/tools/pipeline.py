@@ -1,6 +1,6 @@
 """Run the numbered notebooks with papermill and render them to offline HTML (used by the Makefile).
 
-``python -m lib.pipeline run 01_nudge_candidates`` executes ``notebooks/01_nudge_candidates.ipynb`` with the
+``python -m lib.tools.pipeline run 01_nudge_candidates`` executes ``notebooks/01_nudge_candidates.ipynb`` with the
 parameters of its section in ``params.yaml`` into a temporary file, and only on success moves it to
 ``outputs/notebooks/`` and renders ``outputs/html/``; a failed run is kept as ``*.failed.ipynb`` for
 inspection and leaves no stale target. ``run-all`` does every notebook in order.
@@ -30,7 +30,7 @@ def parameters_for(name: str) -> dict:
     return dict(sections.get(name) or {})
 
 
-HTML_TEMPLATES = Path(__file__).resolve().parent / "html_template"
+HTML_TEMPLATES = Path(__file__).resolve().parent.parent / "html_template"
 
 
 def render_html(notebook: Path, dest: Path) -> None:
@@ -75,7 +75,7 @@ def run(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.pipeline")
+    parser = argparse.ArgumentParser(prog="python -m lib.tools.pipeline")
     sub = parser.add_subparsers(dest="command", required=True)
     run_cmd = sub.add_parser("run", help="execute one notebook")
     run_cmd.add_argument("name")
