@@ -22,7 +22,7 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/ (an auto-started LLM server is stopped at the end)
+report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/, HTML + front page outputs/html/index.html (an auto-started LLM server is stopped at the end)
 	$(PY) -m lib.tools.pipeline run-all; status=$$?; $(PY) -m lib.llm.server stop --autostarted-only; exit $$status
 
 lab: $(INSTALLED) ## open JupyterLab on the notebooks with the study's venv kernel
