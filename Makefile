@@ -22,8 +22,8 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/ (an auto-started LLM server is stopped at the end)
-	$(PY) -m lib.pipeline run-all; status=$$?; $(PY) -m lib.llm.server stop --autostarted-only; exit $$status
+report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/, HTML + front page outputs/html/index.html (an auto-started LLM server is stopped at the end)
+	$(PY) -m lib.tools.pipeline run-all; status=$$?; $(PY) -m lib.llm.server stop --autostarted-only; exit $$status
 
 lab: $(INSTALLED) ## open JupyterLab on the notebooks with the study's venv kernel
 	$(VENV)/bin/jupyter lab notebooks
@@ -40,7 +40,7 @@ test: $(INSTALLED) ## unit and integration tests, the live-model test, then nbva
 		--nbval-cell-timeout 900 -p no:cacheprovider outputs/notebooks
 
 bench: $(INSTALLED) ## throughput of the server direct vs through the gateway; notebook 01 cold vs warm
-	$(PY) -m lib.bench
+	$(PY) -m lib.tools.bench
 
 clean: stop ## remove the venv, the assembled model and run files (keeps outputs/ and the LLM cache)
 	rm -rf $(VENV) .cache .pytest_cache

@@ -20,10 +20,11 @@ from pathlib import Path
 import httpx
 import yaml
 
-from lib import nudges, paths, pipeline
+from lib import nudges, paths
 from lib.data import load_journal_entries
 from lib.llm import server
 from lib.llm.gateway import Endpoint, Gateway, response_format_for
+from lib.tools import pipeline
 
 
 def _calls(n_prompts: int) -> list[dict]:
@@ -88,7 +89,7 @@ def notebook_cold_warm(entries: int | None) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=4, help="prompts for the throughput comparison")
     parser.add_argument("--entries", type=int, default=None, help="n_entries for notebook 01 (default params.yaml)")
     args = parser.parse_args(argv)

@@ -1,0 +1,69 @@
+"""One headline sentence per chapter for the report's front page, built from the chapter's result tables.
+
+The front page must carry no number typed by hand: each sentence here reads the tables its chapter wrote
+(``outputs/tables``, schemas in :mod:`lib.tables`), so it follows the results when they change. A chapter
+registers its headline with :func:`headline`, naming the tables it reads; the front page shows none for a
+chapter without one or whose tables are missing. Chapter 04 computes its NDCG comparisons in the notebook
+and stores no table, so it has no headline yet.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+Tables = Mapping[str, pd.DataFrame]
+Sentence = Callable[[Tables], str]
+
+
+@dataclass(frozen=True)
+class Headline:
+    tables: tuple[str, ...]
+    sentence: Sentence
+
+
+HEADLINES: dict[str, Headline] = {}
+
+
+def headline(chapter: str, *tables: str) -> Callable[[Sentence], Sentence]:
+    """Register the decorated function as the headline of notebook ``chapter``, built from ``tables``."""
+    def register(sentence: Sentence) -> Sentence:
+        HEADLINES[chapter] = Headline(tables, sentence)
+        return sentence
+    return register
+
+
+@headline("01_nudge_candidates", "entries", "candidates")
+def candidates_generated(tables: Tables) -> str:
+    """How many candidates there are and how often generation gave a schema-valid answer."""
+    entries, candidates = tables["entries"], tables["candidates"]
+    valid = int(entries["generation_ok"].sum())
+    return (f"{len(candidates)} candidate nudges for {len(entries)} journal entries: {valid} of {len(entries)} "
+            f"generation calls ({valid / len(entries):.0%}) returned a schema-valid answer, and "
+            f"{int(candidates['near_duplicate'].sum())} candidates are near-duplicates of an earlier one.")
+
+
+@headline("02_baselines", "rankings")
+def methods_ranked(tables: Tables) -> str:
+    """Which ranking methods ranked how many pools (random with its number of seeds)."""
+    rankings = tables["rankings"]
+    runs = rankings.groupby("method", sort=False)["run"].nunique()
+    methods = ", ".join(f"{method} ({n} seeds)" if n > 1 else method for method, n in runs.items())
+    return (f"{len(runs)} ranking methods — {methods} — ranked the candidate pools of "
+            f"{rankings['entry_id'].nunique()} journal entries.")
+
+
+@headline("03_judge_labeling", "judge_validity")
+def chosen_label(tables: Tables) -> str:
+    """The label definition chosen for chapter 04 and its agreement with human grades, beside the others."""
+    validity = tables["judge_validity"]
+    chosen = validity[validity["chosen"]]
+    if len(chosen) != 1:
+        raise ValueError(f"judge_validity: {len(chosen)} rows marked chosen, expected 1")
+    row = chosen.iloc[0]
+    others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label']})"
+                       for _, r in validity[~validity["chosen"]].iterrows())
+    return (f"The label used downstream is the {row['label']} grade: quadratic-weighted κ = "
+            f"{row['weighted_kappa']:.2f} with human grades on {int(row['n'])} passages ({row['dataset']})"
+            + (f", against {others}." if others else "."))

@@ -1,0 +1,215 @@
+"""Run the numbered notebooks with papermill into byte-stable executed notebooks and offline HTML.
+
+``python -m lib.tools.pipeline run 01_nudge_candidates`` executes ``notebooks/01_nudge_candidates.ipynb`` with
+the parameters of its section in ``params.yaml`` into a temporary file, and only on success normalises it
+(:func:`normalise`), moves it to ``outputs/notebooks/`` and renders ``outputs/html/``. A failed run is kept as
+``*.failed.ipynb`` for inspection, the error names the notebook, the cell and the exception, and no stale
+target is left. ``run-all`` does every notebook in order, stops at the first failure, and then writes the
+front page ``outputs/html/index.html`` (:mod:`lib.tools.front_page`).
+
+The executed notebooks and HTML are committed, so a rerun on unchanged inputs must rewrite the same bytes:
+otherwise every ``make all`` shows every file as changed and a real change drowns in the noise.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from lib import paths
+from lib.tools import front_page
+
+PARAMS_FILE = paths.ROOT / "params.yaml"
+HTML_TEMPLATES = Path(__file__).resolve().parent.parent / "html_template"
+CELL_TIMEOUT_S = 3600
+# Run-dependent metadata: papermill's wall-clock timings and the kernel's message timestamps.
+VOLATILE_PAPERMILL_KEYS = ("start_time", "end_time", "duration")
+VOLATILE_CELL_METADATA = ("execution",)
+# tqdm's timing on a progress bar ("[00:03<00:00, 6.20call/s]"): elapsed time and speed of this run.
+PROGRESS_TIMING = re.compile(r" \[[\d:]+<[^\]\n]*\]")
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Where the pipeline reads notebooks and parameters and writes its outputs. The defaults are the
+    study's own (outputs follow ``STUDY_OUTPUT_DIR``); tests pass temporary folders."""
+
+    notebooks: Path = paths.NOTEBOOKS
+    params: Path = PARAMS_FILE
+    executed: Path = paths.EXECUTED_NOTEBOOKS
+    html: Path = paths.HTML
+    tables: Path = paths.TABLES
+    ledgers: Path = paths.LEDGERS
+
+
+class NotebookFailed(RuntimeError):
+    """A cell of a notebook raised; the message names the notebook, the cell and the exception."""
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it, else as given: messages and notebook metadata
+    carry no machine-specific prefix, and outputs outside the repository (``STUDY_OUTPUT_DIR``) still work."""
+    return str(path.relative_to(paths.ROOT)) if path.is_relative_to(paths.ROOT) else str(path)
+
+
+def notebook_names(notebooks: Path = paths.NOTEBOOKS) -> list[str]:
+    """Stems of ``NN_*.ipynb`` in ``notebooks``, in numeric order."""
+    return sorted(p.stem for p in notebooks.glob("[0-9][0-9]_*.ipynb"))
+
+
+def parameters_for(name: str, params_file: Path = PARAMS_FILE) -> dict:
+    """The papermill parameters of notebook ``name``: its section of ``params_file`` (empty if none)."""
+    sections = yaml.safe_load(params_file.read_text()) or {}
+    return dict(sections.get(name) or {})
+
+
+def normalise(notebook: nbformat.NotebookNode, name: str, source_ids: set[str], source: Path,
+              target: Path) -> None:
+    """Make an executed notebook a function of its inputs only, in place.
+
+    * Cell ids: the source notebook's ids are kept (they are committed); any other cell — papermill's
+      injected-parameters cell, which it gives a random id — gets one derived from the notebook name and
+      the cell index.
+    * Papermill's timings and the kernel's execution timestamps are dropped, and so is the timing part of
+      progress bars on stderr (the bar and its counts stay).
+    * Papermill's input and output paths are shown relative to the repository, and the output path is the
+      final target rather than the temporary file papermill wrote.
+    """
+    for index, cell in enumerate(notebook.cells):
+        if "id" in cell and cell.id not in source_ids:
+            cell["id"] = hashlib.sha256(f"{name}:{index}".encode()).hexdigest()[:8]
+        for key in VOLATILE_CELL_METADATA:
+            cell.metadata.pop(key, None)
+        for key in VOLATILE_PAPERMILL_KEYS:
+            cell.metadata.get("papermill", {}).pop(key, None)
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream" and output.name == "stderr":
+                output.text = PROGRESS_TIMING.sub("", output.text)
+    run_metadata = notebook.metadata.get("papermill", {})
+    for key in VOLATILE_PAPERMILL_KEYS:
+        run_metadata.pop(key, None)
+    run_metadata.update(input_path=shown(source), output_path=shown(target))
+
+
+def source_cell_index(source: Path, failed: Path) -> int:
+    """Index in the source notebook of the cell that raised, found by its id in the failed notebook
+    (papermill keeps the source's cell ids and flags the raising cell). Papermill's own index counts the
+    parameters cell it injected, which the notebook the author edits does not have."""
+    raised = next(cell.id for cell in nbformat.read(failed, as_version=4).cells
+                  if cell.metadata.get("papermill", {}).get("exception"))
+    return [cell.get("id") for cell in nbformat.read(source, as_version=4).cells].index(raised)
+
+
+def render_html(notebook: nbformat.NotebookNode, dest: Path) -> None:
+    """Offline HTML: the ``offline`` template drops the lab template's CDN scripts, and plotly.js is
+    embedded in the figure outputs, so the page loads nothing from the network. The page title is the
+    chapter's heading rather than nbconvert's default "Notebook"."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(HTML_TEMPLATES)])
+    title = front_page.chapter_title(notebook, dest.stem)
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(body, encoding="utf-8")
+
+
+def run(name: str, folders: Folders = Folders()) -> Path:
+    """Execute notebook ``name`` into ``folders.executed`` and render it into ``folders.html``.
+
+    Raises :class:`NotebookFailed` when a cell raises; the partly executed notebook is then kept as
+    ``<name>.failed.ipynb`` and the previous notebook and HTML of ``name`` are removed, so no output
+    of an older run passes for the current one."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    source = folders.notebooks / f"{name}.ipynb"
+    if not source.exists():
+        raise SystemExit(f"error: no notebook {shown(source)}")
+    target = folders.executed / f"{name}.ipynb"
+    html = folders.html / f"{name}.html"
+    partial = target.with_suffix(".partial.ipynb")
+    failed = target.with_suffix(".failed.ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (partial, failed):
+        stale.unlink(missing_ok=True)
+    try:
+        papermill.execute_notebook(
+            str(source), str(partial), parameters=parameters_for(name, folders.params), kernel_name="python3",
+            cwd=str(folders.notebooks), execution_timeout=CELL_TIMEOUT_S, progress_bar=False, log_output=False,
+            # nbclient merges each cell's stdout (and stderr) messages into one output and applies "\r":
+            # how prints split into kernel messages depends on timing, so unmerged outputs vary by run.
+            coalesce_streams=True,
+        )
+    except BaseException as error:
+        target.unlink(missing_ok=True)
+        html.unlink(missing_ok=True)
+        if partial.exists():
+            os.replace(partial, failed)
+        kept = f"the partly executed notebook is {shown(failed)}"
+        if isinstance(error, PapermillExecutionError):
+            raise NotebookFailed(f"{name} failed in cell {source_cell_index(source, failed)} of {shown(source)} "
+                                 f"(0-based; In [{error.exec_count}]): {error.ename}: {error.evalue}\n{kept}"
+                                 ) from error
+        print(f"error: {name} stopped; {kept}", file=sys.stderr)
+        raise
+    executed = nbformat.read(partial, as_version=4)
+    source_ids = {cell.get("id") for cell in nbformat.read(source, as_version=4).cells}
+    normalise(executed, name, source_ids, source, target)
+    nbformat.write(executed, partial)
+    os.replace(partial, target)
+    render_html(executed, html)
+    print(f"{name}: {shown(target)} and {shown(html)}")
+    return target
+
+
+def run_all(folders: Folders = Folders()) -> list[Path]:
+    """Execute every notebook in order (stopping at the first failure), then write the front page."""
+    executed = [run(name, folders) for name in notebook_names(folders.notebooks)]
+    write_index(folders)
+    return executed
+
+
+def write_index(folders: Folders = Folders()) -> Path:
+    """Write ``index.html`` into ``folders.html`` from the notebooks, tables and ledgers as they are now."""
+    index = front_page.write(notebook_names(folders.notebooks), folders.notebooks, folders.html,
+                             folders.tables, folders.ledgers)
+    print(f"front page: {shown(index)}")
+    return index
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.tools.pipeline",
+                                     description="Outputs go to STUDY_OUTPUT_DIR when it is set.")
+    parser.add_argument("--notebooks", type=Path, default=paths.NOTEBOOKS, help="folder of the NN_*.ipynb")
+    parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="papermill parameters per notebook")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_cmd = sub.add_parser("run", help="execute one notebook")
+    run_cmd.add_argument("name")
+    sub.add_parser("run-all", help="execute every notebook in order, then write the front page")
+    sub.add_parser("index", help="write the front page from the current outputs")
+    sub.add_parser("list", help="list the notebooks in order")
+    args = parser.parse_args(argv)
+    folders = Folders(notebooks=args.notebooks, params=args.params)
+    try:
+        if args.command == "run":
+            run(args.name, folders)
+        elif args.command == "run-all":
+            run_all(folders)
+        elif args.command == "index":
+            write_index(folders)
+        else:
+            print("\n".join(notebook_names(folders.notebooks)))
+    except NotebookFailed as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""The pipeline on throwaway notebooks in a temporary folder: byte-identical reruns, the failure path, outputs
+outside the repository, and the front page. Also: the committed report carries no machine path."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from lib import paths, plots  # noqa: F401  (plots sets the figure template the notebooks use)
+from lib.tools import front_page, pipeline
+
+FIGURE_CODE = """\
+import plotly.graph_objects as go
+from tqdm import tqdm
+from lib import plots
+
+fig = go.Figure(go.Scatter(x=list(range(n_points)), y=[v * v for v in range(n_points)]))
+plots.show(fig)
+plots.show(fig)
+for _ in tqdm(range(n_points), desc="steps", unit="step"):
+    print("step")
+print("points:", n_points)
+"""
+
+
+def write_notebook(folder: Path, name: str, title: str, code: str) -> Path:
+    """A chapter-shaped notebook: a heading, a ``parameters`` cell (n_points = 2) and one code cell."""
+    notebook = new_notebook(cells=[
+        new_markdown_cell(f"# {title}\n\nA throwaway notebook for the pipeline tests."),
+        new_code_cell("n_points = 2", metadata={"tags": ["parameters"]}),
+        new_code_cell(code),
+    ])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> pipeline.Folders:
+    """A temporary notebook 01_tiny, a params file (n_points = 3 for 01_tiny, 5 for 01_boom) and output
+    folders."""
+    write_notebook(tmp_path / "notebooks", "01_tiny", "Tiny chapter", FIGURE_CODE)
+    params = tmp_path / "params.yaml"
+    params.write_text("01_tiny:\n  n_points: 3\n01_boom:\n  n_points: 5\n")
+    out = tmp_path / "out"
+    return pipeline.Folders(notebooks=tmp_path / "notebooks", params=params, executed=out / "notebooks",
+                            html=out / "html", tables=out / "tables", ledgers=out / "ledgers")
+
+
+def run_cli(args: list[str], study: pipeline.Folders, output_dir: Path) -> subprocess.CompletedProcess:
+    """``python -m lib.tools.pipeline`` on the study's notebooks, outputs in ``output_dir`` via
+    STUDY_OUTPUT_DIR, importing this checkout's ``lib``."""
+    env = {**os.environ, "STUDY_OUTPUT_DIR": str(output_dir),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "lib.tools.pipeline", "--notebooks", str(study.notebooks),
+                           "--params", str(study.params), *args],
+                          env=env, cwd=paths.ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_rerun_writes_identical_bytes(study: pipeline.Folders) -> None:
+    outputs = [study.executed / "01_tiny.ipynb", study.html / "01_tiny.html", study.html / "index.html"]
+    pipeline.run_all(study)
+    first = [path.read_bytes() for path in outputs]
+    pipeline.run_all(study)
+    assert [path.read_bytes() for path in outputs] == first
+
+    executed = nbformat.read(outputs[0], as_version=4)
+    streams = {output.name: output.text for output in executed.cells[3].outputs if output.output_type == "stream"}
+    assert streams["stdout"] == "step\nstep\nstep\npoints: 3\n"  # one output; params.yaml reached the notebook
+    assert re.fullmatch(r"steps: 100%\|█+\| 3/3\n", streams["stderr"])  # the bar without its timing
+    injected = executed.cells[2]
+    assert injected.metadata.tags == ["injected-parameters"]
+    assert injected.id == hashlib.sha256(b"01_tiny:2").hexdigest()[:8]
+    assert all("execution" not in cell.metadata and "start_time" not in cell.metadata.get("papermill", {})
+               for cell in executed.cells)
+    assert not {"start_time", "end_time", "duration"} & set(executed.metadata.papermill)
+    html = outputs[1].read_text()
+    # the figure shown twice: ids from its content, the second numbered so each div is drawn
+    figure = go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 1, 4]))
+    base = "plotly-" + hashlib.sha256(figure.to_json().encode()).hexdigest()[:16]
+    assert re.findall(r'class="plotly-graph-div" id="([^"]+)"', html) == [base, f"{base}-2"]
+    assert "<title>Tiny chapter</title>" in html
+
+
+def test_normalise_keeps_source_ids_and_makes_paths_relative() -> None:
+    notebook = new_notebook(cells=[new_code_cell("x = 1"), new_code_cell("x = 2")])
+    notebook.cells[0].id = "authored"
+    notebook.cells[1].id = "random12"
+    notebook.cells[1].metadata.update(execution={"iopub.status.busy": "2026-01-01T00:00:00Z"},
+                                      papermill={"duration": 0.1, "start_time": "t", "end_time": "t",
+                                                 "status": "completed", "exception": False})
+    notebook.metadata["papermill"] = {"input_path": "/x", "output_path": "/y", "duration": 1.0,
+                                      "start_time": "t", "end_time": "t", "parameters": {"n": 1}}
+    source = paths.NOTEBOOKS / "01_x.ipynb"
+    target = Path("/elsewhere/out/01_x.ipynb")
+    pipeline.normalise(notebook, "01_x", {"authored"}, source, target)
+    assert [cell.id for cell in notebook.cells] == ["authored", hashlib.sha256(b"01_x:1").hexdigest()[:8]]
+    assert notebook.cells[1].metadata == {"papermill": {"status": "completed", "exception": False}}
+    assert notebook.metadata.papermill == {"input_path": "notebooks/01_x.ipynb",
+                                           "output_path": "/elsewhere/out/01_x.ipynb", "parameters": {"n": 1}}
+
+
+@pytest.mark.parametrize("command", [["run", "01_boom"], ["run-all"]])
+def test_failing_cell_exits_nonzero_names_the_cell_and_leaves_no_target(
+        study: pipeline.Folders, tmp_path: Path, command: list[str]) -> None:
+    write_notebook(study.notebooks, "01_boom", "Boom", "value = n_points\nraise ValueError(f'boom {value}')")
+    write_notebook(study.notebooks, "02_after", "After", "print('after')")
+    output_dir = tmp_path / "cli-out"
+    stale = [output_dir / "notebooks" / "01_boom.ipynb", output_dir / "html" / "01_boom.html"]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("from an older run")
+
+    result = run_cli(command, study, output_dir)
+
+    assert result.returncode == 1
+    # source cells: heading 0, parameters 1, the raising cell 2 (papermill injects a cell before it)
+    assert (f"error: 01_boom failed in cell 2 of {study.notebooks / '01_boom.ipynb'} (0-based; In [3]): "
+            "ValueError: boom 5") in result.stderr
+    assert "01_boom.failed.ipynb" in result.stderr
+    assert (output_dir / "notebooks" / "01_boom.failed.ipynb").exists()
+    assert not any(path.exists() for path in stale)
+    assert not (output_dir / "notebooks" / "02_after.ipynb").exists()  # run-all stops at the failure
+    assert not (output_dir / "html" / "index.html").exists()
+
+
+def test_outputs_outside_the_repository(study: pipeline.Folders, tmp_path: Path) -> None:
+    """Issue #9 item 7: STUDY_OUTPUT_DIR outside the repository made the run fail after writing."""
+    output_dir = tmp_path / "elsewhere"
+    assert not output_dir.is_relative_to(paths.ROOT)
+    result = run_cli(["run-all"], study, output_dir)
+    assert result.returncode == 0, result.stderr
+    target = output_dir / "notebooks" / "01_tiny.ipynb"
+    assert f"01_tiny: {target} and {output_dir / 'html' / '01_tiny.html'}" in result.stdout
+    assert nbformat.read(target, as_version=4).metadata.papermill["output_path"] == str(target)
+    assert (output_dir / "html" / "index.html").exists()
+
+
+def test_shown_path_is_relative_inside_the_repository_only() -> None:
+    assert pipeline.shown(paths.ROOT / "outputs" / "html" / "a.html") == "outputs/html/a.html"
+    assert pipeline.shown(Path("/elsewhere/a.html")) == "/elsewhere/a.html"
+
+
+def test_front_page(tmp_path: Path) -> None:
+    notebooks, html, tables, ledgers = (tmp_path / d for d in ("notebooks", "html", "tables", "ledgers"))
+    write_notebook(notebooks, "01_nudge_candidates", "01 · First <chapter>", "pass")
+    write_notebook(notebooks, "03_judge_labeling", "03 · Labels", "pass")
+    write_notebook(notebooks, "09_unregistered", "09 · Later", "pass")
+    html.mkdir()
+    for name in ("01_nudge_candidates", "03_judge_labeling"):
+        (html / f"{name}.html").write_text("chapter")
+    tables.mkdir()
+    pd.DataFrame({
+        "label": ["pointwise argmax", "listwise argmax"], "column": ["grade", "listwise_grade"],
+        "failed": [0.0, 1.0], "n": [10.0, 9.0], "exact_agreement": [0.5, 0.4], "kappa": [0.3, 0.2],
+        "weighted_kappa": [0.456, 0.123], "dataset": ["tiny set", "tiny set"], "chosen": [True, False],
+    }).to_parquet(tables / "judge_validity.parquet")
+    ledgers.mkdir()
+    for name, calls, latency in (("01_nudge_candidates", 2, 1.25), ("05_new", 3, 2.5)):
+        (ledgers / f"{name}.json").write_text(json.dumps({
+            "calls": calls, "requests": calls + 1, "prompt_tokens": 1000 * calls,
+            "completion_tokens": 10 * calls, "recorded_latency_s": latency, "retries": 1}))
+
+    chapters = pipeline.notebook_names(notebooks)
+    page = front_page.write(chapters, notebooks, html, tables, ledgers)
+    text = page.read_text()
+
+    assert chapters == ["01_nudge_candidates", "03_judge_labeling", "09_unregistered"]
+    items = re.findall(r"<li>(.*?)</li>", text)
+    assert items == [
+        '<a href="01_nudge_candidates.html">01 · First &lt;chapter&gt;</a><p class="headline none">'
+        "no headline registered (missing table: entries, candidates)</p>",
+        '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The label used downstream is the '
+        "pointwise argmax grade: quadratic-weighted κ = 0.46 with human grades on 10 passages (tiny set), "
+        "against 0.12 (listwise argmax).</p>",
+        '09 · Later <span class="none">(not rendered)</span><p class="headline none">no headline registered</p>',
+    ]
+    assert ("<tr><td>05_new</td><td>3</td><td>4</td><td>3,000</td><td>30</td><td>2.5</td></tr>" in text)
+    assert "<tfoot><tr><td>total</td><td>5</td><td>7</td><td>5,000</td><td>50</td><td>3.8</td></tr></tfoot>" in text
+    assert "<script" not in text and "http" not in text
+    assert front_page.write(chapters, notebooks, html, tables, ledgers).read_text() == text
+
+
+def test_headlines_01_and_02_from_tables() -> None:
+    from lib.headlines import HEADLINES
+
+    entries = pd.DataFrame({"generation_ok": [True, True, False, True]})
+    candidates = pd.DataFrame({"near_duplicate": [False, True, False, True, True, False]})
+    assert HEADLINES["01_nudge_candidates"].sentence({"entries": entries, "candidates": candidates}) == (
+        "6 candidate nudges for 4 journal entries: 3 of 4 generation calls (75%) returned a schema-valid "
+        "answer, and 3 candidates are near-duplicates of an earlier one.")
+    rankings = pd.DataFrame({"method": ["random"] * 4 + ["embedding"] * 2, "run": [0, 0, 1, 2, 0, 0],
+                             "entry_id": ["a", "b", "a", "a", "a", "b"]})
+    assert HEADLINES["02_baselines"].sentence({"rankings": rankings}) == (
+        "2 ranking methods — random (3 seeds), embedding — ranked the candidate pools of 2 journal entries.")
+
+
+def test_committed_report_has_no_machine_paths() -> None:
+    """Absolute paths of the machine that ran the report (papermill records them) must not be committed."""
+    machine_path = re.compile(r"(?<![\w.:/])/(?:work|tmp|root|home)/")
+    files = sorted(paths.ROOT.glob("outputs/notebooks/*.ipynb")) + sorted(paths.ROOT.glob("outputs/html/*.html"))
+    assert files
+    leaks = {f.name: m.string[m.start() - 40:m.end() + 40]
+             for f in files if (m := machine_path.search(f.read_text(encoding="utf-8")))}
+    assert leaks == {}
