@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from lib.llm.cache import request_key
-from lib.llm.gateway import RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway
+from lib.llm.gateway import RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway, prefix_groups
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
 
 SECRET = "fake-api-key-THISMUSTNEVERLEAK-0123456789"
@@ -230,3 +230,40 @@ def test_killed_batch_resumes_without_repeating_finished_calls(tmp_path):
     assert all(keys.count(k) == 1 for k in finished_before_kill), "a finished call was sent again"
     # Only the calls in flight at the kill (at most the concurrency) may be sent twice.
     assert len(fake.requests) - 16 <= 2 and requests_before_kill <= len(finished_before_kill) + 2
+
+
+def _prompt(system: str, shared: str, item: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": shared + item}]
+
+
+def test_prefix_groups_join_neighbours_that_share_more_than_the_system_prompt():
+    system, pool_a, pool_b = "S" * 500, "A" * 300, "B" * 300
+    prompts = [_prompt(system, pool_a, "1"), _prompt(system, pool_a, "2"), _prompt(system, pool_a, "3"),
+               _prompt(system, pool_b, "1"), _prompt(system, "A" * 150, "x"), _prompt(system, "A" * 150, "y")]
+    # The last two share 150 characters beyond the system prompt: under the 200 that make a group.
+    assert prefix_groups(prompts, workers=2) == [[0, 1, 2], [3], [4], [5]]
+    # A group longer than ceil(n / workers) is cut so both workers get work.
+    assert prefix_groups([_prompt(system, pool_a, str(i)) for i in range(5)], workers=2) == [[0, 1, 2], [3, 4]]
+    assert prefix_groups([], workers=2) == []
+
+
+def test_complete_many_sends_a_groups_calls_one_after_the_other(tmp_path):
+    lock, in_flight, overlaps = threading.Lock(), set(), []
+
+    def responder(body, n):
+        pool = body["messages"][1]["content"][0]
+        with lock:
+            overlaps.append(pool in in_flight)
+            in_flight.add(pool)
+        time.sleep(0.05)
+        with lock:
+            in_flight.discard(pool)
+        return Reply('{"score": 1}')
+
+    calls = [{"messages": _prompt("S", pool * 300, str(i)), "schema": Score} for pool in "AB" for i in range(4)]
+    with FakeOpenAI(responder) as fake:
+        results = make_gateway(fake.base_url, tmp_path, concurrency=2).complete_many(calls)
+    assert all(r.ok for r in results) and len(fake.requests) == 8
+    assert not any(overlaps), "two calls of one prefix group were in flight at once"
+    order = [r["messages"][1]["content"][0] + r["messages"][1]["content"][-1] for r in fake.requests]
+    assert [o for o in order if o[0] == "A"] == ["A0", "A1", "A2", "A3"]

