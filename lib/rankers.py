@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from lib.nudges import NUDGE_CATEGORIES, SCHWARTZ_VALUES, Persona
+from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class EmbeddingSimilarityRanker:
 
 
 def category_vectors(embed) -> tuple[list[str], np.ndarray]:
-    """Embeddings of the category definitions (``lib.nudges.NUDGE_CATEGORIES``), in a fixed order."""
+    """Embeddings of the category definitions (``lib.design.NUDGE_CATEGORIES``), in a fixed order."""
     names = sorted(NUDGE_CATEGORIES)
     return names, embed([f"{name}: {NUDGE_CATEGORIES[name]}" for name in names])
 
@@ -148,8 +148,6 @@ class ValueAwareRanker:
 
 def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed) -> list[Pool]:
     """Pools of the entries that have candidates (entries whose generation failed have no pool)."""
-    from lib.nudges import PERSONAS_BY_ID
-
     with_pool = entries[entries.entry_id.isin(candidates.entry_id)]
     entry_vectors = embed(with_pool["text"].tolist())
     candidate_vectors = embed(candidates["nudge_text"].fillna("").tolist())

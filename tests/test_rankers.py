@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from lib import rankers
-from lib.nudges import PERSONAS
+from lib.design import PERSONAS
 
 PERSONA = PERSONAS[0]
 
