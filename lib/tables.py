@@ -85,10 +85,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     "geval_scores": {
         "candidate_id": "the scored candidate",
-        "metric": "registered G-Eval metric name",
+        "rubric": "registered G-Eval rubric name (lib.judges.geval.RUBRICS)",
         "score": "probability-weighted (or sample-mean, or rule) score; null on failure",
         "argmax": "the score the model wrote (or the rule's score)",
-        "method": "logprobs | samples | rule",
+        "scored_by": "logprobs | samples | rule",
         "reason": "the rule's reason (e.g. banned word: failed), else null",
         "failed": "no score could be obtained",
         "failure_kind": "why, else null",
