@@ -10,6 +10,7 @@ Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +18,10 @@ import numpy as np
 import pandas as pd
 
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
+
+# The study's methods in the order of every table and figure: baselines from chance to strongest idea, then
+# the system under test.
+METHOD_ORDER: tuple[str, ...] = ("random", "embedding", "category", "self_confidence", "value_aware")
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,15 @@ def category_vectors(embed) -> tuple[list[str], np.ndarray]:
 def classify_categories(vectors: np.ndarray, names: list[str], definition_vectors: np.ndarray) -> list[str]:
     """Zero-shot category of each candidate: argmax_c cos(e_candidate, e_definition(c))."""
     return [names[i] for i in np.argmax(vectors @ definition_vectors.T, axis=1)]
+
+
+def zero_shot_categories(pools: list[Pool], embed) -> pd.DataFrame:
+    """Every pool's candidates with the category the generator was asked for (``asked``) and the candidate's
+    zero-shot category (``zero_shot``, :func:`classify_categories`)."""
+    names, definition_vectors = category_vectors(embed)
+    table = pd.concat([p.candidates.assign(asked=p.category) for p in pools], ignore_index=True)
+    table["zero_shot"] = classify_categories(np.vstack([p.vectors for p in pools]), names, definition_vectors)
+    return table
 
 
 @dataclass(frozen=True)
@@ -181,8 +195,15 @@ def mean_kendall_tau(rankings: pd.DataFrame, method_a: str, method_b: str, run_a
     return (float(np.mean(taus)) if taus else float("nan")), len(taus)
 
 
+def kendall_tau_matrix(rankings: pd.DataFrame, methods: Sequence[str] = METHOD_ORDER) -> pd.DataFrame:
+    """:func:`mean_kendall_tau` (run 0 of each) for every pair of ``methods``."""
+    return pd.DataFrame([[mean_kendall_tau(rankings, a, b)[0] for b in methods] for a in methods],
+                        index=list(methods), columns=list(methods), dtype=float)
+
+
 def study_rankers(pools: list[Pool], embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
-    """The study's methods as (ranker, run): ``n_random_seeds`` random runs, then one run of each other."""
+    """The study's methods as (ranker, run) in ``METHOD_ORDER``: ``n_random_seeds`` random runs, then one run
+    of each other method."""
     names, definitions = category_vectors(embed)
     personas = {pool.persona.persona_id: pool.persona for pool in pools}
     persona_vectors = {pid: value_profile_vector(p, embed) for pid, p in sorted(personas.items())}
