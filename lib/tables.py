@@ -41,7 +41,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "near_duplicate": "near_duplicate_of is set",
     },
     "rankings": {
-        "method": "ranker name (lib.rankers): random, embedding, category, self_confidence, value_aware",
+        "method": "ranker name (lib.rankers.METHOD_ORDER)",
         "run": "seed index for random (0..k-1); 0 for deterministic methods",
         "entry_id": "the pool's entry",
         "rank": "1 = shown first; ties keep the generator's order; failed candidates last",
@@ -73,7 +73,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "failed": "the repeat call gave no valid grade",
     },
     "judge_validity": {
-        "label": "label definition (pointwise argmax, pointwise rounded E[g], listwise argmax)",
+        "label_definition": "label definition (lib.analysis.validity.LABEL_DEFINITIONS)",
         "column": "the labels-table column holding that definition",
         "failed": "items without a label of that definition",
         "n": "items compared with the human grade",

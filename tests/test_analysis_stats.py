@@ -1,11 +1,12 @@
-"""Agreement statistics cross-checked against hand-computed cases."""
+"""κ, α and the bootstrap CI checked against hand-computed cases and scipy."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from lib.stats import cohen_kappa, krippendorff_alpha
+from lib.analysis.stats import bootstrap_ci, cohen_kappa, krippendorff_alpha
 
 
 def test_cohen_kappa_hand_computed():
@@ -43,70 +44,33 @@ def test_krippendorff_alpha_handles_missing_ratings():
     assert with_gap == pytest.approx(full)
 
 
-def test_agreement_summary():
-    from lib.stats import agreement
-
-    row = agreement([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2])
-    assert row["n"] == 4 and row["exact agreement"] == 0.75
-    assert row["kappa"] == pytest.approx(cohen_kappa([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2]))
-
-
-def test_per_group_correlation_skips_constant_groups():
-    import pandas as pd
-
-    from lib.stats import per_group_correlation
-
-    frame = pd.DataFrame({"doc": [1, 1, 1, 2, 2, 2, 3, 3, 3],
-                          "human": [1, 2, 3, 1, 2, 3, 2, 2, 2],   # doc 3 constant -> skipped
-                          "judge": [1, 2, 3, 3, 2, 1, 1, 2, 3]})
-    assert per_group_correlation(frame, "doc", "human", "judge") == (pytest.approx(0.0), 2)  # mean(1, -1)
-    assert per_group_correlation(frame, "doc", "human", "judge", "kendall") == (pytest.approx(0.0), 2)
+def test_bootstrap_ci_hand_computable_binomial_case():
+    # Values 0, 0, 0, 1: a resample's mean is K/4 with K ~ Binomial(4, 1/4), so
+    # P(K ≤ 0) = 81/256 = 0.316 ≥ 0.025 -> the 2.5% quantile is 0;
+    # P(K ≤ 2) = 243/256 = 0.949 < 0.975 ≤ P(K ≤ 3) = 255/256 -> the 97.5% quantile is 3/4.
+    assert bootstrap_ci([0, 0, 0, 1], seed=0) == (0.0, 0.75)
+    # 50% interval: P(K ≤ 0) = 0.316 ≥ 0.25 -> 0; P(K ≤ 1) = 189/256 = 0.738 < 0.75 ≤ P(K ≤ 2) -> 2/4
+    assert bootstrap_ci([0, 0, 0, 1], seed=0, level=0.5) == (0.0, 0.5)
 
 
-def test_paired_comparison_matches_scipy_and_hand_values():
+def test_bootstrap_ci_matches_the_normal_interval_and_scipy_on_a_large_sample():
     from scipy import stats as sps
 
-    from lib.stats import paired_comparison
-
-    system = [0.9, 0.8, 0.7, 1.0, 0.6, 0.9, 0.75, 0.85]
-    baseline = [0.5, 0.7, 0.7, 0.6, 0.4, 0.8, 0.5, 0.6]
-    out = paired_comparison(system, baseline, seed=0, n_resamples=2000)
-    diff = [s - b for s, b in zip(system, baseline)]
-    assert out["mean diff"] == pytest.approx(sum(diff) / 8)
-    assert out["p t-test"] == pytest.approx(sps.ttest_rel(system, baseline).pvalue)
-    assert out["ci low"] < out["mean diff"] < out["ci high"]
-    # 7 positive differences and one zero: the exact sign-flip test over 2^8 flips gives p = 2·2/256
-    # (all-positive and the flip of the zero are both as extreme) — the randomisation estimate is close.
-    assert out["p permutation"] == pytest.approx(4 / 256, abs=0.01)
-    import statistics
-    assert out["d_z"] == pytest.approx(statistics.mean(diff) / statistics.stdev(diff))
+    values = np.random.default_rng(7).normal(loc=3.0, scale=2.0, size=400)
+    low, high = bootstrap_ci(values, seed=1, n_resamples=20_000)
+    # Known interval: x̄ ± t_{0.975, n−1} · s / √n; the percentile bootstrap agrees to within a few % of its width.
+    half = sps.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+    assert low == pytest.approx(values.mean() - half, abs=0.05 * half)
+    assert high == pytest.approx(values.mean() + half, abs=0.05 * half)
+    # scipy's BCa interval on other resamples agrees as well (both estimate the same interval)
+    bca = sps.bootstrap((values,), np.mean, n_resamples=20_000, method="BCa", rng=np.random.default_rng(2))
+    assert (low, high) == pytest.approx((bca.confidence_interval.low, bca.confidence_interval.high), abs=0.05 * half)
 
 
-def test_paired_comparison_with_no_difference_has_no_p_values():
-    from lib.stats import paired_comparison
-
-    out = paired_comparison([1, 0, 1], [1, 0, 1], seed=0)
-    assert out["mean diff"] == 0 and math.isnan(out["p t-test"]) and math.isnan(out["p permutation"])
-
-
-def test_holm_hand_computed():
-    from lib.stats import holm
-
-    # sorted p: .01, .03, .04 -> ×3, ×2, ×1 = .03, .06, .06 (monotone); NaN passes through
-    assert holm([0.04, 0.01, float("nan"), 0.03]) == pytest.approx([0.06, 0.03, float("nan"), 0.06], nan_ok=True)
-
-
-def test_entries_needed_normal_approximation():
-    from lib.stats import entries_needed
-
-    # (1.959964 + 0.841621)^2 * (1 / 0.5)^2 = 31.40
-    assert entries_needed(0.5, 1.0) == pytest.approx(31.3956, abs=1e-3)
-    assert entries_needed(0.0, 1.0) == float("inf")
-
-
-def test_bootstrap_ci_constant_and_seeded():
-    from lib.stats import bootstrap_ci
-
+def test_bootstrap_ci_constant_seeded_and_level():
     assert bootstrap_ci([1, 1, 1], seed=0) == (1.0, 1.0)
+    assert all(math.isnan(x) for x in bootstrap_ci([], seed=0))
     values = [0, 1, 1, 0, 1, 1, 1, 0]
     assert bootstrap_ci(values, seed=3) == bootstrap_ci(values, seed=3)
+    narrow, wide = bootstrap_ci(values, seed=3, level=0.5), bootstrap_ci(values, seed=3, level=0.95)
+    assert wide[0] <= narrow[0] <= np.mean(values) <= narrow[1] <= wide[1]

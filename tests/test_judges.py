@@ -1,4 +1,4 @@
-"""Judges against the fake OpenAI server: relevance (pointwise/listwise), G-Eval, and the rule metrics."""
+"""Judges against the fake OpenAI server: relevance (pointwise/listwise), G-Eval, and the rule-based scores."""
 from __future__ import annotations
 
 import json
@@ -241,7 +241,7 @@ def test_guardrail_lists_every_violation():
     assert [v.split(":")[0] for v in verdict.violations] == ["invest_everything", "guaranteed_return", "skip_essentials"]
 
 
-def test_outcome_metrics_treat_missing_action_as_no_data():
+def test_outcome_scores_treat_missing_action_as_no_data():
     records = [OutcomeRecord("r1", "small", "saved"), OutcomeRecord("r2", "small", "spent"),
                OutcomeRecord("r3", "small", None), OutcomeRecord("r4", "large", "saved"),
                OutcomeRecord("r5", "medium", None)]
