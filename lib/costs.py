@@ -27,7 +27,7 @@ def read_ledgers(folder: Path = paths.LEDGERS) -> pd.DataFrame:
     calls, requests, failed_calls, prompt_tokens, completion_tokens, recorded_llm_time_s."""
     rows = []
     for path in sorted(folder.glob("*.json")):
-        ledger = json.loads(path.read_text())
+        ledger = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"notebook": path.stem, "model": ledger["model"], "calls": ledger["calls"],
                      "requests": ledger["requests"], "failed_calls": sum(ledger["failures"].values()),
                      "prompt_tokens": ledger["prompt_tokens"], "completion_tokens": ledger["completion_tokens"],

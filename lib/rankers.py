@@ -10,7 +10,7 @@ Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +22,8 @@ from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Person
 # The study's methods in the order of every table and figure: baselines from chance to strongest idea, then
 # the system under test.
 METHOD_ORDER: tuple[str, ...] = ("random", "embedding", "category", "self_confidence", "value_aware")
+
+Embed = Callable[[list[str]], np.ndarray]  # texts -> unit vectors, one row per text (lib.embeddings.embed)
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class EmbeddingSimilarityRanker:
         return pool.vectors @ pool.entry_vector
 
 
-def category_vectors(embed) -> tuple[list[str], np.ndarray]:
+def category_vectors(embed: Embed) -> tuple[list[str], np.ndarray]:
     """Embeddings of the category definitions (``lib.design.NUDGE_CATEGORIES``), in a fixed order."""
     names = sorted(NUDGE_CATEGORIES)
     return names, embed([f"{name}: {NUDGE_CATEGORIES[name]}" for name in names])
@@ -99,7 +101,7 @@ def classify_categories(vectors: np.ndarray, names: list[str], definition_vector
     return [names[i] for i in np.argmax(vectors @ definition_vectors.T, axis=1)]
 
 
-def zero_shot_categories(pools: list[Pool], embed) -> pd.DataFrame:
+def zero_shot_categories(pools: list[Pool], embed: Embed) -> pd.DataFrame:
     """Every pool's candidates with the category the generator was asked for (``asked``) and the candidate's
     zero-shot category (``zero_shot``, :func:`classify_categories`)."""
     names, definition_vectors = category_vectors(embed)
@@ -138,7 +140,7 @@ class SelfConfidenceRanker:
         return pool.candidates["confidence"].astype(float).fillna(-np.inf).to_numpy()
 
 
-def value_profile_vector(persona: Persona, embed) -> np.ndarray:
+def value_profile_vector(persona: Persona, embed: Embed) -> np.ndarray:
     """Unit vector of the persona's weighted value descriptions: v = Σ_k w_k e(value_k) / ‖Σ_k w_k e(value_k)‖."""
     names = list(persona.values)
     vectors = embed([f"{n.replace('_', ' ')}: {SCHWARTZ_VALUES[n]}" for n in names])
@@ -160,7 +162,7 @@ class ValueAwareRanker:
         return (1 - self.alpha) * (pool.vectors @ pool.entry_vector) + self.alpha * values
 
 
-def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed) -> list[Pool]:
+def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed: Embed) -> list[Pool]:
     """Pools of the entries that have candidates (entries whose generation failed have no pool)."""
     with_pool = entries[entries.entry_id.isin(candidates.entry_id)]
     entry_vectors = embed(with_pool["text"].tolist())
@@ -201,7 +203,7 @@ def kendall_tau_matrix(rankings: pd.DataFrame, methods: Sequence[str] = METHOD_O
                         index=list(methods), columns=list(methods), dtype=float)
 
 
-def study_rankers(pools: list[Pool], embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
+def study_rankers(pools: list[Pool], embed: Embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
     """The study's methods as (ranker, run) in ``METHOD_ORDER``: ``n_random_seeds`` random runs, then one run
     of each other method."""
     names, definitions = category_vectors(embed)
