@@ -22,20 +22,21 @@ PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 
 
-def read_ledgers(notebooks: list[str], folder: Path = paths.LEDGERS) -> pd.DataFrame:
-    """One row per notebook: calls, requests, failures, prompt and completion tokens, recorded LLM time."""
+def read_ledgers(folder: Path = paths.LEDGERS) -> pd.DataFrame:
+    """One row per ledger in ``folder`` (every chapter that called an LLM saves one), in notebook order: model,
+    calls, requests, failed_calls, prompt_tokens, completion_tokens, recorded_llm_time_s."""
     rows = []
-    for name in notebooks:
-        ledger = json.loads((folder / f"{name}.json").read_text())
-        rows.append({"notebook": name, "model": ledger["model"], "calls": ledger["calls"],
-                     "requests": ledger["requests"], "failed calls": sum(ledger["failures"].values()),
-                     "prompt tokens": ledger["prompt_tokens"], "completion tokens": ledger["completion_tokens"],
-                     "recorded LLM time (s)": ledger["recorded_latency_s"]})
+    for path in sorted(folder.glob("*.json")):
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+        rows.append({"notebook": path.stem, "model": ledger["model"], "calls": ledger["calls"],
+                     "requests": ledger["requests"], "failed_calls": sum(ledger["failures"].values()),
+                     "prompt_tokens": ledger["prompt_tokens"], "completion_tokens": ledger["completion_tokens"],
+                     "recorded_llm_time_s": ledger["recorded_latency_s"]})
     return pd.DataFrame(rows).set_index("notebook")
 
 
 def hosted_cost(ledgers: pd.DataFrame, prices: dict[str, tuple[float, float]] = PRICES_USD_PER_MTOK) -> pd.DataFrame:
     """USD per notebook and model: prompt_tokens·p_in/1e6 + completion_tokens·p_out/1e6 (same token counts;
     another tokenizer would count somewhat differently)."""
-    return pd.DataFrame({model: (ledgers["prompt tokens"] * p_in + ledgers["completion tokens"] * p_out) / 1e6
+    return pd.DataFrame({model: (ledgers["prompt_tokens"] * p_in + ledgers["completion_tokens"] * p_out) / 1e6
                          for model, (p_in, p_out) in prices.items()})

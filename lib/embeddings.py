@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 import warnings
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 # The model ships inside site-packages; forbid any hub look-up so a missing file fails instead of downloading.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -19,7 +23,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 @lru_cache(maxsize=1)
-def minilm():
+def minilm() -> SentenceTransformer:
     """The packaged MiniLM sentence encoder on the CPU (loaded once per process)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tqdm's "IProgress not found" notice in notebooks

@@ -62,8 +62,8 @@ def chosen_label(tables: Tables) -> str:
     if len(chosen) != 1:
         raise ValueError(f"judge_validity: {len(chosen)} rows marked chosen, expected 1")
     row = chosen.iloc[0]
-    others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label']})"
+    others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label_definition']})"
                        for _, r in validity[~validity["chosen"]].iterrows())
-    return (f"The label used downstream is the {row['label']} grade: quadratic-weighted κ = "
+    return (f"The label used downstream is the {row['label_definition']} grade: quadratic-weighted κ = "
             f"{row['weighted_kappa']:.2f} with human grades on {int(row['n'])} passages ({row['dataset']})"
             + (f", against {others}." if others else "."))

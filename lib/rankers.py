@@ -10,13 +10,20 @@ Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from lib.nudges import NUDGE_CATEGORIES, SCHWARTZ_VALUES, Persona
+from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
+
+# The study's methods in the order of every table and figure: baselines from chance to strongest idea, then
+# the system under test.
+METHOD_ORDER: tuple[str, ...] = ("random", "embedding", "category", "self_confidence", "value_aware")
+
+Embed = Callable[[list[str]], np.ndarray]  # texts -> unit vectors, one row per text (lib.embeddings.embed)
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,8 @@ class EmbeddingSimilarityRanker:
         return pool.vectors @ pool.entry_vector
 
 
-def category_vectors(embed) -> tuple[list[str], np.ndarray]:
-    """Embeddings of the category definitions (``lib.nudges.NUDGE_CATEGORIES``), in a fixed order."""
+def category_vectors(embed: Embed) -> tuple[list[str], np.ndarray]:
+    """Embeddings of the category definitions (``lib.design.NUDGE_CATEGORIES``), in a fixed order."""
     names = sorted(NUDGE_CATEGORIES)
     return names, embed([f"{name}: {NUDGE_CATEGORIES[name]}" for name in names])
 
@@ -92,6 +99,15 @@ def category_vectors(embed) -> tuple[list[str], np.ndarray]:
 def classify_categories(vectors: np.ndarray, names: list[str], definition_vectors: np.ndarray) -> list[str]:
     """Zero-shot category of each candidate: argmax_c cos(e_candidate, e_definition(c))."""
     return [names[i] for i in np.argmax(vectors @ definition_vectors.T, axis=1)]
+
+
+def zero_shot_categories(pools: list[Pool], embed: Embed) -> pd.DataFrame:
+    """Every pool's candidates with the category the generator was asked for (``asked``) and the candidate's
+    zero-shot category (``zero_shot``, :func:`classify_categories`)."""
+    names, definition_vectors = category_vectors(embed)
+    table = pd.concat([p.candidates.assign(asked=p.category) for p in pools], ignore_index=True)
+    table["zero_shot"] = classify_categories(np.vstack([p.vectors for p in pools]), names, definition_vectors)
+    return table
 
 
 @dataclass(frozen=True)
@@ -124,7 +140,7 @@ class SelfConfidenceRanker:
         return pool.candidates["confidence"].astype(float).fillna(-np.inf).to_numpy()
 
 
-def value_profile_vector(persona: Persona, embed) -> np.ndarray:
+def value_profile_vector(persona: Persona, embed: Embed) -> np.ndarray:
     """Unit vector of the persona's weighted value descriptions: v = Σ_k w_k e(value_k) / ‖Σ_k w_k e(value_k)‖."""
     names = list(persona.values)
     vectors = embed([f"{n.replace('_', ' ')}: {SCHWARTZ_VALUES[n]}" for n in names])
@@ -146,10 +162,8 @@ class ValueAwareRanker:
         return (1 - self.alpha) * (pool.vectors @ pool.entry_vector) + self.alpha * values
 
 
-def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed) -> list[Pool]:
+def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed: Embed) -> list[Pool]:
     """Pools of the entries that have candidates (entries whose generation failed have no pool)."""
-    from lib.nudges import PERSONAS_BY_ID
-
     with_pool = entries[entries.entry_id.isin(candidates.entry_id)]
     entry_vectors = embed(with_pool["text"].tolist())
     candidate_vectors = embed(candidates["nudge_text"].fillna("").tolist())
@@ -183,8 +197,15 @@ def mean_kendall_tau(rankings: pd.DataFrame, method_a: str, method_b: str, run_a
     return (float(np.mean(taus)) if taus else float("nan")), len(taus)
 
 
-def study_rankers(pools: list[Pool], embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
-    """The study's methods as (ranker, run): ``n_random_seeds`` random runs, then one run of each other."""
+def kendall_tau_matrix(rankings: pd.DataFrame, methods: Sequence[str] = METHOD_ORDER) -> pd.DataFrame:
+    """:func:`mean_kendall_tau` (run 0 of each) for every pair of ``methods``."""
+    return pd.DataFrame([[mean_kendall_tau(rankings, a, b)[0] for b in methods] for a in methods],
+                        index=list(methods), columns=list(methods), dtype=float)
+
+
+def study_rankers(pools: list[Pool], embed: Embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
+    """The study's methods as (ranker, run) in ``METHOD_ORDER``: ``n_random_seeds`` random runs, then one run
+    of each other method."""
     names, definitions = category_vectors(embed)
     personas = {pool.persona.persona_id: pool.persona for pool in pools}
     persona_vectors = {pid: value_profile_vector(p, embed) for pid, p in sorted(personas.items())}

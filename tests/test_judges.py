@@ -1,13 +1,16 @@
-"""Judges against the fake OpenAI server: relevance (pointwise/listwise), G-Eval, and the rule metrics."""
+"""Judges against the fake OpenAI server: relevance (pointwise/listwise), G-Eval, and the rule-based scores."""
 from __future__ import annotations
 
 import json
 import math
 
+import pandas as pd
 import pytest
 
+from lib.design import PERSONAS_BY_ID
 from lib.judges import geval, relevance
 from lib.judges.guardrails import FINANCIAL_PATTERNS, financial_safety
+from lib.judges.items import JudgeItem, JudgePool, make_pools
 from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness
 from lib.llm.gateway import RETRY_SEED_STRIDE, Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, always
@@ -29,60 +32,137 @@ def digit_logprobs(field, probs):
 def test_pointwise_relevance_gives_grade_and_expected_grade(tmp_path):
     reply = always('{"grade": 2}', logprobs=digit_logprobs("grade", {2: 0.6, 1: 0.3, 0: 0.1}))
     with FakeOpenAI(reply) as fake:
-        [judgment] = relevance.judge_pointwise(gateway_for(fake, tmp_path), [("a nurse", "I am tired.", "Rest.")])
+        [judgment] = relevance.judge_pointwise(gateway_for(fake, tmp_path),
+                                               [JudgeItem(source="I am tired.", output="Rest.", context="a nurse")])
     assert judgment.ok and judgment.grade == 2
     assert judgment.p_grade == pytest.approx((0.1, 0.3, 0.6)) and judgment.expected_grade == pytest.approx(1.5)
     body = fake.requests[0]
     assert body["top_logprobs"] == 5 and body["response_format"]["json_schema"]["schema"]["properties"]["grade"]["enum"] == [0, 1, 2]
     # Shared context before the item, so a pool's calls share the server's cached prefix.
     user = body["messages"][1]["content"]
-    assert user.index("I am tired.") < user.index("Rest.")
+    assert user.index("a nurse") < user.index("I am tired.") < user.index("Rest.")
 
 
 def test_unparseable_relevance_is_a_failure_not_a_grade(tmp_path):
     with FakeOpenAI(always('{"grade": "very"}')) as fake:
-        [judgment] = relevance.judge_pointwise(gateway_for(fake, tmp_path), [("p", "entry", "nudge")])
+        [judgment] = relevance.judge_pointwise(gateway_for(fake, tmp_path), [JudgeItem("entry", "nudge", "p")])
     assert not judgment.ok and judgment.grade is None and judgment.expected_grade is None
     assert judgment.failure_kind == "schema_violation"
 
 
-def test_listwise_maps_shuffled_grades_back_to_input_order(tmp_path):
-    def responder(body, n):
-        # Grade each shown nudge by its text: "good" -> 2, "meh" -> 1, "off" -> 0.
-        listing = body["messages"][1]["content"].split("Nudges:\n")[1]
-        shown = [line.split('"')[1] for line in listing.splitlines() if line.startswith("[")]
-        return Reply(json.dumps({"grades": [{"good": 2, "meh": 1, "off": 0}[t] for t in shown]}))
+def shown_nudges(body):
+    listing = body["messages"][1]["content"].split("Nudges:\n")[1]
+    return [line.split('"')[1] for line in listing.splitlines() if line.startswith("[")]
 
+
+def grade_by_text(body, n):
+    """Grade each shown nudge by its text: "good" -> 2, "meh" -> 1, "off" -> 0."""
+    return Reply(json.dumps({"grades": [{"good": 2, "meh": 1, "off": 0}[t] for t in shown_nudges(body)]}))
+
+
+def test_listwise_maps_shuffled_grades_back_to_input_order(tmp_path):
     outputs = ["good", "off", "meh", "off", "good"]
-    with FakeOpenAI(responder) as fake:
+    pools = make_pools([JudgeItem("e", text, "p") for text in outputs], ["e"] * 5)
+    with FakeOpenAI(grade_by_text) as fake:
         gateway = gateway_for(fake, tmp_path)
-        straight = relevance.judge_listwise(gateway, [("p", "e", outputs)])
-        shuffled = relevance.judge_listwise(gateway, [("p", "e", outputs)], order_seed=3)
-    assert [j.grade for j in straight[0]] == [j.grade for j in shuffled[0]] == [2, 0, 1, 0, 2]
-    listing = fake.requests[1]["messages"][1]["content"].split("Nudges:\n")[1]
-    shown = [line.split('"')[1] for line in listing.splitlines() if line.startswith("[")]
+        straight = relevance.judge_listwise(gateway, pools)
+        shuffled = relevance.judge_listwise(gateway, pools, order_seed=3)
+    assert [j.grade for j in straight] == [j.grade for j in shuffled] == [2, 0, 1, 0, 2]
+    shown = shown_nudges(fake.requests[1])
     assert shown != outputs and sorted(shown) == sorted(outputs)
 
 
-def test_geval_steps_are_generated_once_and_reused(tmp_path):
-    with FakeOpenAI(always("1. Read the entry.\n2. Read the message.\n3. Score it.")) as fake:
-        gateway = gateway_for(fake, tmp_path)
-        steps = geval.evaluation_steps(geval.CULTURAL_SENSITIVITY, gateway, folder=tmp_path / "steps")
-        again = geval.evaluation_steps(geval.CULTURAL_SENSITIVITY, gateway, folder=tmp_path / "steps")
-    assert steps == again == "1. Read the entry.\n2. Read the message.\n3. Score it."
-    assert len(fake.requests) == 1 and "Evaluation Steps" in fake.requests[0]["messages"][0]["content"]
-    assert (tmp_path / "steps" / "CulturalSensitivity.txt").read_text().startswith("1. Read the entry.")
+def test_listwise_puts_each_pools_grades_back_on_its_rows(tmp_path):
+    # Rows 0, 2, 4 belong to entry a, rows 1, 3 to entry b, whose call fails: b's rows fail, a's are graded.
+    items = [JudgeItem("a", "good", "p"), JudgeItem("b", "x", "q"), JudgeItem("a", "off", "p"),
+             JudgeItem("b", "y", "q"), JudgeItem("a", "meh", "p")]
+    pools = make_pools(items, ["a", "b", "a", "b", "a"])
+    assert [(p.source, p.rows, p.outputs) for p in pools] == [("a", (0, 2, 4), ("good", "off", "meh")),
+                                                             ("b", (1, 3), ("x", "y"))]
+
+    def responder(body, n):
+        return grade_by_text(body, n) if "good" in shown_nudges(body) else Reply("not json")
+
+    with FakeOpenAI(responder) as fake:
+        judged = relevance.judge_listwise(gateway_for(fake, tmp_path), pools)
+    assert [j.grade for j in judged] == [2, None, 0, None, 1]
+    assert [j.failure_kind for j in judged] == [None, "invalid_json", None, "invalid_json", None]
+    assert relevance.grades(judged).tolist() == [2, pd.NA, 0, pd.NA, 1]
+    with pytest.raises(ValueError, match="exactly once"):
+        relevance.judge_listwise(gateway_for(fake, tmp_path), pools[:1])
+
+
+def test_make_pools_splits_each_key_into_chunks_in_first_appearance_order():
+    items = [JudgeItem(f"q{k}", f"passage {i}") for k, n in ((2, 12), (1, 3)) for i in range(n)]
+    keys = [item.source for item in items]
+    pools = make_pools(items, keys, size=5)
+    # q2: 12 passages -> 12 // 5 = 2 chunks of 6 (array_split); q1: 3 passages, fewer than 5 -> one pool
+    assert [(p.source, p.rows) for p in pools] == [("q2", tuple(range(0, 6))), ("q2", tuple(range(6, 12))),
+                                                   ("q1", (12, 13, 14))]
+    with pytest.raises(ValueError, match="differ in source or context"):
+        make_pools([JudgeItem("s", "a", "p"), JudgeItem("s", "b", "other person")], ["e", "e"])
+
+
+def test_reordered_pool_keeps_rows_with_their_outputs():
+    pool = JudgePool("s", "c", ("a", "b", "c"), (7, 8, 9)).reordered([2, 0, 1])
+    assert pool.outputs == ("c", "a", "b") and pool.rows == (9, 7, 8)
+
+
+def test_judgments_frame_and_rounded_expected_by_hand():
+    judged = [relevance.Judgment(ok=True, grade=2, expected_grade=1.5, p_grade=(0.1, 0.3, 0.6)),
+              relevance.Judgment(ok=True, grade=1, expected_grade=1.49, p_grade=(0.2, 0.11, 0.69)),
+              relevance.Judgment(ok=True, grade=0),  # no usable logprobs
+              relevance.Judgment(ok=False, failure_kind="truncated")]
+    # rounding half up: 1.5 -> 2, 1.49 -> 1; no expected grade -> no rounded label
+    assert [relevance.rounded_expected(j) for j in judged] == [2, 1, None, None]
+    assert relevance.rounded_expected(relevance.Judgment(ok=True, grade=1, expected_grade=0.5)) == 1
+    frame = relevance.judgments_frame(judged)
+    assert list(frame.columns) == ["grade", "expected_grade", "p_grade_0", "p_grade_1", "p_grade_2",
+                                   "rounded_expected", "failed", "failure_kind"]
+    assert frame.grade.tolist() == [2, 1, 0, pd.NA] and str(frame.grade.dtype) == "Int64"
+    assert frame.rounded_expected.tolist() == [2, 1, pd.NA, pd.NA]
+    assert frame.p_grade_2.iloc[:2].tolist() == [0.6, 0.69] and frame.p_grade_0.iloc[2:].isna().all()
+    assert frame.failed.tolist() == [False, False, False, True]
+    assert frame.failure_kind.isna().tolist() == [True, True, True, False] and frame.failure_kind.iloc[3] == "truncated"
+
+
+def test_nudge_items_take_entry_text_and_persona():
+    entries = pd.DataFrame({"entry_id": ["e1", "e2"], "text": ["I lost my job.", "I won."],
+                            "persona_id": ["caregiver", "striver"]})
+    candidates = pd.DataFrame({"entry_id": ["e2", "e1"], "nudge_text": ["Celebrate it.", "Be gentle."]})
+    items = relevance.nudge_items(entries, candidates)
+    assert items[0] == JudgeItem("I won.", "Celebrate it.", PERSONAS_BY_ID["striver"].description)
+    assert items[1].source == "I lost my job." and items[1].context.startswith("a nurse")
+
+
+def test_geval_steps_are_generated_by_the_command_and_only_read_in_a_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="python -m lib.judges.geval steps CulturalSensitivity"):
+        geval.evaluation_steps(geval.CULTURAL_SENSITIVITY, folder=tmp_path / "steps")
+    with FakeOpenAI(always("1. Read the entry.\n2. Read the message.\n3. Score it.\n")) as fake:
+        path = geval.generate_steps(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), folder=tmp_path / "steps")
+    assert path == tmp_path / "steps" / "CulturalSensitivity.txt"
+    assert geval.evaluation_steps(geval.CULTURAL_SENSITIVITY, folder=tmp_path / "steps") == \
+        "1. Read the entry.\n2. Read the message.\n3. Score it."
+    prompt = fake.requests[0]["messages"][0]["content"]
+    assert prompt.startswith(geval.NUDGE_TASK_INTRO) and "CulturalSensitivity (1-5) - How culturally" in prompt
+    assert prompt.endswith("Reply with the steps only.")
+
+
+def test_every_registered_rubric_has_committed_steps():
+    for rubric in geval.RUBRICS.values():
+        assert geval.evaluation_steps(rubric).startswith("1. ")
 
 
 def test_geval_probability_weighted_score(tmp_path):
     reply = always('{"score": 4}', logprobs=digit_logprobs("score", {4: 0.5, 3: 0.25, 5: 0.25}))
     with FakeOpenAI(reply) as fake:
         [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [("My family needs me.", "Your family matters.")])
-    assert result.ok and result.method == "logprobs" and result.argmax == 4
+                               [JudgeItem("My family needs me.", "Your family matters.")])
+    assert result.ok and result.scored_by == "logprobs" and result.argmax == 4
     assert result.score == pytest.approx(4 * 0.5 + 3 * 0.25 + 5 * 0.25)
     system, user = fake.requests[0]["messages"]
     assert "Evaluation Steps:\n\n1. Score." in system["content"]
+    assert user["content"].startswith("Source text:\n\nMy family needs me.\n\nResponse:\n\nYour family matters.")
     assert user["content"].endswith("- CulturalSensitivity (1-5):")
 
 
@@ -93,15 +173,15 @@ def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
 
     with FakeOpenAI(responder) as fake:
         [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [("src", "out")], n_samples=8)
+                               [JudgeItem("src", "out")], n_samples=8)
     # seeds 0..7 -> 2,4,4,5,2,4,4,(seed 7 fails in all 3 attempts) -> mean of 7 valid samples
-    assert result.ok and result.method == "samples" and result.samples_failed == 1
+    assert result.ok and result.scored_by == "samples" and result.samples_failed == 1
     assert result.score == pytest.approx((2 + 4 + 4 + 5 + 2 + 4 + 4) / 7) and result.argmax == 4
 
 
 def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
     with FakeOpenAI(always("I would say four")) as fake:
-        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.", [("s", "o")])
+        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.", [JudgeItem("s", "o")])
     assert not result.ok and result.score is None and result.argmax is None
     assert result.failure_kind == "invalid_json"
 
@@ -112,8 +192,8 @@ def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
 ])
 def test_banned_shame_word_forces_score_one_without_llm(tmp_path, text, word):
     with FakeOpenAI(always('{"score": 5}')) as fake:
-        [result] = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.", [("entry", text)])
-    assert (result.ok, result.score, result.method, result.reason) == (True, 1.0, "rule", f"banned word: {word}")
+        [result] = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.", [JudgeItem("entry", text)])
+    assert (result.ok, result.score, result.scored_by, result.reason) == (True, 1.0, "rule", f"banned word: {word}")
     assert fake.requests == []
 
 
@@ -122,10 +202,13 @@ def test_banned_words_match_whole_words_only(text):
     assert geval.banned_shame_word(text) is None
 
 
-def test_registry_holds_both_rubric_metrics():
-    assert set(geval.REGISTRY) >= {"ToneEmpathy", "CulturalSensitivity"}
-    with pytest.raises(ValueError, match="already registered"):
-        geval.register(geval.TONE_EMPATHY)
+def test_register_adds_a_rubric_once(monkeypatch):
+    monkeypatch.setattr(geval, "RUBRICS", {})
+    rubric = geval.register(geval.Rubric("Brevity", (1, 3), "Rate the message.", "How short it is."))
+    assert geval.RUBRICS == {"Brevity": rubric} and rubric.scores == [1, 2, 3]
+    with pytest.raises(ValueError, match="'Brevity' is already registered"):
+        geval.register(geval.Rubric("Brevity", (1, 5), "Another intro.", "Other criteria."))
+    assert geval.RUBRICS["Brevity"] is rubric
 
 
 GUARDRAIL_CASES = {
@@ -158,7 +241,7 @@ def test_guardrail_lists_every_violation():
     assert [v.split(":")[0] for v in verdict.violations] == ["invest_everything", "guaranteed_return", "skip_essentials"]
 
 
-def test_outcome_metrics_treat_missing_action_as_no_data():
+def test_outcome_scores_treat_missing_action_as_no_data():
     records = [OutcomeRecord("r1", "small", "saved"), OutcomeRecord("r2", "small", "spent"),
                OutcomeRecord("r3", "small", None), OutcomeRecord("r4", "large", "saved"),
                OutcomeRecord("r5", "medium", None)]
@@ -171,11 +254,17 @@ def test_outcome_metrics_treat_missing_action_as_no_data():
         intervention_success(OutcomeRecord("r9", "small", "donated"))
 
 
-def test_geval_results_frame_matches_the_table_schema():
+def test_geval_results_frame_and_summary():
     from lib.tables import SCHEMAS
 
-    frame = geval.results_frame(["a", "b"], {"ToneEmpathy": [
-        geval.GEvalResult("ToneEmpathy", True, 3.4, 3, "logprobs"),
+    frame = geval.results_frame(["a", "b", "c"], {"ToneEmpathy": [
+        geval.GEvalResult("ToneEmpathy", True, 3.5, 3, "logprobs"),
+        geval.GEvalResult("ToneEmpathy", True, 1.0, 1, "rule", "banned word: bad"),
         geval.GEvalResult("ToneEmpathy", False, failure_kind="invalid_json")]})
     assert sorted(frame.columns) == sorted(SCHEMAS["geval_scores"])
-    assert frame.failed.tolist() == [False, True] and frame.score.isna().tolist() == [False, True]
+    assert frame.failed.tolist() == [False, False, True] and frame.score.isna().tolist() == [False, False, True]
+    summary = geval.score_summary(frame).loc["ToneEmpathy"]
+    # n counts every row; mean, sd, min, max over the two scores 3.5 and 1.0
+    assert (summary.n, summary["mean"], summary["min"], summary["max"]) == (3, 2.25, 1.0, 3.5)
+    assert summary.sd == pytest.approx(math.sqrt(2 * 1.25 ** 2))
+    assert (summary.failed, summary.decided_by_rule, summary.distinct_scores) == (1, 1, 2)

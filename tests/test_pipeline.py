@@ -163,7 +163,7 @@ def test_front_page(tmp_path: Path) -> None:
         (html / f"{name}.html").write_text("chapter")
     tables.mkdir()
     pd.DataFrame({
-        "label": ["pointwise argmax", "listwise argmax"], "column": ["grade", "listwise_grade"],
+        "label_definition": ["pointwise argmax", "listwise argmax"], "column": ["grade", "listwise_grade"],
         "failed": [0.0, 1.0], "n": [10.0, 9.0], "exact_agreement": [0.5, 0.4], "kappa": [0.3, 0.2],
         "weighted_kappa": [0.456, 0.123], "dataset": ["tiny set", "tiny set"], "chosen": [True, False],
     }).to_parquet(tables / "judge_validity.parquet")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from lib import rankers
-from lib.nudges import PERSONAS
+from lib.design import PERSONAS, PERSONAS_BY_ID
 
 PERSONA = PERSONAS[0]
 
@@ -101,3 +101,53 @@ def test_embedding_ranker_puts_an_exact_paraphrase_first_with_real_minilm():
                         pd.DataFrame({"candidate_id": ["e/c0", "e/c1", "e/c2"], "position": [0, 1, 2],
                                       "nudge_text": texts, "confidence": [0.5] * 3}), embed(texts))
     assert ranked_ids(rankers.EmbeddingSimilarityRanker(), pool)[0] == "c1"
+
+
+def fake_embed(texts):
+    """Deterministic 2-d 'embeddings': (characters + 1, words + 1), normalised."""
+    vectors = np.array([[len(t) + 1, len(t.split()) + 1] for t in texts], dtype=float)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_build_pools_by_hand():
+    entries = pd.DataFrame({"entry_id": ["e1", "e2", "e3"], "text": ["one two", "failed", "a b c d"],
+                            "category": ["support", "action", "gratitude"],
+                            "persona_id": ["striver", "caregiver", "steward"]})
+    # e2's generation failed (no candidates); e3's candidates are not contiguous in the table
+    candidates = pd.DataFrame({"entry_id": ["e3", "e1", "e1", "e3"], "candidate_id": ["e3/c0", "e1/c0", "e1/c1", "e3/c1"],
+                               "position": [0, 0, 1, 1], "nudge_text": ["x", "yy yy", None, "zzz z z"],
+                               "confidence": [0.1, 0.2, 0.3, 0.4]})
+    pools = rankers.build_pools(entries, candidates, fake_embed)
+    assert [p.entry_id for p in pools] == ["e1", "e3"]  # entries order; no pool without candidates
+    e1, e3 = pools
+    assert (e1.category, e1.persona.persona_id, e3.persona) == ("support", "striver", PERSONAS_BY_ID["steward"])
+    assert e3.candidates.candidate_id.tolist() == ["e3/c0", "e3/c1"] and e3.candidates.index.tolist() == [0, 1]
+    assert e1.entry_vector == pytest.approx(fake_embed(["one two"])[0])
+    # a missing text is embedded as "" (and ranked last by every ranker, see test above)
+    assert e1.vectors == pytest.approx(fake_embed(["yy yy", ""]))
+    assert e3.vectors == pytest.approx(fake_embed(["x", "zzz z z"]))
+    assert e1.failed.tolist() == [False, True]
+
+
+def test_study_rankers_follow_the_method_order():
+    pool = make_pool(**TINY)
+
+    def embed(texts):
+        return np.tile([1.0, 0.0], (len(texts), 1))
+
+    methods = rankers.study_rankers([pool], embed, n_random_seeds=3, alpha=0.5)
+    assert [(r.name, run) for r, run in methods][:3] == [("random", 0), ("random", 1), ("random", 2)]
+    assert list(dict.fromkeys(r.name for r, _ in methods)) == list(rankers.METHOD_ORDER)
+
+
+def test_zero_shot_categories_and_tau_matrix():
+    def embed(texts):  # category definitions: 'action' -> (0, 1), 'support' -> (1, 0), the rest far away
+        return np.array([[0.0, 1.0] if t.startswith("action") else [1.0, 0.0] if t.startswith("support")
+                         else [-1.0, 0.0] for t in texts])
+
+    table = rankers.zero_shot_categories([make_pool(**TINY)], embed)
+    assert table.asked.tolist() == ["support"] * 3 and table.zero_shot.tolist() == ["action", "support", "action"]
+    pools = [make_pool(**TINY, entry_id=f"e{i}") for i in range(2)]
+    table = rankers.rank_all(pools, [(rankers.EmbeddingSimilarityRanker(), 0), (rankers.SelfConfidenceRanker(), 0)])
+    tau = rankers.kendall_tau_matrix(table, ("embedding", "self_confidence"))
+    assert tau.to_numpy().tolist() == [[1.0, -1.0], [-1.0, 1.0]]

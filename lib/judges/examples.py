@@ -1,7 +1,7 @@
-"""Illustrative inputs for the rule-based metrics (notebook 03): assistant responses and outcome records.
+"""Illustrative inputs for the rule-based scores (notebook 03): assistant responses and outcome records.
 
 These are constructed demonstrations, not data: the study has no logged user actions, so the outcome
-metrics are exercised on records written to cover each case (saved, spent, not recorded; each stake
+scores are exercised on records written to cover each case (saved, spent, not recorded; each stake
 type), and the guardrail on responses written to include safe and unsafe financial advice.
 """
 from __future__ import annotations

@@ -1,21 +1,24 @@
-"""G-Eval rubric metrics (Liu et al., "G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment",
-EMNLP 2023), for any (criteria, source, output) triple.
+"""G-Eval rubrics (Liu et al., "G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment", EMNLP 2023),
+for any (rubric, source, output): a *rubric* is one criterion scored on an integer scale by the LLM.
 
-1. Task introduction + evaluation criteria define a metric (:class:`RubricMetric`, registered by name).
-2. *Auto chain-of-thought*: the LLM writes the evaluation steps once from the introduction and criteria;
-   they are stored in ``lib/prompts/geval_steps/<metric>.txt`` and reused, so runs are reproducible and a
-   second run makes no step-generation call.
+1. Task introduction + evaluation criteria define a rubric (:class:`Rubric`, registered by name in ``RUBRICS``).
+2. *Auto chain-of-thought*: the LLM writes the evaluation steps once from the introduction and criteria
+   (``python -m lib.judges.geval steps``); they are committed in ``lib/prompts/geval_steps/<rubric>.txt`` and
+   only read during a run, so runs are reproducible and a run never writes into ``lib/``.
 3. *Form filling*: introduction, criteria and steps, then the source and the output, then
-   "Evaluation Form (scores ONLY)"; the answer is schema-constrained JSON ``{"score": s}``.
+   "Evaluation Form (scores ONLY)" (``lib/prompts/geval_form.txt``); the answer is schema-constrained JSON
+   ``{"score": s}``.
 4. *Probability-weighted score*: score = Σ_s p(s)·s over the allowed score tokens, from ``top_logprobs``
    (:mod:`lib.judges.logprobs`). When the endpoint returns no logprobs, the paper's fallback: ``n_samples``
    answers at temperature 1 and their mean.
-A metric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's banned
+A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's banned
 words). A call that yields no score is a failure with its kind, never a default score.
 """
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -24,42 +27,14 @@ from typing import Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, create_model
 
-from lib import paths
+from lib import paths, prompts
+from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway
 
 STEPS_DIR = paths.PROMPTS / "geval_steps"
+STEPS_COMMAND = "python -m lib.judges.geval steps"
 TOP_LOGPROBS = 5
-
-STEPS_PROMPT = """{task_intro}
-
-Evaluation Criteria:
-
-{name} ({low}-{high}) - {criteria}
-
-Write the Evaluation Steps a careful evaluator follows to assign this score: a numbered list of 3 to 5 short steps. Reply with the steps only."""
-
-FORM_SYSTEM = """{task_intro}
-
-Evaluation Criteria:
-
-{name} ({low}-{high}) - {criteria}
-
-Evaluation Steps:
-
-{steps}"""
-
-FORM_USER = """Source text:
-
-{source}
-
-Response:
-
-{output}
-
-Evaluation Form (scores ONLY):
-
-- {name} ({low}-{high}):"""
 
 
 @dataclass(frozen=True)
@@ -69,8 +44,8 @@ class RuleVerdict:
 
 
 @dataclass(frozen=True)
-class RubricMetric:
-    """A G-Eval metric: name, integer scale, task introduction, criteria, and an optional deciding rule."""
+class Rubric:
+    """A G-Eval rubric: name, integer scale, task introduction, criteria, and an optional deciding rule."""
 
     name: str
     scale: tuple[int, int]
@@ -87,24 +62,25 @@ class RubricMetric:
 class GEvalResult:
     """``score`` is the probability-weighted (or sample-mean, or rule) score; None when ``ok`` is False."""
 
-    metric: str
+    rubric: str
     ok: bool
     score: float | None = None
     argmax: int | None = None
-    method: Literal["logprobs", "samples", "rule"] | None = None
+    scored_by: Literal["logprobs", "samples", "rule"] | None = None
     reason: str | None = None
     failure_kind: str | None = None
     samples_failed: int = 0
 
 
-REGISTRY: dict[str, RubricMetric] = {}
+RUBRICS: dict[str, Rubric] = {}
 
 
-def register(metric: RubricMetric) -> RubricMetric:
-    if metric.name in REGISTRY:
-        raise ValueError(f"metric {metric.name!r} is already registered")
-    REGISTRY[metric.name] = metric
-    return metric
+def register(rubric: Rubric) -> Rubric:
+    """Add ``rubric`` to ``RUBRICS`` under its name; a second rubric of the same name is an error."""
+    if rubric.name in RUBRICS:
+        raise ValueError(f"rubric {rubric.name!r} is already registered")
+    RUBRICS[rubric.name] = rubric
+    return rubric
 
 
 BANNED_SHAME_WORDS = ("failed", "failure", "mistake", "wrong", "bad", "problem", "loser", "weak", "pathetic",
@@ -122,7 +98,7 @@ def banned_shame_word(output: str) -> RuleVerdict | None:
 NUDGE_TASK_INTRO = ("You will be given a person's journal entry (the source text) and a short message an assistant "
                     "wrote in response. Your task is to rate the message on one metric.")
 
-TONE_EMPATHY = register(RubricMetric(
+TONE_EMPATHY = register(Rubric(
     name="ToneEmpathy", scale=(1, 5),
     task_intro=NUDGE_TASK_INTRO,
     criteria="How empathetic the tone is. The message validates the person's feelings, contains no shame, "
@@ -131,7 +107,7 @@ TONE_EMPATHY = register(RubricMetric(
     rule=banned_shame_word,
 ))
 
-CULTURAL_SENSITIVITY = register(RubricMetric(
+CULTURAL_SENSITIVITY = register(Rubric(
     name="CulturalSensitivity", scale=(1, 5),
     task_intro=NUDGE_TASK_INTRO,
     criteria="How culturally sensitive the message is. It respects family and community obligations as "
@@ -141,7 +117,7 @@ CULTURAL_SENSITIVITY = register(RubricMetric(
 ))
 
 
-COHERENCE = register(RubricMetric(
+COHERENCE = register(Rubric(
     name="Coherence", scale=(1, 5),
     task_intro="You will be given one summary written for a news article. Your task is to rate the summary on "
                "one metric.",
@@ -157,80 +133,125 @@ def score_schema(low: int, high: int) -> type[BaseModel]:
     return create_model(f"Score{low}to{high}", score=(Literal[tuple(range(low, high + 1))], ...))
 
 
-def steps_path(metric: RubricMetric, folder: Path = STEPS_DIR) -> Path:
-    return folder / f"{metric.name}.txt"
+def steps_path(rubric: Rubric, folder: Path = STEPS_DIR) -> Path:
+    return folder / f"{rubric.name}.txt"
 
 
-def evaluation_steps(metric: RubricMetric, gateway: Gateway, folder: Path = STEPS_DIR) -> str:
-    """The stored evaluation steps of ``metric``; generated by the LLM and written to the repo only when absent."""
-    path = steps_path(metric, folder)
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip()
-    prompt = STEPS_PROMPT.format(task_intro=metric.task_intro, name=metric.name, low=metric.scale[0],
-                                 high=metric.scale[1], criteria=metric.criteria)
-    result = gateway.complete([{"role": "user", "content": prompt}], None, label=f"geval-steps:{metric.name}",
+def evaluation_steps(rubric: Rubric, folder: Path = STEPS_DIR) -> str:
+    """The committed evaluation steps of ``rubric``; missing steps are an error naming the command that writes them."""
+    path = steps_path(rubric, folder)
+    if not path.exists():
+        raise FileNotFoundError(f"no evaluation steps for rubric {rubric.name} ({path}); generate them with "
+                                f"`{STEPS_COMMAND} {rubric.name}` and commit the file")
+    return prompts.load(rubric.name, folder).strip()
+
+
+def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -> Path:
+    """G-Eval's auto-CoT: ask the LLM for the rubric's evaluation steps and write them to :func:`steps_path`."""
+    (prompt,) = prompts.parts("geval_evaluation_steps", 1)
+    text = prompt.format(task_intro=rubric.task_intro, name=rubric.name, low=rubric.scale[0],
+                         high=rubric.scale[1], criteria=rubric.criteria)
+    result = gateway.complete([{"role": "user", "content": text}], None, label=f"geval-steps:{rubric.name}",
                               max_tokens=300)
     if not result.ok:
-        raise RuntimeError(f"could not generate evaluation steps for {metric.name}: {result.error}")
+        raise RuntimeError(f"could not generate evaluation steps for {rubric.name}: {result.error}")
+    path = steps_path(rubric, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.text.strip() + "\n", encoding="utf-8")
-    return result.text.strip()
+    return path
 
 
-def form_messages(metric: RubricMetric, steps: str, source: str, output: str) -> list[dict[str, str]]:
-    """System: intro, criteria, steps (shared by every call of the metric); user: source first, then output."""
-    low, high = metric.scale
-    return [{"role": "system", "content": FORM_SYSTEM.format(task_intro=metric.task_intro, name=metric.name,
-                                                             low=low, high=high, criteria=metric.criteria,
-                                                             steps=steps)},
-            {"role": "user", "content": FORM_USER.format(source=source, output=output, name=metric.name,
-                                                         low=low, high=high)}]
+def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str, str]]:
+    """System: intro, criteria, steps (shared by every call of the rubric); user: source first, then output."""
+    system, user = prompts.parts("geval_form", 2)
+    low, high = rubric.scale
+    return [{"role": "system", "content": system.format(task_intro=rubric.task_intro, name=rubric.name, low=low,
+                                                        high=high, criteria=rubric.criteria, steps=steps)},
+            {"role": "user", "content": user.format(source=item.source, output=item.output, name=rubric.name,
+                                                    low=low, high=high)}]
 
 
-def geval(metric: RubricMetric, gateway: Gateway, steps: str, items: list[tuple[str, str]],
+def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeItem],
           n_samples: int = 10) -> list[GEvalResult]:
-    """Score each (source, output) on ``metric``. Rule verdicts first; then one form-filling call per item
-    with logprobs; items whose answer carries no usable logprobs fall back to ``n_samples`` samples at
-    temperature 1 (mean of the valid ones; failed samples are counted)."""
-    schema = score_schema(*metric.scale)
+    """Score each item's output on ``rubric`` (its context is not shown). Rule verdicts first; then one
+    form-filling call per item with logprobs; items whose answer carries no usable logprobs fall back to
+    ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted)."""
+    schema = score_schema(*rubric.scale)
     results: list[GEvalResult | None] = [None] * len(items)
     pending = []
-    for i, (source, output) in enumerate(items):
-        verdict = metric.rule(output) if metric.rule else None
+    for i, item in enumerate(items):
+        verdict = rubric.rule(item.output) if rubric.rule else None
         if verdict:
-            results[i] = GEvalResult(metric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
+            results[i] = GEvalResult(rubric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
         else:
             pending.append(i)
-    calls = [{"messages": form_messages(metric, steps, *items[i]), "schema": schema, "label": f"{metric.name}:{i}",
+    calls = [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "label": f"{rubric.name}:{i}",
               "max_tokens": 16, "top_logprobs": TOP_LOGPROBS} for i in pending]
     fallback = []
-    for i, result in zip(pending, gateway.complete_many(calls, desc=metric.name)):
+    for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name)):
         if not result.ok:
-            results[i] = GEvalResult(metric.name, False, failure_kind=result.failure_kind)
+            results[i] = GEvalResult(rubric.name, False, failure_kind=result.failure_kind)
             continue
-        dist = score_distribution(result.logprobs, "score", metric.scores)
+        dist = score_distribution(result.logprobs, "score", rubric.scores)
         if dist is None:
             fallback.append(i)
         else:
-            results[i] = GEvalResult(metric.name, True, expected_score(dist), result.value.score, "logprobs")
+            results[i] = GEvalResult(rubric.name, True, expected_score(dist), result.value.score, "logprobs")
     for i in fallback:
         samples = gateway.complete_many(
-            [{"messages": form_messages(metric, steps, *items[i]), "schema": schema, "temperature": 1.0,
-              "seed": s, "max_tokens": 16, "label": f"{metric.name}:{i}:sample{s}"} for s in range(n_samples)],
-            desc=f"{metric.name} samples")
+            [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "temperature": 1.0,
+              "seed": s, "max_tokens": 16, "label": f"{rubric.name}:{i}:sample{s}"} for s in range(n_samples)],
+            desc=f"{rubric.name} samples")
         valid = [r.value.score for r in samples if r.ok]
-        results[i] = (GEvalResult(metric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),
+        results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),
                                   "samples", samples_failed=n_samples - len(valid)) if valid
-                      else GEvalResult(metric.name, False, failure_kind="all_samples_failed",
+                      else GEvalResult(rubric.name, False, failure_kind="all_samples_failed",
                                        samples_failed=n_samples))
     return results  # type: ignore[return-value]
 
 
-def results_frame(candidate_ids: list[str], results: dict[str, list[GEvalResult]]) -> pd.DataFrame:
-    """Long table (schema ``lib.tables.SCHEMAS['geval_scores']``) of every metric's results per candidate."""
+def results_frame(candidate_ids: Sequence[str], results: dict[str, list[GEvalResult]]) -> pd.DataFrame:
+    """Long table (schema ``lib.tables.SCHEMAS['geval_scores']``) of every rubric's results per candidate."""
     return pd.concat([
-        pd.DataFrame({"candidate_id": candidate_ids, "metric": name, "score": [r.score for r in rows],
+        pd.DataFrame({"candidate_id": list(candidate_ids), "rubric": name, "score": [r.score for r in rows],
                       "argmax": pd.array([r.argmax for r in rows], dtype="Int64"),
-                      "method": [r.method for r in rows], "reason": [r.reason for r in rows],
+                      "scored_by": [r.scored_by for r in rows], "reason": [r.reason for r in rows],
                       "failed": [not r.ok for r in rows], "failure_kind": [r.failure_kind for r in rows]})
         for name, rows in results.items()], ignore_index=True)
+
+
+def score_summary(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per rubric of a ``geval_scores`` table: n, mean, sd, min, max of the score, failures, scores decided by
+    the rule, and distinct score values."""
+    return scores.groupby("rubric").agg(
+        n=("score", "size"), mean=("score", "mean"), sd=("score", "std"), min=("score", "min"), max=("score", "max"),
+        failed=("failed", "sum"), decided_by_rule=("scored_by", lambda s: int((s == "rule").sum())),
+        distinct_scores=("score", "nunique"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lib.judges.geval steps [RUBRIC ...] [--force]``: write the evaluation steps of the named
+    rubrics (default: every registered rubric without stored steps) with the LLM of the environment."""
+    parser = argparse.ArgumentParser(prog="python -m lib.judges.geval")
+    sub = parser.add_subparsers(dest="command", required=True)
+    steps_cmd = sub.add_parser("steps", help="generate and store G-Eval evaluation steps")
+    steps_cmd.add_argument("rubrics", nargs="*", metavar="RUBRIC", help=f"one of {', '.join(RUBRICS)}")
+    steps_cmd.add_argument("--force", action="store_true", help="regenerate steps that are already stored")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.rubrics) - set(RUBRICS))
+    if unknown:
+        parser.error(f"unknown rubric(s) {', '.join(unknown)}; registered: {', '.join(RUBRICS)}")
+    chosen = [RUBRICS[name] for name in args.rubrics or RUBRICS]
+    todo = [r for r in chosen if args.force or not steps_path(r).exists()]
+    for rubric in chosen:
+        if rubric not in todo:
+            print(f"{rubric.name}: already stored in {steps_path(rubric)} (--force regenerates)")
+    if todo:
+        gateway = Gateway.from_env(notebook="geval-steps")  # its ledger is not saved: no chapter's cost
+        for rubric in todo:
+            print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
+        print("Review and commit the steps; `make stop` ends an embedded server the gateway started.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""Outcome metrics computed from records of what a user did after a nudge (no LLM).
+"""Outcome scores computed from records of what a user did after a nudge (no LLM).
 
 InterventionSuccess: 1 when the recorded action is ``saved``, 0 when ``spent``; a missing action is
 "no data" (None) — never 0, since an unobserved outcome is not a failure.

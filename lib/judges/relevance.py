@@ -1,15 +1,16 @@
 """Relevance judge (UMBRELA-style, Upadhyay et al. 2024): consider the writer's intent, then answer with a
-grade on 0–2 (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained JSON.
+grade on the scale ``lib.design.GRADES`` (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained JSON.
 
-Two forms over the same rubric: *pointwise* (one call per (context, source, output); the grade's top
-log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g) and *listwise* (one call grades a
-whole pool; argmax grades only). Two wordings of the rubric: nudges for a journal entry and a persona
-(``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to measure the judge against
-human qrels). Each prompt file is split by ``---`` into the system part, the shared context (written first
-so the server reuses its cached prefix) and the item(s).
+Two forms over the same rubric: *pointwise* (one call per :class:`~lib.judges.items.JudgeItem`; the grade's
+top log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g) and *listwise* (one call grades a
+whole :class:`~lib.judges.items.JudgePool`; argmax grades only). Two wordings of the rubric: nudges for a
+journal entry and a persona (``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to
+measure the judge against human qrels). Each prompt file is split by ``---`` into the system part, the shared
+context (written first so the server reuses its cached prefix) and the item(s).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Literal
@@ -18,21 +19,22 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
-from lib import paths
+from lib.design import GRADES, PERSONAS_BY_ID
+from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway
+from lib.prompts import parts as prompt_parts
 
-GRADES = [0, 1, 2]
 TOP_LOGPROBS = 5
 
 
 class Grade(BaseModel):
-    grade: Literal[0, 1, 2]
+    grade: Literal[GRADES]  # type: ignore[valid-type]
 
 
 @lru_cache(maxsize=None)
 def grades_schema(n: int) -> type[BaseModel]:
-    return create_model(f"Grades{n}", grades=(Annotated[list[Literal[0, 1, 2]], Field(min_length=n, max_length=n)], ...))
+    return create_model(f"Grades{n}", grades=(Annotated[list[Literal[GRADES]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -47,52 +49,53 @@ NUDGE_PROMPTS = RelevancePrompts("relevance_pointwise", "relevance_listwise")
 PASSAGE_PROMPTS = RelevancePrompts("passage_relevance_pointwise", "passage_relevance_listwise")
 
 
-def _template(stem: str) -> tuple[str, str, str]:
-    system, context, item = (part.strip() for part in (paths.PROMPTS / f"{stem}.txt").read_text().split("\n---\n"))
-    return system, context, item
-
-
 @dataclass(frozen=True)
 class Judgment:
-    """One relevance label. ``ok`` False means no grade (``failure_kind`` says why) — never a default."""
+    """One relevance grade. ``ok`` False means no grade (``failure_kind`` says why) — never a default."""
 
     ok: bool
     grade: int | None = None
     expected_grade: float | None = None
-    p_grade: tuple[float, ...] | None = None  # p(0), p(1), p(2); None without usable logprobs
+    p_grade: tuple[float, ...] | None = None  # p(g) for g in GRADES; None without usable logprobs
     failure_kind: str | None = None
 
 
-def pointwise_messages(context: str, source: str, output: str, prompts: RelevancePrompts = NUDGE_PROMPTS
-                       ) -> list[dict[str, str]]:
-    system, shared, item = _template(prompts.pointwise)
+def nudge_items(entries: pd.DataFrame, candidates: pd.DataFrame) -> list[JudgeItem]:
+    """One item per candidate row: its entry's text as source, the nudge as output, the persona as context."""
+    by_entry = entries.set_index("entry_id")
+    return [JudgeItem(source=by_entry.at[c.entry_id, "text"], output=c.nudge_text,
+                      context=PERSONAS_BY_ID[by_entry.at[c.entry_id, "persona_id"]].description)
+            for c in candidates.itertuples()]
+
+
+def pointwise_messages(item: JudgeItem, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
+    system, shared, template = prompt_parts(prompts.pointwise, 3)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(context=context, source=source) + "\n"
-             + item.format(output=output)}]
+            {"role": "user", "content": shared.format(context=item.context, source=item.source) + "\n"
+             + template.format(output=item.output)}]
 
 
-def listwise_messages(context: str, source: str, outputs: list[str], prompts: RelevancePrompts = NUDGE_PROMPTS
-                      ) -> list[dict[str, str]]:
-    system, shared, item = _template(prompts.listwise)
-    listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(outputs, start=1))
+def listwise_messages(pool: JudgePool, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
+    system, shared, template = prompt_parts(prompts.listwise, 3)
+    listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(pool.outputs, start=1))
     return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(context=context, source=source) + "\n"
-             + item.format(outputs=listing)}]
+            {"role": "user", "content": shared.format(context=pool.context, source=pool.source) + "\n"
+             + template.format(outputs=listing)}]
 
 
-def judge_pointwise(gateway: Gateway, items: list[tuple[str, str, str]], label: str = "relevance",
+def judge_pointwise(gateway: Gateway, items: Sequence[JudgeItem], call_label: str = "relevance",
                     temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS
                     ) -> list[Judgment]:
-    """Grade each (context, source, output) in its own call, with logprobs for the expected grade."""
-    calls = [{"messages": pointwise_messages(*item, prompts=prompts), "schema": Grade, "label": f"{label}:{i}",
+    """Grade each item in its own call, with logprobs for the expected grade."""
+    calls = [{"messages": pointwise_messages(item, prompts), "schema": Grade, "label": f"{call_label}:{i}",
               "max_tokens": 16, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed}
              for i, item in enumerate(items)]
     judgments = []
-    for result in gateway.complete_many(calls, desc=label):
+    for result in gateway.complete_many(calls, desc=call_label):
         if not result.ok:
             judgments.append(Judgment(ok=False, failure_kind=result.failure_kind))
             continue
-        dist = score_distribution(result.logprobs, "grade", GRADES)
+        dist = score_distribution(result.logprobs, "grade", list(GRADES))
         judgments.append(Judgment(
             ok=True, grade=result.value.grade,
             expected_grade=expected_score(dist) if dist else None,
@@ -100,28 +103,24 @@ def judge_pointwise(gateway: Gateway, items: list[tuple[str, str, str]], label: 
     return judgments
 
 
-def judge_listwise(gateway: Gateway, pools: list[tuple[str, str, list[str]]], label: str = "relevance-list",
-                   order_seed: int | None = None, prompts: RelevancePrompts = NUDGE_PROMPTS
-                   ) -> list[list[Judgment]]:
-    """Grade each pool (context, source, outputs) in one call. With ``order_seed`` the outputs are shown in a
-    seeded random order (for the position-bias check) and the grades are mapped back to the input order."""
-    calls, orders = [], []
-    for i, (context, source, outputs) in enumerate(pools):
-        order = (np.random.default_rng([order_seed, i]).permutation(len(outputs)) if order_seed is not None
-                 else np.arange(len(outputs)))
-        orders.append(order)
-        calls.append({"messages": listwise_messages(context, source, [outputs[j] for j in order], prompts),
-                      "schema": grades_schema(len(outputs)), "label": f"{label}:{i}", "max_tokens": 12 + 4 * len(outputs)})
-    judged = []
-    for order, result in zip(orders, gateway.complete_many(calls, desc=label)):
-        if not result.ok:
-            judged.append([Judgment(ok=False, failure_kind=result.failure_kind)] * len(order))
-            continue
-        back = [Judgment(ok=False)] * len(order)
-        for shown_position, original in enumerate(order):
-            back[original] = Judgment(ok=True, grade=result.value.grades[shown_position])
-        judged.append(back)
-    return judged
+def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str = "relevance-list",
+                   order_seed: int | None = None, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[Judgment]:
+    """Grade each pool in one call; returns one judgment per row of the item list the pools were made from
+    (the pools' rows must cover it exactly once). With ``order_seed`` pool i is shown in the seeded random
+    order ``default_rng([order_seed, i])`` (for the position-bias check). A failed call fails all its rows."""
+    rows = sorted(row for pool in pools for row in pool.rows)
+    if rows != list(range(len(rows))):
+        raise ValueError("the pools' rows must cover 0..n-1 exactly once")
+    shown = [pool if order_seed is None else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
+             for i, pool in enumerate(pools)]
+    calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows)),
+              "label": f"{call_label}:{i}", "max_tokens": 12 + 4 * len(pool.rows)} for i, pool in enumerate(shown)]
+    judgments: list[Judgment] = [Judgment(ok=False)] * len(rows)
+    for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label)):
+        for k, row in enumerate(pool.rows):
+            judgments[row] = (Judgment(ok=True, grade=result.value.grades[k]) if result.ok
+                              else Judgment(ok=False, failure_kind=result.failure_kind))
+    return judgments
 
 
 def truncate(text: str, max_chars: int) -> str:
@@ -136,22 +135,19 @@ def rounded_expected(judgment: Judgment) -> int | None:
     return None if judgment.expected_grade is None else int(np.floor(judgment.expected_grade + 0.5))
 
 
-def judgments_frame(judgments: list[Judgment]) -> pd.DataFrame:
-    """Columns grade, expected_grade, p_grade_0..2, rounded_expected, failed, failure_kind (row per judgment)."""
+def grades(judgments: Sequence[Judgment]) -> pd.api.extensions.ExtensionArray:
+    """The judgments' grades as a nullable integer column (null where a judgment failed)."""
+    return pd.array([j.grade for j in judgments], dtype="Int64")
+
+
+def judgments_frame(judgments: Sequence[Judgment]) -> pd.DataFrame:
+    """Columns grade, expected_grade, p_grade_<g> for g in GRADES, rounded_expected, failed, failure_kind
+    (one row per judgment)."""
     return pd.DataFrame({
-        "grade": pd.array([j.grade for j in judgments], dtype="Int64"),
+        "grade": grades(judgments),
         "expected_grade": [j.expected_grade if j.expected_grade is not None else np.nan for j in judgments],
-        **{f"p_grade_{g}": [j.p_grade[g] if j.p_grade else np.nan for j in judgments] for g in GRADES},
+        **{f"p_grade_{g}": [j.p_grade[i] if j.p_grade else np.nan for j in judgments] for i, g in enumerate(GRADES)},
         "rounded_expected": pd.array([rounded_expected(j) for j in judgments], dtype="Int64"),
         "failed": [not j.ok for j in judgments],
         "failure_kind": [j.failure_kind for j in judgments],
     })
-
-
-def pool_grades(n_rows: int, pool_rows: list[np.ndarray], judged: list[list[Judgment]]) -> pd.api.extensions.ExtensionArray:
-    """Listwise grades placed back on the rows of a flat table (null where a pool's call failed)."""
-    grades: list[int | None] = [None] * n_rows
-    for rows, pool in zip(pool_rows, judged, strict=True):
-        for row, judgment in zip(rows, pool, strict=True):
-            grades[row] = judgment.grade
-    return pd.array(grades, dtype="Int64")

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from lib import nudges, paths
+from lib import design, nudges, paths
 from lib.data import load_journal_entries
 from lib.llm import server
 from lib.llm.gateway import Endpoint, Gateway, response_format_for
@@ -31,7 +31,7 @@ def _calls(n_prompts: int) -> list[dict]:
     params = pipeline.parameters_for("01_nudge_candidates")
     sampled = nudges.sample_entries(load_journal_entries("test"), n_prompts, seed=params.get("seed", 0) + 1)
     n = params.get("n_candidates", 5)
-    return [{"messages": nudges.build_messages(r.text, nudges.PERSONAS_BY_ID[r.persona_id], r.category, n),
+    return [{"messages": nudges.build_messages(r.text, design.PERSONAS_BY_ID[r.persona_id], r.category, n),
              "schema": nudges.candidate_set_schema(n), "max_tokens": 110 * n} for r in sampled.itertuples()]
 
 

@@ -1,4 +1,4 @@
-"""Ranking metrics: ir_measures cross-checked by an independent implementation and hand-computed cases."""
+"""Ranking measures: ir_measures cross-checked by an independent implementation and hand-computed cases."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.metrics import METRICS, per_entry, random_expectation
+from lib.analysis.ranking import MEASURES, NDCG, Hit, coverage, per_entry, random_expected_rows, register
 
 
 def ref_ndcg(gains_in_rank_order, k):
@@ -22,8 +22,11 @@ def ref_hit(gains_in_rank_order, k, t):
 
 
 def reference(gains, name):
-    metric = METRICS[name]
-    return ref_hit(gains, metric.cutoff, metric.min_grade) if name.startswith("Hit") else ref_ndcg(gains, metric.cutoff)
+    measure = MEASURES[name]
+    if isinstance(measure, Hit):
+        return ref_hit(gains, measure.cutoff, measure.min_grade)
+    assert isinstance(measure, NDCG)
+    return ref_ndcg(gains, measure.cutoff)
 
 
 def tables_for(pools):
@@ -37,9 +40,16 @@ def tables_for(pools):
     return pd.DataFrame(rankings), pd.DataFrame(labels).astype({"label": "Int64"})
 
 
+def test_registry_names_and_types():
+    assert list(MEASURES) == ["Hit@1 (g≥1)", "Hit@3 (g≥1)", "Hit@1 (g=2)", "Hit@3 (g=2)", "NDCG@3", "NDCG@5"]
+    assert MEASURES["Hit@3 (g=2)"] == Hit(cutoff=3, min_grade=2) and MEASURES["NDCG@5"] == NDCG(cutoff=5)
+    with pytest.raises(ValueError, match="already registered"):
+        register(NDCG(3))
+
+
 def test_hand_computed_ndcg_and_hits():
     rankings, labels = tables_for({"e": [0, 1, 2, 0, 1]})
-    values = per_entry(rankings, labels).set_index("metric").value
+    values = per_entry(rankings, labels).set_index("measure").value
     # DCG@3 = 0 + 1/log2(3) + 2/log2(4) = 1.630930; IDCG@3 = 2 + 1/log2(3) + 1/log2(4) = 3.130930
     assert values["NDCG@3"] == pytest.approx((1 / math.log2(3) + 1) / (2 + 1 / math.log2(3) + 0.5), abs=1e-12)
     assert (values["Hit@1 (g≥1)"], values["Hit@3 (g≥1)"], values["Hit@1 (g=2)"], values["Hit@3 (g=2)"]) == (0, 1, 0, 1)
@@ -50,66 +60,54 @@ def test_library_agrees_with_reference_on_all_orders_of_a_pool():
     rankings, labels = tables_for(pools)
     values = per_entry(rankings, labels)
     for row in values.itertuples():
-        assert row.value == pytest.approx(reference(pools[row.entry_id], row.metric), abs=1e-9)
-    assert len(values) == len(pools) * len(METRICS)
+        assert row.value == pytest.approx(reference(pools[row.entry_id], row.measure), abs=1e-9)
+    assert len(values) == len(pools) * len(MEASURES)
 
 
 def test_entries_without_relevant_candidates_are_excluded_not_zero():
     rankings, labels = tables_for({"none": [0, 0, 0], "only1": [0, 1, 1], "has2": [2, 0, 1]})
     values = per_entry(rankings, labels)
-    assert set(values[values.metric == "NDCG@3"].entry_id) == {"only1", "has2"}
-    assert set(values[values.metric == "Hit@1 (g=2)"].entry_id) == {"has2"}
+    assert set(values[values.measure == "NDCG@3"].entry_id) == {"only1", "has2"}
+    assert set(values[values.measure == "Hit@1 (g=2)"].entry_id) == {"has2"}
+    table = coverage(rankings, labels)
+    assert table.loc["NDCG@3"].tolist() == ["g ≥ 1", 2, 1] and table.loc["Hit@3 (g=2)"].tolist() == ["g ≥ 2", 1, 2]
 
 
 def test_unlabelled_candidates_are_dropped_from_the_ranking():
-    rankings, labels = tables_for({"e": [0, 2, 1]})
-    labels.loc[0, "label"] = pd.NA  # the judge failed on the rank-1 candidate
-    values = per_entry(rankings, labels).set_index("metric").value
+    rankings, labels = tables_for({"e": [0, 2, 1, 0]})
+    labels.loc[0, "label"] = pd.NA  # the judge failed on the rank-1 candidate: the condensed list is 2, 1, 0
+    values = per_entry(rankings, labels).set_index("measure").value
     assert values["Hit@1 (g=2)"] == 1.0 and values["NDCG@3"] == pytest.approx(1.0)
+    labels.loc[1, "label"] = 0  # condensed list 0, 1, 0: NDCG@3 = (1/log2 3) / 1, not the uncondensed 1/log2 4
+    values = per_entry(rankings, labels).set_index("measure").value
+    assert values["NDCG@3"] == pytest.approx(1 / math.log2(3)) and values["Hit@1 (g≥1)"] == 0.0
 
 
 @pytest.mark.parametrize("gains", [[2, 1, 1, 0, 0], [1, 0, 0, 0, 0], [2, 2, 0], [1], [0, 0]])
-@pytest.mark.parametrize("name", sorted(METRICS))
+@pytest.mark.parametrize("name", sorted(MEASURES))
 def test_random_expectation_equals_the_mean_over_all_orders(gains, name):
-    metric = METRICS[name]
-    if not any(g >= metric.min_grade for g in gains):
+    measure = MEASURES[name]
+    if not any(g >= measure.min_grade for g in gains):
         # no candidate can be relevant: Hit is 0 for every order; NDCG is undefined (IDCG = 0)
-        value = random_expectation(gains, metric)
-        assert math.isnan(value) if name.startswith("NDCG") else value == 0.0
+        value = measure.random_expectation(gains)
+        assert math.isnan(value) if isinstance(measure, NDCG) else value == 0.0
         return
     orders = list(itertools.permutations(gains))
     exact = np.mean([reference(list(o), name) for o in orders])
-    assert random_expectation(gains, metric) == pytest.approx(exact, abs=1e-12)
+    assert measure.random_expectation(gains) == pytest.approx(exact, abs=1e-12)
 
 
-def test_flip_labels_changes_exactly_the_fraction():
-    from lib.metrics import flip_labels
-
-    labels = pd.DataFrame({"entry_id": ["e"] * 10, "candidate_id": [f"c{i}" for i in range(10)],
-                           "label": pd.array([0, 1, 2, 0, 1, 2, 0, 1, None, 2], dtype="Int64")})
-    flipped = flip_labels(labels, 0.33, seed=1)
-    changed = (flipped.label != labels.label).fillna(False)
-    assert changed.sum() == 3 and flipped.label.isna().sum() == 1
-    assert flipped.equals(flip_labels(labels, 0.33, seed=1))
-
-
-def test_summary_and_comparisons_on_a_constructed_case():
-    from lib.metrics import compare_to_baselines, method_summary
-
-    values = pd.DataFrame(
-        [{"method": "sys", "run": 0, "entry_id": f"e{i}", "metric": "NDCG@3", "value": 1.0} for i in range(6)]
-        + [{"method": "rand", "run": r, "entry_id": f"e{i}", "metric": "NDCG@3", "value": float(r == 0)}
-           for i in range(6) for r in range(2)])
-    summary = method_summary(values, seed=0).set_index("method")
-    assert summary.loc["rand", "mean"] == 0.5 and summary.loc["rand", "entries"] == 6  # averaged over runs
-    comparison = compare_to_baselines(values, "sys", seed=0).iloc[0]
-    assert comparison["baseline"] == "rand" and comparison["mean diff"] == 0.5 and comparison["n"] == 6
+def test_random_expectation_by_hand():
+    # 5 candidates, 2 relevant: P(top 1 holds one) = 2/5; P(top 3 holds one) = 1 − C(3,3)/C(5,3) = 9/10
+    assert Hit(1, 1).random_expectation([1, 1, 0, 0, 0]) == pytest.approx(0.4)
+    assert Hit(3, 1).random_expectation([1, 1, 0, 0, 0]) == pytest.approx(0.9)
+    # gains 2, 0: E[DCG@3] = 1·(1 + 1/log2 3), IDCG@3 = 2
+    assert NDCG(3).random_expectation([2, 0]) == pytest.approx((1 + 1 / math.log2(3)) / 2)
 
 
 def test_random_expected_rows_average_over_scoreable_entries():
-    from lib.metrics import random_expected_rows
-
     _, labels = tables_for({"a": [2, 0], "b": [1, 0], "c": [0, 0]})
-    rows = random_expected_rows(labels).set_index("metric")
+    rows = random_expected_rows(labels).set_index("measure")
     assert rows.loc["Hit@1 (g≥1)", "entries"] == 2 and rows.loc["Hit@1 (g≥1)", "mean"] == 0.5
     assert rows.loc["Hit@1 (g=2)", "entries"] == 1 and rows.loc["Hit@1 (g=2)", "mean"] == 0.5
+    assert set(rows.method) == {"random (expected)"}

@@ -1,0 +1,36 @@
+"""Analysis shared by the chapters (03, 04, and later 05 and 07): measures over rankings, method comparisons,
+sensitivity to the judge, judge validity, and the statistics under them. No LLM is called here.
+
+* :mod:`~lib.analysis.ranking` — the measure registry (Hit@k, NDCG@k over ir_measures), per-entry values,
+  random-order expectations, coverage.
+* :mod:`~lib.analysis.comparisons` — method summaries with bootstrap CIs; paired tests with Holm, power.
+* :mod:`~lib.analysis.sensitivity` — label variants, re-judged labels, perturbed labels.
+* :mod:`~lib.analysis.validity` — judge vs human grades, label choice by weighted κ, per-group correlation,
+  consistency and repeatability.
+* :mod:`~lib.analysis.stats` — Cohen's κ, Krippendorff's α, bootstrap CI.
+
+Vocabulary (one word per concept, in code, tables and prose):
+
+entry
+    a journal entry; its *pool* is the candidates generated for it.
+candidate
+    one generated nudge of a pool (``candidate_id``). Nothing else is called a candidate.
+method
+    a ranker (``lib.rankers``; ``METHOD_ORDER`` is the order of every table and figure); *run* is its seed
+    index; the *system* is the method under test, every other method a *baseline*.
+grade
+    a relevance value on ``lib.design.GRADES`` (0, 1, 2) given by a judge or a human.
+label
+    the grade chapter 04 scores with (``labels.label``). A *label definition* names which judge output gives
+    it (pointwise argmax, pointwise rounded E[g], listwise argmax; ``validity.LABEL_DEFINITIONS``).
+measure
+    a number computed from a ranking and labels (Hit@k, NDCG@k; ``ranking.MEASURES``); its per-entry number
+    is a *value*.
+rubric
+    a G-Eval criterion scored on an integer scale by an LLM (``lib.judges.geval.RUBRICS``); its number is a
+    *score*. Outcome scores (``lib.judges.outcomes``) come from records of user actions.
+call label
+    the gateway's name of one LLM call (progress bars, cache-miss messages); it is not part of the cache key.
+
+Column names of tables and result frames are snake_case (``mean_diff``, ``ci_low``, ``p_holm_permutation``).
+"""

@@ -1,0 +1,166 @@
+"""Ranking measures of the study, computed by ir_measures (pytrec_eval provider): one small object per measure,
+registered by name in ``MEASURES``. tests/test_ranking.py cross-checks them with an independent implementation.
+
+Definitions (rank i = 1 is shown first; g_i the grade (0/1/2, ``lib.design.GRADES``) of the candidate at rank i):
+* Hit@k (g ≥ t) = 1 if some candidate in the top k has g ≥ t, else 0  — ir_measures ``Success(rel=t)@k``.
+  Two relevance definitions are reported: t = 1 (okay or better) and t = 2 (highly relevant only).
+* NDCG@k = DCG@k / IDCG@k with DCG@k = Σ_{i≤k} g_i / log2(i + 1) (Järvelin & Kekäläinen 2002), linear gains
+  — ir_measures ``nDCG@k`` (trec_eval's definition). Linear rather than exponential (2^g − 1) gains because
+  the labels come from a weak judge whose 2-vs-1 distinction is the least reliable part of its output;
+  exponential gains would triple the weight of exactly that distinction.
+An entry whose pool has no candidate meeting a measure's relevance threshold has IDCG = 0 (or cannot be hit by
+any method): it is excluded from that measure, and the count is reported — never scored 0.
+Candidates without a label (the judge failed) are unjudged: every measure is computed with ir_measures'
+``judged_only=True`` (trec_eval -J), which removes them from the ranking before scoring (condensed lists,
+Sakai 2007), so a failure never counts as "irrelevant".
+
+A new measure family registers the same way: an object with ``name``, ``cutoff``, ``min_grade``, an
+``ir_measure`` and its ``random_expectation`` (:class:`RankingMeasure`), passed to :func:`register`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import ir_measures
+import numpy as np
+import pandas as pd
+from ir_measures import Qrel, ScoredDoc
+
+from lib.design import GRADES
+
+RANDOM_EXPECTED = "random (expected)"  # the method name of the analytical random-order rows
+
+
+class RankingMeasure(Protocol):
+    name: str
+    cutoff: int
+    min_grade: int  # the relevance threshold that decides whether an entry can score at all
+
+    @property
+    def ir_measure(self) -> Any:
+        """The ir_measures measure that computes it."""
+
+    def random_expectation(self, gains: Sequence[int]) -> float:
+        """Expected value for a uniformly random order of a pool with these gains."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Hit@k (g ≥ t) — ir_measures ``Success(rel=t, judged_only=True)@k``."""
+
+    cutoff: int
+    min_grade: int
+
+    @property
+    def name(self) -> str:
+        relation = "=" if self.min_grade == max(GRADES) else "≥"
+        return f"Hit@{self.cutoff} (g{relation}{self.min_grade})"
+
+    @property
+    def ir_measure(self) -> Any:
+        return ir_measures.Success(rel=self.min_grade, judged_only=True) @ self.cutoff
+
+    def random_expectation(self, gains: Sequence[int]) -> float:
+        """1 − C(n − r, k) / C(n, k) with r = #{g ≥ t}: one minus the chance that the top k hold none of the r."""
+        n, k = len(gains), self.cutoff
+        r = sum(g >= self.min_grade for g in gains)
+        return 1.0 - math.comb(n - r, k) / math.comb(n, k) if k <= n else float(r > 0)
+
+
+@dataclass(frozen=True)
+class NDCG:
+    """NDCG@k with linear gains — ir_measures ``nDCG(judged_only=True)@k``; scoreable when some g ≥ 1."""
+
+    cutoff: int
+    min_grade: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"NDCG@{self.cutoff}"
+
+    @property
+    def ir_measure(self) -> Any:
+        return ir_measures.nDCG(judged_only=True) @ self.cutoff
+
+    def random_expectation(self, gains: Sequence[int]) -> float:
+        """Each rank's expected gain is the pool mean ḡ, so E[DCG@k] = ḡ · Σ_{i ≤ min(k, n)} 1/log2(i + 1),
+        divided by the (fixed) IDCG@k; NaN when IDCG = 0."""
+        n, k = len(gains), self.cutoff
+        discounts = [1 / math.log2(i + 1) for i in range(1, min(k, n) + 1)]
+        ideal = sum(g * d for g, d in zip(sorted(gains, reverse=True), discounts))
+        return float(np.mean(gains) * sum(discounts) / ideal) if ideal > 0 else float("nan")
+
+
+MEASURES: dict[str, RankingMeasure] = {}
+
+
+def register(measure: RankingMeasure) -> RankingMeasure:
+    """Add ``measure`` to ``MEASURES`` under its name (the order of registration is the order of tables)."""
+    if measure.name in MEASURES:
+        raise ValueError(f"measure {measure.name!r} is already registered")
+    MEASURES[measure.name] = measure
+    return measure
+
+
+for _measure in (Hit(1, 1), Hit(3, 1), Hit(1, 2), Hit(3, 2), NDCG(3), NDCG(5)):
+    register(_measure)
+
+HEADLINE_MEASURE = "NDCG@3"  # the measure of the sensitivity checks and the headline figures
+
+
+def scoreable_entries(labels: pd.DataFrame, measure: RankingMeasure) -> set[str]:
+    """Entries with at least one labelled candidate of grade ≥ the measure's threshold."""
+    return set(labels.loc[labels.label >= measure.min_grade, "entry_id"])
+
+
+def per_entry(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, run, entry, measure) value over the scoreable entries.
+
+    ``rankings``: method, run, entry_id, rank, candidate_id; ``labels``: entry_id, candidate_id, label
+    (nullable int; null = unjudged). Returns columns method, run, entry_id, measure, value.
+    """
+    labelled = labels.dropna(subset=["label"])
+    qrels = [Qrel(r.entry_id, r.candidate_id, int(r.label)) for r in labelled.itertuples()]
+    by_ir_measure = {str(m.ir_measure): name for name, m in MEASURES.items()}
+    frames = []
+    for (method, run), group in rankings.groupby(["method", "run"], sort=False):
+        scored = [ScoredDoc(r.entry_id, r.candidate_id, -float(r.rank)) for r in group.itertuples()]
+        values = pd.DataFrame([(m.query_id, by_ir_measure[str(m.measure)], m.value) for m in
+                               ir_measures.iter_calc([x.ir_measure for x in MEASURES.values()], qrels, scored)],
+                              columns=["entry_id", "measure", "value"])
+        frames.append(values.assign(method=method, run=run))
+    table = pd.concat(frames, ignore_index=True)
+    keep = np.zeros(len(table), dtype=bool)
+    for name, measure in MEASURES.items():
+        keep |= (table.measure == name) & table.entry_id.isin(scoreable_entries(labelled, measure))
+    return table.loc[keep, ["method", "run", "entry_id", "measure", "value"]].reset_index(drop=True)
+
+
+def average_runs(values: pd.DataFrame) -> pd.DataFrame:
+    """One value per (method, entry, measure): a method with several runs (random seeds) is averaged over them."""
+    return values.groupby(["method", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()
+
+
+def coverage(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """Per measure: its relevance threshold, and the ranked entries it scores and excludes (no relevant candidate)."""
+    labelled = labels.dropna(subset=["label"])
+    total = rankings.entry_id.nunique()
+    return pd.DataFrame({name: {"relevance_threshold": f"g ≥ {m.min_grade}",
+                                "entries_scored": len(scoreable_entries(labelled, m)),
+                                "entries_excluded": total - len(scoreable_entries(labelled, m))}
+                         for name, m in MEASURES.items()}).T
+
+
+def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:
+    """Per measure: the mean over scoreable entries of its random-order expectation (method ``RANDOM_EXPECTED``)."""
+    labelled = labels.dropna(subset=["label"])
+    gains = labelled.groupby("entry_id").label.apply(lambda s: [int(g) for g in s])
+    rows = []
+    for name, measure in MEASURES.items():
+        scored = sorted(scoreable_entries(labelled, measure))
+        rows.append({"measure": name, "method": RANDOM_EXPECTED, "entries": len(scored),
+                     "mean": float(np.mean([measure.random_expectation(gains[e]) for e in scored]))})
+    return pd.DataFrame(rows)

@@ -1,0 +1,106 @@
+"""Judge validity: agreement tables, label choice, correlation protocol, consistency and repeatability."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.analysis import validity
+from lib.analysis.stats import cohen_kappa, krippendorff_alpha
+from lib.tables import SCHEMAS
+
+
+def test_agreement_summary():
+    row = validity.agreement([0, 1, 2, 2], [0, 1, 2, 1])
+    assert row["n"] == 4 and row["exact_agreement"] == 0.75
+    assert row["kappa"] == pytest.approx(cohen_kappa([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2]))
+    assert row["weighted_kappa"] == pytest.approx(cohen_kappa([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2], "quadratic"))
+
+
+def judged_passages():
+    return pd.DataFrame({
+        "human_grade": [0, 1, 2, 2, 0],
+        "grade": pd.array([0, 1, 2, 1, 1], dtype="Int64"),             # 3 of 5 agree
+        "rounded_expected": pd.array([0, 1, 2, 2, 0], dtype="Int64"),  # all agree: κ_w = 1
+        "listwise_grade": pd.array([0, None, 2, 0, 0], dtype="Int64"),  # one failed; 3 of 4 agree
+        "expected_grade": [0.2, 0.9, np.nan, 1.8, 0.1],
+    })
+
+
+def test_label_validity_and_choice_by_weighted_kappa():
+    table = validity.label_validity(judged_passages())
+    assert table.index.tolist() == list(validity.LABEL_DEFINITIONS)
+    assert table.failed.tolist() == [0, 0, 1] and table.n.tolist() == [5, 5, 4]
+    assert table.exact_agreement.tolist() == [0.6, 1.0, 0.75]
+    assert validity.choose_label(table) == "pointwise rounded E[g]"
+    written = validity.judge_validity_table(table, "constructed")
+    assert sorted(written.columns) == sorted(SCHEMAS["judge_validity"])
+    assert written.chosen.tolist() == [False, True, False]
+    assert written.column.tolist() == ["grade", "rounded_expected", "listwise_grade"]
+
+
+def test_expected_grade_correlation_skips_missing_expected_grades():
+    rho, n = validity.expected_grade_correlation(judged_passages())
+    # present pairs (E[g], human): (.2, 0), (.9, 1), (1.8, 2), (.1, 0): ranks agree up to the human tie
+    assert n == 4 and rho == pytest.approx(pd.Series([0.2, 0.9, 1.8, 0.1]).corr(pd.Series([0, 1, 2, 0]), "spearman"))
+
+
+def test_grade_distribution_counts_each_definition():
+    table = validity.grade_distribution(judged_passages())
+    assert table.index.tolist() == [0, 1, 2]
+    assert table["pointwise argmax"].tolist() == [1, 3, 1] and table["listwise argmax"].tolist() == [3, 0, 1]
+
+
+def test_judge_consistency_compares_the_judge_with_itself():
+    labels = pd.DataFrame({"grade": [2, 2, 1, 0], "rounded_expected": [2, 1, 1, 0],
+                           "listwise_grade": [2, 1, 1, 0], "listwise_shuffled_grade": [2, 1, 0, None]})
+    table = validity.judge_consistency(labels)
+    assert table.loc["listwise: generator order vs shuffled (position bias)", "n"] == 3
+    assert table.exact_agreement.tolist() == [pytest.approx(2 / 3), 0.75, 1.0]
+
+
+def test_repeatability_pairs_by_candidate_and_disagreement_is_its_complement():
+    labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d"], "grade": pd.array([2, 1, 1, 0], dtype="Int64"),
+                           "expected_grade": [1.8, 1.2, 0.9, 0.3]})
+    # the repeat sample in another order; d's repeat call failed
+    repeat = pd.DataFrame({"candidate_id": ["c", "a", "d", "b"], "grade": pd.array([1, 2, None, 2], dtype="Int64"),
+                           "expected_grade": [1.0, 1.7, np.nan, 1.6]})
+    pairs = validity.repeat_pairs(labels, repeat)
+    assert pairs.candidate_id.tolist() == ["c", "a", "d", "b"] and pairs.grade_first.tolist() == [1, 2, 0, 1]
+    rep = validity.repeatability(labels, repeat)
+    # pairs with both grades: c (1, 1), a (2, 2), b (1, 2) -> 2 of 3 agree
+    assert rep["n"] == 3 and rep["exact_agreement"] == pytest.approx(2 / 3)
+    assert rep["alpha_expected_grade"] == pytest.approx(
+        krippendorff_alpha([[0.9, 1.8, 0.3, 1.2], [1.0, 1.7, None, 1.6]], level="interval"))
+    assert validity.repeat_disagreement(labels, repeat) == pytest.approx(1 / 3)
+
+
+def correlation_frame():
+    return pd.DataFrame({"doc": [1, 1, 1, 2, 2, 2, 3, 3, 3],
+                         "human": [1, 2, 3, 1, 2, 3, 2, 2, 2],   # doc 3 constant -> skipped
+                         "judge": [1, 2, 3, 3, 2, 1, 1, 2, 3],
+                         "other": [1, 2, 3, 1, 3, 2, 3, 2, 1]})
+
+
+def test_per_group_correlation_skips_constant_groups():
+    frame = correlation_frame()
+    assert validity.per_group_correlation(frame, "doc", "human", "judge") == (pytest.approx(0.0), 2)  # mean(1, -1)
+    assert validity.per_group_correlation(frame, "doc", "human", "judge", "kendall") == (pytest.approx(0.0), 2)
+
+
+def test_geval_correlations_table():
+    table = validity.geval_correlations(correlation_frame(), "doc", "human", ["judge", "other"])
+    # other: doc 1 ρ = 1, doc 2 ρ = 0.5 -> 0.75; Kendall τ: 1 and 1/3 -> 2/3
+    assert table.loc["other", "spearman"] == pytest.approx(0.75)
+    assert table.loc["other", "kendall"] == pytest.approx(2 / 3)
+    assert table.documents_kept.tolist() == [2, 2]
+
+
+def test_sample_ids_is_seeded_sorted_and_ordered_by_key():
+    ids = ["10", "2", "33", "2", "4", "100"]
+    chosen = validity.sample_ids(ids, 3, seed=0, key=int)
+    assert chosen == sorted(chosen, key=int) and len(set(chosen)) == 3 and set(chosen) <= set(ids)
+    assert chosen == validity.sample_ids(list(reversed(ids)), 3, seed=0, key=int)  # order of ids does not matter
+    draw = np.random.default_rng(0).choice(["2", "4", "10", "33", "100"], size=3, replace=False)
+    assert chosen == sorted(draw.tolist(), key=int) and all(type(c) is str for c in chosen)
+    assert validity.sample_ids(range(10), 4, seed=1) == sorted(np.random.default_rng(1).choice(10, 4, replace=False))
