@@ -1,33 +1,124 @@
-"""``make bench``: what the gateway costs on top of the server, and what the cache saves.
+"""``make bench``: the machine's physical LLM rates, the study's effective rates beside them, and what the
+gateway and the cache cost or save. Prints tables; not a test (timings are never asserted).
 
-1. The same nudge-generation prompts are sent straight to the embedded server over HTTP and through the
-   gateway (with an empty temporary cache, so every call is live); completion tokens per second of each and
-   their ratio. A warm-up pass first fills the server's prefix cache so both timed passes see the same state.
-2. Notebook 01 executed by papermill cold (empty temporary LLM cache: every call live) and warm (the same
-   cache, replay mode). Sizes: ``--entries`` (default: ``params.yaml``).
-Prints a table; not a test.
+1. **Raw rates** (no gateway): the embedded model is served by xllamacpp on a spare port with each
+   :class:`~lib.llm.server.ServerSettings` of ``--grid``; prompt processing is measured on long prompts with
+   the prefix cache off, generation on a short prompt, both from the server's own ``timings``; then two
+   requests at once (total tokens per wall second), the case the study's two slots are in.
+2. **Study rates** (no LLM call): from the committed cache, per notebook and call family, the prompt tokens
+   served from the server's prefix cache, and the processing and generation rates the server recorded.
+3. **Gateway overhead**: the same nudge prompts straight to the server and through the gateway (empty cache).
+4. With ``--cold-notebook NAME``: that notebook executed cold (empty LLM cache, every call live, into a
+   temporary output folder) and warm (replaying that cache); the cold run's requests are checked against the
+   committed cache, so a scheduling change that altered a request would show up as new keys.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
-import yaml
+import pandas as pd
 
 from lib import design, nudges, paths
-from lib.data import load_journal_entries
+from lib.data import load_journal_entries, load_noveleval
 from lib.llm import server
 from lib.llm.gateway import Endpoint, Gateway, response_format_for
 from lib.tools import pipeline
 
+BENCH_PORT = 8799
+GRID = {
+    "default": server.SETTINGS,
+    "ubatch 128": replace(server.SETTINGS, n_ubatch=128),
+    "1 decode thread": replace(server.SETTINGS, threads=1),
+}
 
-def _calls(n_prompts: int) -> list[dict]:
+
+def _serve(settings: server.ServerSettings, port: int = BENCH_PORT) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "lib.llm.server", "serve", "--port", str(port),
+                             *server.settings_args(settings)], cwd=paths.ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not server.is_up(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"bench server on port {port} did not start")
+        time.sleep(0.3)
+    return proc
+
+
+def _timed(port: int, content: str, max_tokens: int) -> dict:
+    body = {"model": server.MODEL_NAME, "messages": [{"role": "user", "content": content}], "temperature": 0.0,
+            "max_tokens": max_tokens, "cache_prompt": False}
+    response = httpx.post(f"{server.embedded_base_url(port)}/chat/completions", json=body, timeout=900).json()
+    return response["timings"]
+
+
+def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.DataFrame:
+    """Prompt-processing and generation tokens/s of the bare server for each setting (see module docstring)."""
+    passages = load_noveleval().passage.tolist()
+    long_prompts = [" ".join(passages[i * 6:(i + 1) * 6]) + "\nSummarise the passages above." for i in range(n_prompts + 2)]
+    rows = []
+    for name, settings in grid.items():
+        proc = _serve(settings)
+        try:
+            _timed(BENCH_PORT, "Say hello.", 4)  # warm-up: weights paged in
+            prompt = [_timed(BENCH_PORT, p, 1) for p in long_prompts[:n_prompts]]
+            generation = [_timed(BENCH_PORT, f"[{i}] Count from 1 to 60, one number per line.", 96)
+                          for i in range(n_prompts)]
+            pair: list[dict] = [{}, {}]
+            start = time.perf_counter()
+            threads = [threading.Thread(target=lambda k=k: pair.__setitem__(k, _timed(BENCH_PORT, long_prompts[n_prompts + k], 48)))
+                       for k in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            wall = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            proc.wait()
+        rows.append({
+            "setting": name, **{k: v for k, v in vars(settings).items()},
+            "prompt_tok_s": sum(t["prompt_n"] for t in prompt) / sum(t["prompt_ms"] / 1000 for t in prompt),
+            "prompt_tokens_each": prompt[0]["prompt_n"],
+            "generation_tok_s": sum(t["predicted_n"] for t in generation) / sum(t["predicted_ms"] / 1000 for t in generation),
+            "two_at_once_total_tok_s": sum(t["prompt_n"] + t["predicted_n"] for t in pair) / wall,
+        })
+    return pd.DataFrame(rows)
+
+
+def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
+    """Per notebook and call family (the call label before its first ':'): requests, prompt tokens, the share
+    served from the server's prefix cache, and the server's recorded prompt and generation rates."""
+    rows = []
+    for path in cache_dir.glob("??/*.json"):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        timings, usage = entry["response"].get("timings") or {}, entry["response"].get("usage") or {}
+        rows.append({"notebook": entry["notebook"], "calls": entry["label"].split(":")[0],
+                     "prompt_tokens": usage.get("prompt_tokens", 0), "processed": timings.get("prompt_n", 0),
+                     "prompt_s": timings.get("prompt_ms", 0) / 1000, "generated": timings.get("predicted_n", 0),
+                     "generation_s": timings.get("predicted_ms", 0) / 1000})
+    frame = pd.DataFrame(rows)
+    table = frame.groupby(["notebook", "calls"]).agg(
+        requests=("processed", "size"), prompt_tokens=("prompt_tokens", "sum"), processed=("processed", "sum"),
+        prompt_s=("prompt_s", "sum"), generated=("generated", "sum"), generation_s=("generation_s", "sum"))
+    table["cached_share"] = 1 - table.processed / table.prompt_tokens
+    table["prompt_tok_s"] = table.processed / table.prompt_s
+    table["generation_tok_s"] = table.generated / table.generation_s
+    return table.drop(columns=["prompt_s", "generation_s"]).reset_index()
+
+
+def _nudge_calls(n_prompts: int) -> list[dict]:
     params = pipeline.parameters_for("01_nudge_candidates")
     sampled = nudges.sample_entries(load_journal_entries("test"), n_prompts, seed=params.get("seed", 0) + 1)
     n = params.get("n_candidates", 5)
@@ -35,11 +126,10 @@ def _calls(n_prompts: int) -> list[dict]:
              "schema": nudges.candidate_set_schema(n), "max_tokens": 110 * n} for r in sampled.itertuples()]
 
 
-def throughput(n_prompts: int) -> dict[str, float]:
+def gateway_overhead(n_prompts: int) -> dict[str, float]:
     """Completion tokens/s: direct HTTP vs the gateway, sequential, same prompts and parameters."""
-    if not server.is_up():
-        server.start_background(autostarted=True)
-    calls = _calls(n_prompts)
+    server.ensure_running()
+    calls = _nudge_calls(n_prompts)
     endpoint = Endpoint(server.embedded_base_url(), server.MODEL_NAME, server.MODEL_IDENTITY, embedded=True)
 
     def direct() -> tuple[int, float]:
@@ -68,37 +158,41 @@ def throughput(n_prompts: int) -> dict[str, float]:
             "gateway / direct": (g_tokens / g_time) / (d_tokens / d_time)}
 
 
-def notebook_cold_warm(entries: int | None) -> dict[str, float]:
-    """Wall time of notebook 01 with an empty cache (live) and then replaying that cache."""
-    times = {}
+def notebook_cold_warm(name: str) -> dict[str, float]:
+    """Wall time of one notebook with an empty LLM cache (live) and then replaying it, in a temporary output
+    folder that starts with a copy of the committed tables (earlier chapters' outputs); plus how many of the
+    cold run's requests are not in the committed cache (0 when scheduling changed no request)."""
+    times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        params = pipeline.parameters_for("01_nudge_candidates")
-        if entries:
-            params["n_entries"] = entries
-        params_file = Path(tmp) / "params.yaml"
-        params_file.write_text(yaml.safe_dump(params))
-        for mode, label in (("live", "cold (live) s"), ("replay", "warm (replay) s")):
-            env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(Path(tmp) / "cache"), "LLM_MODE": mode}
+        shutil.copytree(paths.TABLES, Path(tmp) / "tables")
+        cache = Path(tmp) / "cache"
+        for mode in ("live", "replay"):
+            env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": mode}
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "papermill", str(paths.NOTEBOOKS / "01_nudge_candidates.ipynb"),
-                            str(Path(tmp) / "01.ipynb"), "-f", str(params_file), "-k", "python3",
-                            "--cwd", str(paths.NOTEBOOKS), "--no-progress-bar"],
-                           check=True, env=env, capture_output=True)
-            times[label] = time.perf_counter() - start
+            subprocess.run([sys.executable, "-m", "lib.tools.pipeline", "run", name], cwd=paths.ROOT, env=env,
+                           check=True, capture_output=True)
+            times[f"{name} {'cold (live)' if mode == 'live' else 'warm (replay)'} s"] = time.perf_counter() - start
+        new_keys = {p.name for p in cache.glob("??/*.json")} - {p.name for p in paths.LLM_CACHE.glob("??/*.json")}
+        times["cold requests not in the committed cache"] = len(new_keys)
     return times
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=4, help="prompts for the throughput comparison")
-    parser.add_argument("--entries", type=int, default=None, help="n_entries for notebook 01 (default params.yaml)")
+    parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID), help="server settings to measure")
+    parser.add_argument("--prompts", type=int, default=4, help="prompts for the gateway overhead comparison")
+    parser.add_argument("--cold-notebook", default=None, help="also time this notebook cold and warm (e.g. 03_judge_labeling)")
     args = parser.parse_args(argv)
+    pd.set_option("display.width", 200)
+    print("Study rates recorded by the server (committed cache):")
+    print(study_rates().round(3).to_string(index=False))
     try:
-        tput = throughput(args.prompts)
-        print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in tput.items()))
-        nb = notebook_cold_warm(args.entries)
-        print("\n".join(f"{k:>18}: {v:,.1f}" for k, v in nb.items()))
-        print(f"{'warm / cold':>18}: {nb['warm (replay) s'] / nb['cold (live) s']:.3f}")
+        print("\nRaw rates of the bare server (xllamacpp, no gateway):")
+        print(raw_rates({name: GRID[name] for name in args.grid}).round(2).to_string(index=False))
+        print("\nGateway overhead:")
+        print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in gateway_overhead(args.prompts).items()))
+        if args.cold_notebook:
+            print("\n".join(f"{k}: {v:,.1f}" for k, v in notebook_cold_warm(args.cold_notebook).items()))
     finally:
         print(server.stop(autostarted_only=True))
 
