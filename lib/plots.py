@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.express as px
@@ -45,10 +46,10 @@ def show(fig: go.Figure) -> None:
 
 
 def histogram(values: np.ndarray, title: str, x_label: str, nbins: int = 40,
-              threshold: float | None = None) -> go.Figure:
-    """Histogram of ``values``; an optional vertical line marks a decision threshold."""
+              thresholds: Sequence[float] = (), threshold_name: str = "threshold") -> go.Figure:
+    """Histogram of ``values``; dashed vertical lines mark decision thresholds (e.g. rounding cuts)."""
     fig = px.histogram(x=values, nbins=nbins, title=title, labels={"x": x_label})
     fig.update_layout(yaxis_title="count", bargap=0.05, height=360)
-    if threshold is not None:
-        fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"threshold {threshold:g}")
+    for threshold in thresholds:
+        fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"{threshold_name} {threshold:g}")
     return fig

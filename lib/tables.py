@@ -64,12 +64,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "label": "the label notebook 04 uses (label_source says which column it comes from)",
         "label_source": "column chosen by measured agreement with human qrels (notebook 03)",
         "model": "judge model identity",
+        "generator_model": "identity of the model that generated the candidates (the same model judging its own output is a threat to validity)",
     },
     "labels_repeat": {
         "candidate_id": "re-judged candidate (seeded sample)",
-        "grade": "pointwise argmax grade at temperature > 0",
-        "expected_grade": "pointwise expected grade at temperature > 0",
+        "grade": "pointwise argmax grade under the perturbation (lib.judges.relevance.ALTERNATE_LAYOUT)",
+        "expected_grade": "pointwise expected grade under the perturbation",
         "rounded_expected": "expected_grade rounded half up",
+        "label": "the chosen label definition's value under the perturbation (null when failed)",
         "failed": "the repeat call gave no valid grade",
     },
     "judge_validity": {
@@ -80,6 +82,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "exact_agreement": "share of identical grades",
         "kappa": "Cohen's κ with the human grade",
         "weighted_kappa": "quadratic-weighted κ with the human grade (the choice criterion)",
+        "kappa_ci_low": "95% item-bootstrap percentile CI of kappa, lower end",
+        "kappa_ci_high": "95% item-bootstrap percentile CI of kappa, upper end",
+        "weighted_kappa_ci_low": "95% item-bootstrap percentile CI of weighted_kappa, lower end",
+        "weighted_kappa_ci_high": "95% item-bootstrap percentile CI of weighted_kappa, upper end",
         "dataset": "human-labelled set and sample",
         "chosen": "the definition notebook 04 uses",
     },
@@ -92,6 +98,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "reason": "the rule's reason (e.g. banned word: failed), else null",
         "failed": "no score could be obtained",
         "failure_kind": "why, else null",
+        "model": "judge model identity",
     },
 }
 

@@ -267,3 +267,28 @@ def test_complete_many_sends_a_groups_calls_one_after_the_other(tmp_path):
     assert not any(overlaps), "two calls of one prefix group were in flight at once"
     order = [r["messages"][1]["content"][0] + r["messages"][1]["content"][-1] for r in fake.requests]
     assert [o for o in order if o[0] == "A"] == ["A0", "A1", "A2", "A3"]
+
+
+@pytest.mark.parametrize("returned", ['{"score": 4}', '4}'])
+def test_prefill_is_sent_as_the_answers_start_and_validated_with_the_continuation(tmp_path, returned):
+    # llama.cpp returns the whole assistant message, other servers only the continuation: both validate.
+    with FakeOpenAI(always(returned)) as fake:
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, prefill='{"score": ', max_tokens=3)
+    assert result.ok and result.value == Score(score=4) and result.text == '{"score": 4}'
+    sent = fake.requests[0]
+    assert sent["messages"] == [*MESSAGES, {"role": "assistant", "content": '{"score": '}]
+    assert "response_format" not in sent, "a grammar would restart at the turn's start"
+
+
+def test_judge_endpoint_defaults_to_the_generators_and_can_be_its_own(monkeypatch):
+    for name in ("OPENAI_BASE_URL", "JUDGE_BASE_URL", "JUDGE_MODEL", "JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert Endpoint.from_env("judge") == Endpoint.from_env("generator") and Endpoint.from_env("judge").embedded
+    monkeypatch.setenv("JUDGE_BASE_URL", "http://localhost:8000/v1")
+    with pytest.raises(ValueError, match="JUDGE_MODEL"):
+        Endpoint.from_env("judge")
+    monkeypatch.setenv("JUDGE_MODEL", "Qwen/Qwen2.5-7B-Instruct")
+    monkeypatch.setenv("JUDGE_API_KEY", SECRET)
+    judge = Endpoint.from_env("judge")
+    assert (judge.base_url, judge.identity, judge.api_key) == ("http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct", SECRET)
+    assert Endpoint.from_env("generator").embedded

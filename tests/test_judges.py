@@ -20,24 +20,25 @@ def gateway_for(fake, tmp_path):
     return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache")
 
 
-def digit_logprobs(field, probs):
-    """Tokens of '{"<field>": d}' with top_logprobs at the digit from ``probs`` {digit: p}."""
+def digit_logprobs(probs):
+    """Tokens the model writes after the pre-filled '{"<field>": ': the digit (top_logprobs from ``probs``
+    {digit: p}) and the closing brace, as llama.cpp reports them."""
     best = max(probs, key=probs.get)
-    return [{"token": f'{{"{field}": ', "logprob": 0.0, "top_logprobs": []},
-            {"token": str(best), "logprob": math.log(probs[best]),
+    return [{"token": str(best), "logprob": math.log(probs[best]),
              "top_logprobs": [{"token": str(d), "logprob": math.log(p)} for d, p in probs.items()]},
             {"token": "}", "logprob": 0.0, "top_logprobs": []}]
 
 
 def test_pointwise_relevance_gives_grade_and_expected_grade(tmp_path):
-    reply = always('{"grade": 2}', logprobs=digit_logprobs("grade", {2: 0.6, 1: 0.3, 0: 0.1}))
+    reply = always('{"grade": 2}', logprobs=digit_logprobs({2: 0.6, 1: 0.3, 0: 0.1}))
     with FakeOpenAI(reply) as fake:
         [judgment] = relevance.judge_pointwise(gateway_for(fake, tmp_path),
                                                [JudgeItem(source="I am tired.", output="Rest.", context="a nurse")])
     assert judgment.ok and judgment.grade == 2
     assert judgment.p_grade == pytest.approx((0.1, 0.3, 0.6)) and judgment.expected_grade == pytest.approx(1.5)
     body = fake.requests[0]
-    assert body["top_logprobs"] == 5 and body["response_format"]["json_schema"]["schema"]["properties"]["grade"]["enum"] == [0, 1, 2]
+    # The answer is pre-filled up to the grade, so the grade token sits at a fixed position.
+    assert body["top_logprobs"] == 5 and body["messages"][-1] == {"role": "assistant", "content": '{"grade": '}
     # Shared context before the item, so a pool's calls share the server's cached prefix.
     user = body["messages"][1]["content"]
     assert user.index("a nurse") < user.index("I am tired.") < user.index("Rest.")
@@ -148,22 +149,32 @@ def test_geval_steps_are_generated_by_the_command_and_only_read_in_a_run(tmp_pat
     assert prompt.endswith("Reply with the steps only.")
 
 
-def test_every_registered_rubric_has_committed_steps():
+def test_every_registered_rubric_has_committed_model_and_study_steps():
     for rubric in geval.RUBRICS.values():
-        assert geval.evaluation_steps(rubric).startswith("1. ")
+        for author in ("model", "study"):
+            assert geval.evaluation_steps(rubric, author).startswith("1. ")
+
+
+def test_a_rubric_without_context_label_shows_no_context():
+    [_, user] = geval.form_messages(geval.TONE_EMPATHY, "1. Score.", JudgeItem("entry", "nudge", "a nurse"))
+    assert user["content"].startswith("Source text:\n\nentry") and "a nurse" not in user["content"]
 
 
 def test_geval_probability_weighted_score(tmp_path):
-    reply = always('{"score": 4}', logprobs=digit_logprobs("score", {4: 0.5, 3: 0.25, 5: 0.25}))
+    reply = always('{"score": 4}', logprobs=digit_logprobs({4: 0.5, 3: 0.25, 5: 0.25}))
     with FakeOpenAI(reply) as fake:
         [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [JudgeItem("My family needs me.", "Your family matters.")])
+                               [JudgeItem("My family needs me.", "Your family matters.",
+                                          "a daughter who cares for her parents")])
     assert result.ok and result.scored_by == "logprobs" and result.argmax == 4
     assert result.score == pytest.approx(4 * 0.5 + 3 * 0.25 + 5 * 0.25)
-    system, user = fake.requests[0]["messages"]
+    system, user, prefill = fake.requests[0]["messages"]
     assert "Evaluation Steps:\n\n1. Score." in system["content"]
-    assert user["content"].startswith("Source text:\n\nMy family needs me.\n\nResponse:\n\nYour family matters.")
+    # CulturalSensitivity needs to know the person: the context comes first, under the rubric's heading.
+    assert user["content"].startswith("About the person:\n\na daughter who cares for her parents\n\n"
+                                      "Source text:\n\nMy family needs me.\n\nResponse:\n\nYour family matters.")
     assert user["content"].endswith("- CulturalSensitivity (1-5):")
+    assert prefill == {"role": "assistant", "content": '{"score": '}
 
 
 def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
@@ -260,8 +271,8 @@ def test_geval_results_frame_and_summary():
     frame = geval.results_frame(["a", "b", "c"], {"ToneEmpathy": [
         geval.GEvalResult("ToneEmpathy", True, 3.5, 3, "logprobs"),
         geval.GEvalResult("ToneEmpathy", True, 1.0, 1, "rule", "banned word: bad"),
-        geval.GEvalResult("ToneEmpathy", False, failure_kind="invalid_json")]})
-    assert sorted(frame.columns) == sorted(SCHEMAS["geval_scores"])
+        geval.GEvalResult("ToneEmpathy", False, failure_kind="invalid_json")]}, model="judge-x")
+    assert sorted(frame.columns) == sorted(SCHEMAS["geval_scores"]) and set(frame.model) == {"judge-x"}
     assert frame.failed.tolist() == [False, False, True] and frame.score.isna().tolist() == [False, False, True]
     summary = geval.score_summary(frame).loc["ToneEmpathy"]
     # n counts every row; mean, sd, min, max over the two scores 3.5 and 1.0

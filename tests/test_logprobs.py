@@ -40,3 +40,11 @@ def test_same_score_in_two_token_forms_adds_up():
 @pytest.mark.parametrize("tokens", [None, [], [tok('{"score":'), tok("7", [("7", -0.1), ("8", -2.0)])]])
 def test_no_usable_logprobs_gives_none_not_a_default(tokens):
     assert score_distribution(tokens, "score", [1, 2, 3, 4, 5]) is None
+
+
+def test_after_a_prefill_the_value_is_the_first_generated_token():
+    continuation = [tok("1", [("1", math.log(0.6)), ("2", math.log(0.2)), ("0", math.log(0.2))]), tok("}")]
+    assert value_token_index(continuation, "grade") is None  # without the prefill there is no field name
+    assert value_token_index(continuation, "grade", prefill='{"grade": ') == 0
+    dist = score_distribution(continuation, "grade", [0, 1, 2], prefill='{"grade": ')
+    assert dist == pytest.approx({0: 0.2, 1: 0.6, 2: 0.2})

@@ -1,10 +1,14 @@
 """Judge validity: how a judge's grades agree with human grades and with themselves.
 
-* :func:`label_validity` / :func:`choose_label` — each label definition against human grades; the label
-  chapter 04 uses is the definition with the highest quadratic-weighted κ.
+* :func:`label_validity` / :func:`choose_label` — each label definition against human grades, with item-
+  bootstrap CIs; the label chapter 04 uses is the definition with the highest quadratic-weighted κ.
+  :func:`constant_baselines` gives what "always grade g" scores on the same items, :func:`confusion` the
+  human × judge table, :func:`near_cut` how many expected grades sit next to a rounding cut.
 * :func:`per_group_correlation` / :func:`geval_correlations` — G-Eval's summary-level correlation protocol.
 * :func:`judge_consistency` — listwise position bias and pointwise vs listwise agreement.
-* :func:`repeatability` / :func:`repeat_disagreement` — the same candidates judged again at temperature > 0.
+* :func:`repeatability` / :func:`repeat_disagreement` — the chosen label of the same candidates judged again
+  under a perturbation (another prompt layout).
+* :func:`first_position_rate` — how often the item shown first in a listwise call gets the top grade.
 """
 from __future__ import annotations
 
@@ -43,10 +47,67 @@ def agreement_of_columns(frame: pd.DataFrame, a: str, b: str, categories: Sequen
     return agreement(frame.loc[both, a].astype(int), frame.loc[both, b].astype(int), categories)
 
 
-def label_validity(frame: pd.DataFrame, human: str = "human_grade") -> pd.DataFrame:
-    """Per label definition: items without that label (failed) and :func:`agreement` with the ``human`` column."""
-    return pd.DataFrame({name: {"failed": int(frame[column].isna().sum()), **agreement_of_columns(frame, human, column)}
-                         for name, column in LABEL_DEFINITIONS.items()}).T.rename_axis("label_definition")
+def agreement_ci(a: Sequence[int], b: Sequence[int], seed: int, n_resamples: int = 2000, level: float = 0.95,
+                 categories: Sequence[int] = GRADES) -> dict[str, float]:
+    """Percentile item-bootstrap CIs (Efron & Tibshirani 1993, §13.3) of Cohen's κ and quadratic-weighted κ:
+    items are resampled with replacement, pairs kept together (scipy.stats.bootstrap, ``paired=True``, seeded).
+    Resamples where κ is undefined (both raters constant) are dropped. Keys kappa_ci_low/high and
+    weighted_kappa_ci_low/high."""
+    from scipy.stats import bootstrap
+
+    a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
+    out: dict[str, float] = {}
+    for name, weights in (("kappa", None), ("weighted_kappa", "quadratic")):
+        def statistic(x: np.ndarray, y: np.ndarray) -> float:
+            return cohen_kappa(x, y, categories, weights=weights)
+
+        result = bootstrap((a, b), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
+                           confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
+        distribution = result.bootstrap_distribution[~np.isnan(result.bootstrap_distribution)]
+        tail = (1 - level) / 2 * 100
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (float(v) for v in np.percentile(distribution, [tail, 100 - tail]))
+    return out
+
+
+def label_validity(frame: pd.DataFrame, human: str = "human_grade", seed: int = 0, n_resamples: int = 2000
+                   ) -> pd.DataFrame:
+    """Per label definition: items without that label (failed), :func:`agreement` with the ``human`` column
+    and its :func:`agreement_ci`."""
+    rows = {}
+    for name, column in LABEL_DEFINITIONS.items():
+        both = frame[human].notna() & frame[column].notna()
+        a, b = frame.loc[both, human].astype(int), frame.loc[both, column].astype(int)
+        rows[name] = {"failed": int(frame[column].isna().sum()), **agreement(a, b), **agreement_ci(a, b, seed, n_resamples)}
+    return pd.DataFrame(rows).T.rename_axis("label_definition")
+
+
+def constant_baselines(human: Sequence[int], categories: Sequence[int] = GRADES) -> pd.DataFrame:
+    """What a judge that always answers grade g scores against ``human``, for each g: exact agreement equals
+    the share of items humans graded g (the majority grade's row is the best a constant can do), and κ is 0
+    or undefined (NaN) by construction — the floor every agreement figure should be read against."""
+    human = list(human)
+    counts = pd.Series(human).value_counts()
+    majority = counts.idxmax()
+    rows = {f"always {g}" + (" (majority)" if g == majority else ""): agreement(human, [g] * len(human), categories)
+            for g in categories}
+    return pd.DataFrame(rows).T.rename_axis("label_definition")
+
+
+def confusion(frame: pd.DataFrame, human: str, judge: str, categories: Sequence[int] = GRADES) -> pd.DataFrame:
+    """Human × judge grade counts over the rows where both are present, every grade shown."""
+    both = frame[human].notna() & frame[judge].notna()
+    table = pd.crosstab(frame.loc[both, human].astype(int), frame.loc[both, judge].astype(int))
+    return table.reindex(index=list(categories), columns=list(categories), fill_value=0).rename_axis(
+        index=f"human ({human})", columns=f"judge ({judge})")
+
+
+def near_cut(expected: pd.Series, width: float = 0.05, categories: Sequence[int] = GRADES) -> dict[str, int]:
+    """How many expected grades lie within ±``width`` of a rounding cut (g + 0.5 between neighbouring grades),
+    per cut and in total: labels a small change of p(g) could flip."""
+    values = expected.dropna().to_numpy()
+    cuts = [g + 0.5 for g in list(categories)[:-1]]
+    counts = {f"within ±{width} of {cut}": int(np.sum(np.abs(values - cut) <= width)) for cut in cuts}
+    return {"n": len(values), **counts, "total": sum(counts.values())}
 
 
 def choose_label(validity: pd.DataFrame) -> str:
@@ -62,6 +123,14 @@ def judge_validity_table(validity: pd.DataFrame, dataset: str) -> pd.DataFrame:
     table["dataset"] = dataset
     table["chosen"] = table.label_definition == choose_label(validity)
     return table
+
+
+def cut_effect(frame: pd.DataFrame, human: str, cut: str, full: str) -> pd.DataFrame:
+    """What cutting the judged text costs: :func:`agreement` of the label on the cut text with the label on the
+    full text, and of each with the ``human`` grade, on the same items."""
+    pairs = {"label on cut text vs label on full text": (cut, full), "label on cut text vs human": (human, cut),
+             "label on full text vs human": (human, full)}
+    return pd.DataFrame({name: agreement_of_columns(frame, a, b) for name, (a, b) in pairs.items()}).T
 
 
 def expected_grade_correlation(frame: pd.DataFrame, human: str = "human_grade") -> tuple[float, int]:
@@ -87,27 +156,38 @@ def judge_consistency(labels: pd.DataFrame) -> pd.DataFrame:
 
 def repeat_pairs(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:
     """The repeat sample (``labels_repeat`` rows, in their order) beside the first judgment of the same
-    candidates: candidate_id, grade_first, grade_repeat, expected_grade_first, expected_grade_repeat."""
-    columns = ["candidate_id", "grade", "expected_grade"]
+    candidates: candidate_id, label_first, label_repeat, expected_grade_first, expected_grade_repeat."""
+    columns = ["candidate_id", "label", "expected_grade"]
     return repeat[columns].merge(labels[columns], on="candidate_id", how="left", suffixes=("_repeat", "_first"),
                                  validate="one_to_one")
 
 
 def repeatability(labels: pd.DataFrame, repeat: pd.DataFrame) -> dict[str, float]:
-    """:func:`agreement` of the first and the repeated argmax grades, and Krippendorff's α (interval) of the
-    first and repeated expected grades (alpha_expected_grade)."""
+    """:func:`agreement` of the first and the repeated label (the definition chapter 04 uses), and
+    Krippendorff's α (interval) of the first and repeated expected grades (alpha_expected_grade)."""
     pairs = repeat_pairs(labels, repeat)
     alpha = krippendorff_alpha([pairs.expected_grade_first.tolist(), pairs.expected_grade_repeat.tolist()],
                                level="interval")
-    return {**agreement_of_columns(pairs, "grade_first", "grade_repeat"), "alpha_expected_grade": alpha}
+    return {**agreement_of_columns(pairs, "label_first", "label_repeat"), "alpha_expected_grade": alpha}
 
 
 def repeat_disagreement(labels: pd.DataFrame, repeat: pd.DataFrame) -> float:
-    """Share of re-judged candidates whose repeated argmax grade differs from the first (both present):
-    the judge-noise rate the perturbation check of chapter 04 uses (= 1 − exact agreement of :func:`repeatability`)."""
+    """Share of re-judged candidates whose repeated label differs from the first (both present): the
+    judge-noise rate the perturbation check of chapter 04 uses (= 1 − exact agreement of :func:`repeatability`)."""
     pairs = repeat_pairs(labels, repeat)
-    both = pairs.grade_first.notna() & pairs.grade_repeat.notna()
-    return float((pairs.grade_first[both] != pairs.grade_repeat[both]).mean())
+    both = pairs.label_first.notna() & pairs.label_repeat.notna()
+    return float((pairs.label_first[both] != pairs.label_repeat[both]).mean())
+
+
+def first_position_rate(grades: pd.Series, first_rows: Sequence[int], top: int = max(GRADES)) -> dict[str, float]:
+    """Listwise position effect: the share of pools whose first-shown item got the ``top`` grade, beside the
+    share of all graded items with that grade (what it would be without a position effect). ``first_rows``:
+    the row (in ``grades``) of the item shown first in each pool."""
+    first = grades.iloc[list(first_rows)].dropna()
+    every = grades.dropna()
+    return {"pools": len(first), "first_shown_top": int((first == top).sum()),
+            "first_shown_top_share": float((first == top).mean()) if len(first) else float("nan"),
+            "all_items_top_share": float((every == top).mean()) if len(every) else float("nan")}
 
 
 def per_group_correlation(frame: pd.DataFrame, group: str, x: str, y: str, coefficient: str = "spearman"

@@ -4,10 +4,13 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
 1. Task introduction + evaluation criteria define a rubric (:class:`Rubric`, registered by name in ``RUBRICS``).
 2. *Auto chain-of-thought*: the LLM writes the evaluation steps once from the introduction and criteria
    (``python -m lib.judges.geval steps``); they are committed in ``lib/prompts/geval_steps/<rubric>.txt`` and
-   only read during a run, so runs are reproducible and a run never writes into ``lib/``.
-3. *Form filling*: introduction, criteria and steps, then the source and the output, then
-   "Evaluation Form (scores ONLY)" (``lib/prompts/geval_form.txt``); the answer is schema-constrained JSON
-   ``{"score": s}``.
+   only read during a run, so runs are reproducible and a run never writes into ``lib/``. A small model's
+   steps can drift from the criteria, so the study also writes steps that follow each criterion
+   (``lib/prompts/geval_steps_study/``); :func:`evaluation_steps` takes ``author="model"`` or ``"study"``.
+3. *Form filling*: introduction, criteria and steps, then (for a rubric that needs it) what is known about
+   the person, the source and the output, then "Evaluation Form (scores ONLY)"
+   (``lib/prompts/geval_form.txt``); the answer ``{"score": s}`` is pre-filled up to the score, so the score
+   token is read at a fixed position whatever whitespace the model would have written.
 4. *Probability-weighted score*: score = Σ_s p(s)·s over the allowed score tokens, from ``top_logprobs``
    (:mod:`lib.judges.logprobs`). When the endpoint returns no logprobs, the paper's fallback: ``n_samples``
    answers at temperature 1 and their mean.
@@ -33,6 +36,9 @@ from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway
 
 STEPS_DIR = paths.PROMPTS / "geval_steps"
+STUDY_STEPS_DIR = paths.PROMPTS / "geval_steps_study"
+StepsAuthor = Literal["model", "study"]
+SCORE_PREFILL = '{"score": '
 STEPS_COMMAND = "python -m lib.judges.geval steps"
 TOP_LOGPROBS = 5
 
@@ -45,13 +51,16 @@ class RuleVerdict:
 
 @dataclass(frozen=True)
 class Rubric:
-    """A G-Eval rubric: name, integer scale, task introduction, criteria, and an optional deciding rule."""
+    """A G-Eval rubric: name, integer scale, task introduction, criteria, an optional deciding rule, and
+    ``context_label``: when set, the item's context (e.g. the persona) is shown under that heading, for
+    criteria that cannot be judged without it."""
 
     name: str
     scale: tuple[int, int]
     task_intro: str
     criteria: str
     rule: Callable[[str], RuleVerdict | None] | None = field(default=None, compare=False)
+    context_label: str | None = None
 
     @property
     def scores(self) -> list[int]:
@@ -114,6 +123,7 @@ CULTURAL_SENSITIVITY = register(Rubric(
              "values rather than obstacles, avoids assuming one culture's norms (for example that "
              "independence from family is always the goal), and allows for collective as well as "
              "individual framing of the person's choices.",
+    context_label="About the person",
 ))
 
 
@@ -137,12 +147,15 @@ def steps_path(rubric: Rubric, folder: Path = STEPS_DIR) -> Path:
     return folder / f"{rubric.name}.txt"
 
 
-def evaluation_steps(rubric: Rubric, folder: Path = STEPS_DIR) -> str:
-    """The committed evaluation steps of ``rubric``; missing steps are an error naming the command that writes them."""
+def evaluation_steps(rubric: Rubric, author: StepsAuthor = "model", folder: Path | None = None) -> str:
+    """The committed evaluation steps of ``rubric``: the model's (auto-CoT) or the study's; missing model
+    steps are an error naming the command that writes them."""
+    folder = folder or (STEPS_DIR if author == "model" else STUDY_STEPS_DIR)
     path = steps_path(rubric, folder)
     if not path.exists():
-        raise FileNotFoundError(f"no evaluation steps for rubric {rubric.name} ({path}); generate them with "
-                                f"`{STEPS_COMMAND} {rubric.name}` and commit the file")
+        how = (f"generate them with `{STEPS_COMMAND} {rubric.name}`" if author == "model"
+               else "write them to follow the rubric's criteria")
+        raise FileNotFoundError(f"no {author} evaluation steps for rubric {rubric.name} ({path}); {how} and commit the file")
     return prompts.load(rubric.name, folder).strip()
 
 
@@ -162,18 +175,21 @@ def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -
 
 
 def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str, str]]:
-    """System: intro, criteria, steps (shared by every call of the rubric); user: source first, then output."""
+    """System: intro, criteria, steps (shared by every call of the rubric); user: the context under the
+    rubric's ``context_label`` (if it has one), the source, then the output."""
     system, user = prompts.parts("geval_form", 2)
     low, high = rubric.scale
+    context_block = f"{rubric.context_label}:\n\n{item.context}\n\n" if rubric.context_label else ""
     return [{"role": "system", "content": system.format(task_intro=rubric.task_intro, name=rubric.name, low=low,
                                                         high=high, criteria=rubric.criteria, steps=steps)},
-            {"role": "user", "content": user.format(source=item.source, output=item.output, name=rubric.name,
-                                                    low=low, high=high)}]
+            {"role": "user", "content": user.format(context_block=context_block, source=item.source,
+                                                    output=item.output, name=rubric.name, low=low, high=high)}]
 
 
 def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeItem],
           n_samples: int = 10) -> list[GEvalResult]:
-    """Score each item's output on ``rubric`` (its context is not shown). Rule verdicts first; then one
+    """Score each item's output on ``rubric`` (its context shown only under the rubric's ``context_label``).
+    Rule verdicts first; then one
     form-filling call per item with logprobs; items whose answer carries no usable logprobs fall back to
     ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted)."""
     schema = score_schema(*rubric.scale)
@@ -186,13 +202,13 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
         else:
             pending.append(i)
     calls = [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "label": f"{rubric.name}:{i}",
-              "max_tokens": 16, "top_logprobs": TOP_LOGPROBS} for i in pending]
+              "max_tokens": 4, "top_logprobs": TOP_LOGPROBS, "prefill": SCORE_PREFILL} for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name)):
         if not result.ok:
             results[i] = GEvalResult(rubric.name, False, failure_kind=result.failure_kind)
             continue
-        dist = score_distribution(result.logprobs, "score", rubric.scores)
+        dist = score_distribution(result.logprobs, "score", rubric.scores, prefill=SCORE_PREFILL)
         if dist is None:
             fallback.append(i)
         else:
@@ -200,7 +216,8 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
     for i in fallback:
         samples = gateway.complete_many(
             [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "temperature": 1.0,
-              "seed": s, "max_tokens": 16, "label": f"{rubric.name}:{i}:sample{s}"} for s in range(n_samples)],
+              "seed": s, "max_tokens": 4, "prefill": SCORE_PREFILL, "label": f"{rubric.name}:{i}:sample{s}"}
+             for s in range(n_samples)],
             desc=f"{rubric.name} samples")
         valid = [r.value.score for r in samples if r.ok]
         results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),
@@ -210,14 +227,23 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
     return results  # type: ignore[return-value]
 
 
-def results_frame(candidate_ids: Sequence[str], results: dict[str, list[GEvalResult]]) -> pd.DataFrame:
-    """Long table (schema ``lib.tables.SCHEMAS['geval_scores']``) of every rubric's results per candidate."""
+def results_frame(candidate_ids: Sequence[str], results: dict[str, list[GEvalResult]], model: str) -> pd.DataFrame:
+    """Long table (schema ``lib.tables.SCHEMAS['geval_scores']``) of every rubric's results per candidate,
+    with the judge ``model``'s identity."""
     return pd.concat([
         pd.DataFrame({"candidate_id": list(candidate_ids), "rubric": name, "score": [r.score for r in rows],
                       "argmax": pd.array([r.argmax for r in rows], dtype="Int64"),
                       "scored_by": [r.scored_by for r in rows], "reason": [r.reason for r in rows],
-                      "failed": [not r.ok for r in rows], "failure_kind": [r.failure_kind for r in rows]})
+                      "failed": [not r.ok for r in rows], "failure_kind": [r.failure_kind for r in rows],
+                      "model": model})
         for name, rows in results.items()], ignore_index=True)
+
+
+def steps_table(rubrics: Sequence[Rubric]) -> pd.DataFrame:
+    """Each rubric's criteria beside its model-written (auto-CoT) and study-written evaluation steps, so a
+    reader can see where the model's steps drift from the criteria."""
+    return pd.DataFrame([{"rubric": r.name, "criteria": r.criteria, "model steps": evaluation_steps(r, "model"),
+                          "study steps": evaluation_steps(r, "study")} for r in rubrics]).set_index("rubric")
 
 
 def score_summary(scores: pd.DataFrame) -> pd.DataFrame:

@@ -12,10 +12,11 @@ import re
 from typing import Any
 
 
-def value_token_index(tokens: list[dict[str, Any]], field: str) -> int | None:
-    """Index of the first non-blank token written after ``"<field>":`` in a JSON answer, or None."""
+def value_token_index(tokens: list[dict[str, Any]], field: str, prefill: str = "") -> int | None:
+    """Index of the first non-blank token written after ``"<field>":`` in a JSON answer whose first
+    ``prefill`` characters were written for the model (so the index may be 0), or None."""
     pattern = re.compile(rf'"{re.escape(field)}"\s*:\s*"?$')
-    text = ""
+    text = prefill
     for i, token in enumerate(tokens):
         if token["token"].strip() and pattern.search(text):
             return i
@@ -23,13 +24,14 @@ def value_token_index(tokens: list[dict[str, Any]], field: str) -> int | None:
     return None
 
 
-def score_distribution(tokens: list[dict[str, Any]] | None, field: str, allowed: list[int]
+def score_distribution(tokens: list[dict[str, Any]] | None, field: str, allowed: list[int], prefill: str = ""
                        ) -> dict[int, float] | None:
     """p(s) over ``allowed`` scores at the value position of ``field``; None when the answer has no
-    logprobs, no such field, or none of the allowed scores among the top log-probabilities."""
+    logprobs, no such field, or none of the allowed scores among the top log-probabilities. ``prefill``: the
+    answer's start written for the model (see ``Gateway.complete``)."""
     if not tokens:
         return None
-    index = value_token_index(tokens, field)
+    index = value_token_index(tokens, field, prefill)
     if index is None:
         return None
     logprob: dict[int, float] = {}

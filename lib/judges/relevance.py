@@ -1,8 +1,10 @@
 """Relevance judge (UMBRELA-style, Upadhyay et al. 2024): consider the writer's intent, then answer with a
 grade on the scale ``lib.design.GRADES`` (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained JSON.
 
-Two forms over the same rubric: *pointwise* (one call per :class:`~lib.judges.items.JudgeItem`; the grade's
-top log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g) and *listwise* (one call grades a
+Two forms over the same rubric: *pointwise* (one call per :class:`~lib.judges.items.JudgeItem`; the answer is
+pre-filled up to the grade, ``{"grade": ``, so the grade token is read at a fixed position after a fixed prefix
+and its top log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g as a property of the item, not
+of the whitespace the model happened to write) and *listwise* (one call grades a
 whole :class:`~lib.judges.items.JudgePool`; argmax grades only). Two wordings of the rubric: nudges for a
 journal entry and a persona (``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to
 measure the judge against human qrels). Each prompt file is split by ``---`` into the system part, the shared
@@ -26,6 +28,7 @@ from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 
 TOP_LOGPROBS = 5
+GRADE_PREFILL = '{"grade": '
 
 
 class Grade(BaseModel):
@@ -68,11 +71,26 @@ def nudge_items(entries: pd.DataFrame, candidates: pd.DataFrame) -> list[JudgeIt
             for c in candidates.itertuples()]
 
 
-def pointwise_messages(item: JudgeItem, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class Layout:
+    """How the shared context and the item are joined into the user message. The alternate layout (a blank
+    line between them, a final newline) changes nothing a reader would call content: the judge's answers
+    under it measure how much its labels depend on formatting (chapter 03's repeatability check)."""
+
+    separator: str = "\n"
+    ending: str = ""
+
+
+DEFAULT_LAYOUT = Layout()
+ALTERNATE_LAYOUT = Layout(separator="\n\n", ending="\n")
+
+
+def pointwise_messages(item: JudgeItem, prompts: RelevancePrompts = NUDGE_PROMPTS, layout: Layout = DEFAULT_LAYOUT
+                       ) -> list[dict[str, str]]:
     system, shared, template = prompt_parts(prompts.pointwise, 3)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(context=item.context, source=item.source) + "\n"
-             + template.format(output=item.output)}]
+            {"role": "user", "content": shared.format(context=item.context, source=item.source) + layout.separator
+             + template.format(output=item.output) + layout.ending}]
 
 
 def listwise_messages(pool: JudgePool, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
@@ -84,18 +102,19 @@ def listwise_messages(pool: JudgePool, prompts: RelevancePrompts = NUDGE_PROMPTS
 
 
 def judge_pointwise(gateway: Gateway, items: Sequence[JudgeItem], call_label: str = "relevance",
-                    temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS
-                    ) -> list[Judgment]:
+                    temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS,
+                    layout: Layout = DEFAULT_LAYOUT) -> list[Judgment]:
     """Grade each item in its own call, with logprobs for the expected grade."""
-    calls = [{"messages": pointwise_messages(item, prompts), "schema": Grade, "label": f"{call_label}:{i}",
-              "max_tokens": 16, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed}
+    calls = [{"messages": pointwise_messages(item, prompts, layout), "schema": Grade, "label": f"{call_label}:{i}",
+              "max_tokens": 4, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed,
+              "prefill": GRADE_PREFILL}
              for i, item in enumerate(items)]
     judgments = []
     for result in gateway.complete_many(calls, desc=call_label):
         if not result.ok:
             judgments.append(Judgment(ok=False, failure_kind=result.failure_kind))
             continue
-        dist = score_distribution(result.logprobs, "grade", list(GRADES))
+        dist = score_distribution(result.logprobs, "grade", list(GRADES), prefill=GRADE_PREFILL)
         judgments.append(Judgment(
             ok=True, grade=result.value.grade,
             expected_grade=expected_score(dist) if dist else None,
@@ -111,8 +130,7 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
     rows = sorted(row for pool in pools for row in pool.rows)
     if rows != list(range(len(rows))):
         raise ValueError("the pools' rows must cover 0..n-1 exactly once")
-    shown = [pool if order_seed is None else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
-             for i, pool in enumerate(pools)]
+    shown = shown_pools(pools, order_seed)
     calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows)),
               "label": f"{call_label}:{i}", "max_tokens": 12 + 4 * len(pool.rows)} for i, pool in enumerate(shown)]
     judgments: list[Judgment] = [Judgment(ok=False)] * len(rows)
@@ -121,6 +139,13 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
             judgments[row] = (Judgment(ok=True, grade=result.value.grades[k]) if result.ok
                               else Judgment(ok=False, failure_kind=result.failure_kind))
     return judgments
+
+
+def shown_pools(pools: Sequence[JudgePool], order_seed: int | None = None) -> list[JudgePool]:
+    """The pools in the order a listwise call shows them: as given, or pool i in the seeded random order
+    ``default_rng([order_seed, i])``. ``shown[i].rows[0]`` is the row shown first (for the position effect)."""
+    return [pool if order_seed is None else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
+            for i, pool in enumerate(pools)]
 
 
 def truncate(text: str, max_chars: int) -> str:

@@ -71,6 +71,12 @@ class EndpointHung(RuntimeError):
     """The endpoint accepts connections but answers neither the request nor the liveness probe."""
 
 
+Role = Literal["generator", "judge"]
+# Per role: the variables naming its endpoint's base URL, API key and model.
+ROLE_VARIABLES: dict[str, tuple[str, str, str]] = {"generator": ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_MODEL"),
+                                                   "judge": ("JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL")}
+
+
 class TransportFailure(Exception):
     """A request that outlived the transport retries; becomes the item's recorded failure, never cached."""
 
@@ -92,15 +98,18 @@ class Endpoint:
     prepare: Callable[[], object] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_env(cls) -> "Endpoint":
-        """``OPENAI_BASE_URL`` (+ ``OPENAI_API_KEY``, ``LLM_MODEL``) or the embedded server."""
-        base_url = os.environ.get("OPENAI_BASE_URL", "").strip()
+    def from_env(cls, role: Role = "generator") -> "Endpoint":
+        """The endpoint of ``role``. Generator: ``OPENAI_BASE_URL`` (+ ``OPENAI_API_KEY``, ``LLM_MODEL``) or the
+        embedded server. Judge: ``JUDGE_BASE_URL`` (+ ``JUDGE_API_KEY``, ``JUDGE_MODEL``) when set, so that
+        outputs need not be judged by the model that wrote them; otherwise the generator's endpoint."""
+        names = ROLE_VARIABLES[role]
+        base_url = os.environ.get(names[0], "").strip()
         if not base_url:
-            return cls.embedded_default()
-        model = os.environ.get("LLM_MODEL", "").strip()
+            return cls.embedded_default() if role == "generator" else cls.from_env("generator")
+        model = os.environ.get(names[2], "").strip()
         if not model:
-            raise ValueError("OPENAI_BASE_URL is set but LLM_MODEL is not: name the model to use (e.g. gpt-4o-mini)")
-        return cls(base_url.rstrip("/"), model, model, False, os.environ.get("OPENAI_API_KEY") or None)
+            raise ValueError(f"{names[0]} is set but {names[2]} is not: name the model to use (e.g. gpt-4o-mini)")
+        return cls(base_url.rstrip("/"), model, model, False, os.environ.get(names[1]) or None)
 
     @classmethod
     def embedded_default(cls) -> "Endpoint":
@@ -317,10 +326,10 @@ class Gateway:
         self._prepared = False
 
     @classmethod
-    def from_env(cls, notebook: str, **overrides: Any) -> "Gateway":
+    def from_env(cls, notebook: str, role: Role = "generator", **overrides: Any) -> "Gateway":
         """Gateway configured by the environment: ``LLM_MODE`` (live|replay), ``LLM_CACHE_DIR``,
-        ``LLM_CONCURRENCY`` and the endpoint variables of :meth:`Endpoint.from_env`."""
-        endpoint = Endpoint.from_env()
+        ``LLM_CONCURRENCY`` and the endpoint variables of ``role`` (:meth:`Endpoint.from_env`)."""
+        endpoint = Endpoint.from_env(role)
         settings: dict[str, Any] = {
             "endpoint": endpoint,
             "mode": os.environ.get("LLM_MODE", "live"),
@@ -448,6 +457,7 @@ class Gateway:
         seed: int | None = 0,
         top_logprobs: int | None = None,
         max_attempts: int = 3,
+        prefill: str | None = None,
     ) -> LLMResult:
         """One chat completion, validated against ``schema`` with up to ``max_attempts`` attempts, each with the
         original ``messages`` and seed ``seed + (attempt − 1) · RETRY_SEED_STRIDE`` (no seed is sent when ``seed``
@@ -455,16 +465,23 @@ class Gateway:
 
         ``top_logprobs`` asks for per-token log-probabilities (needed for probability-weighted scores);
         they come back in ``LLMResult.logprobs`` as the endpoint's ``choices[0].logprobs.content`` list.
+
+        ``prefill`` writes the start of the answer for the model (an assistant message it continues, e.g.
+        ``'{"grade": '``), so the token read for a score sits at a fixed position after a fixed prefix,
+        whatever whitespace the model would have chosen. The schema is then not sent as ``response_format``
+        (a grammar restarts at the turn's start and would refuse the continuation); the prefill plus the
+        continuation is validated against it instead, and is the result's ``text``.
         """
         result = LLMResult(ok=False, value=None, text="", attempts=0)
         log: list[Attempt] = []
         for attempt in range(1, max_attempts + 1):
             attempt_seed = None if seed is None else seed + (attempt - 1) * RETRY_SEED_STRIDE
-            body: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
-                                    "temperature": temperature, "max_tokens": max_tokens}
+            body: dict[str, Any] = {"model": self.endpoint.model, "temperature": temperature, "max_tokens": max_tokens,
+                                    "messages": messages if prefill is None
+                                    else [*messages, {"role": "assistant", "content": prefill}]}
             if attempt_seed is not None:
                 body["seed"] = attempt_seed
-            if schema is not None:
+            if schema is not None and prefill is None:
                 body["response_format"] = response_format_for(schema)
             if top_logprobs:
                 body["logprobs"] = True
@@ -479,6 +496,8 @@ class Gateway:
                 break  # the transport already retried; a further attempt would only repeat the fault
             choice = response["choices"][0]
             text = choice["message"].get("content") or ""
+            if prefill and not text.startswith(prefill):  # llama.cpp returns the whole message, others the rest
+                text = prefill + text
             usage = response.get("usage") or {}
             value, kind, error = _parse(text, choice.get("finish_reason"), schema)
             log.append(Attempt(attempt_seed, kind, error))

@@ -2,7 +2,8 @@
 
 A template with several parts (system prompt, shared context, item) separates them by a line ``---``;
 :func:`parts` returns them stripped. ``geval_steps/<rubric>.txt`` holds G-Eval's generated evaluation steps
-(written by ``python -m lib.judges.geval steps``, committed, only read during a run).
+(written by ``python -m lib.judges.geval steps``, committed, only read during a run);
+``geval_steps_study/<rubric>.txt`` holds steps the study wrote to follow each rubric's criteria.
 """
 from __future__ import annotations
 
