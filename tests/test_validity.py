@@ -60,13 +60,13 @@ def test_judge_consistency_compares_the_judge_with_itself():
 
 
 def test_repeatability_pairs_by_candidate_and_disagreement_is_its_complement():
-    labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d"], "grade": pd.array([2, 1, 1, 0], dtype="Int64"),
+    labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d"], "label": pd.array([2, 1, 1, 0], dtype="Int64"),
                            "expected_grade": [1.8, 1.2, 0.9, 0.3]})
     # the repeat sample in another order; d's repeat call failed
-    repeat = pd.DataFrame({"candidate_id": ["c", "a", "d", "b"], "grade": pd.array([1, 2, None, 2], dtype="Int64"),
+    repeat = pd.DataFrame({"candidate_id": ["c", "a", "d", "b"], "label": pd.array([1, 2, None, 2], dtype="Int64"),
                            "expected_grade": [1.0, 1.7, np.nan, 1.6]})
     pairs = validity.repeat_pairs(labels, repeat)
-    assert pairs.candidate_id.tolist() == ["c", "a", "d", "b"] and pairs.grade_first.tolist() == [1, 2, 0, 1]
+    assert pairs.candidate_id.tolist() == ["c", "a", "d", "b"] and pairs.label_first.tolist() == [1, 2, 0, 1]
     rep = validity.repeatability(labels, repeat)
     # pairs with both grades: c (1, 1), a (2, 2), b (1, 2) -> 2 of 3 agree
     assert rep["n"] == 3 and rep["exact_agreement"] == pytest.approx(2 / 3)
@@ -104,3 +104,48 @@ def test_sample_ids_is_seeded_sorted_and_ordered_by_key():
     draw = np.random.default_rng(0).choice(["2", "4", "10", "33", "100"], size=3, replace=False)
     assert chosen == sorted(draw.tolist(), key=int) and all(type(c) is str for c in chosen)
     assert validity.sample_ids(range(10), 4, seed=1) == sorted(np.random.default_rng(1).choice(10, 4, replace=False))
+
+
+def test_agreement_ci_brackets_the_estimate_and_is_seeded():
+    rng = np.random.default_rng(3)
+    human = rng.integers(0, 3, 60)
+    judge = np.where(rng.random(60) < 0.7, human, rng.integers(0, 3, 60))  # 70% copied: κ well above 0
+    ci = validity.agreement_ci(human, judge, seed=1, n_resamples=500)
+    point = validity.agreement(human, judge)
+    assert ci["kappa_ci_low"] < point["kappa"] < ci["kappa_ci_high"]
+    assert ci["weighted_kappa_ci_low"] < point["weighted_kappa"] < ci["weighted_kappa_ci_high"]
+    assert ci == validity.agreement_ci(human, judge, seed=1, n_resamples=500)
+    # perfect agreement: every resample has κ = 1
+    perfect = validity.agreement_ci([0, 1, 2, 0, 1, 2], [0, 1, 2, 0, 1, 2], seed=0, n_resamples=200)
+    assert perfect["kappa_ci_low"] == perfect["kappa_ci_high"] == pytest.approx(1.0)
+
+
+def test_constant_baselines_score_the_share_of_each_grade():
+    table = validity.constant_baselines([0, 0, 0, 1, 2])
+    assert table.index.tolist() == ["always 0 (majority)", "always 1", "always 2"]
+    assert table.exact_agreement.tolist() == [0.6, 0.2, 0.2]
+    assert table.kappa.fillna(0).abs().max() == 0 and table.weighted_kappa.fillna(0).abs().max() == 0
+
+
+def test_confusion_shows_every_grade_and_skips_missing():
+    frame = pd.DataFrame({"human": [0, 0, 2, 1], "judge": pd.array([1, 1, 2, None], dtype="Int64")})
+    table = validity.confusion(frame, "human", "judge")
+    assert table.values.tolist() == [[0, 2, 0], [0, 0, 0], [0, 0, 1]]
+
+
+def test_near_cut_counts_expected_grades_next_to_each_rounding_cut():
+    counts = validity.near_cut(pd.Series([0.46, 0.5, 0.56, 1.46, 1.54, 1.2, np.nan]), width=0.05)
+    assert counts == {"n": 6, "within ±0.05 of 0.5": 2, "within ±0.05 of 1.5": 2, "total": 4}
+
+
+def test_first_position_rate_compares_the_first_shown_with_all():
+    grades = pd.Series([2, 1, 1, 2, 0, 0], dtype="Int64")  # pools rows (0,1,2) and (3,4,5)
+    rate = validity.first_position_rate(grades, first_rows=[0, 3])
+    assert rate == {"pools": 2, "first_shown_top": 2, "first_shown_top_share": 1.0,
+                    "all_items_top_share": pytest.approx(2 / 6)}
+
+
+def test_cut_effect_compares_cut_full_and_human():
+    frame = pd.DataFrame({"human": [0, 2, 2, 0], "cut": [0, 1, 2, 1], "full": [0, 2, 2, 1]})
+    table = validity.cut_effect(frame, "human", "cut", "full")
+    assert table.exact_agreement.tolist() == [0.75, 0.5, 0.75]
