@@ -87,6 +87,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "weighted_kappa_ci_low": "95% item-bootstrap percentile CI of weighted_kappa, lower end",
         "weighted_kappa_ci_high": "95% item-bootstrap percentile CI of weighted_kappa, upper end",
         "dataset": "human-labelled set and sample",
+        "model": "judge model identity",
         "chosen": "the definition notebook 04 uses",
     },
     "geval_scores": {

@@ -33,7 +33,7 @@ def test_label_validity_and_choice_by_weighted_kappa():
     assert table.failed.tolist() == [0, 0, 1] and table.n.tolist() == [5, 5, 4]
     assert table.exact_agreement.tolist() == [0.6, 1.0, 0.75]
     assert validity.choose_label(table) == "pointwise rounded E[g]"
-    written = validity.judge_validity_table(table, "constructed")
+    written = validity.judge_validity_table(table, "constructed", "judge-x")
     assert sorted(written.columns) == sorted(SCHEMAS["judge_validity"])
     assert written.chosen.tolist() == [False, True, False]
     assert written.column.tolist() == ["grade", "rounded_expected", "listwise_grade"]

@@ -115,12 +115,13 @@ def choose_label(validity: pd.DataFrame) -> str:
     return str(validity["weighted_kappa"].idxmax())
 
 
-def judge_validity_table(validity: pd.DataFrame, dataset: str) -> pd.DataFrame:
+def judge_validity_table(validity: pd.DataFrame, dataset: str, model: str) -> pd.DataFrame:
     """:func:`label_validity` as the ``judge_validity`` table: with each definition's column, the data set,
-    and which definition was chosen."""
+    the judge ``model`` and which definition was chosen."""
     table = validity.reset_index()
     table["column"] = table.label_definition.map(LABEL_DEFINITIONS)
     table["dataset"] = dataset
+    table["model"] = model
     table["chosen"] = table.label_definition == choose_label(validity)
     return table
 
