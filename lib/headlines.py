@@ -65,5 +65,6 @@ def chosen_label(tables: Tables) -> str:
     others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label_definition']})"
                        for _, r in validity[~validity["chosen"]].iterrows())
     return (f"The label used downstream is the {row['label_definition']} grade: quadratic-weighted κ = "
-            f"{row['weighted_kappa']:.2f} with human grades on {int(row['n'])} passages ({row['dataset']})"
+            f"{row['weighted_kappa']:.2f} (95% CI {row['weighted_kappa_ci_low']:.2f} to {row['weighted_kappa_ci_high']:.2f}) "
+            f"with human grades on {int(row['n'])} passages ({row['dataset']})"
             + (f", against {others}." if others else "."))

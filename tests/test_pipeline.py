@@ -165,7 +165,8 @@ def test_front_page(tmp_path: Path) -> None:
     pd.DataFrame({
         "label_definition": ["pointwise argmax", "listwise argmax"], "column": ["grade", "listwise_grade"],
         "failed": [0.0, 1.0], "n": [10.0, 9.0], "exact_agreement": [0.5, 0.4], "kappa": [0.3, 0.2],
-        "weighted_kappa": [0.456, 0.123], "dataset": ["tiny set", "tiny set"], "chosen": [True, False],
+        "weighted_kappa": [0.456, 0.123], "weighted_kappa_ci_low": [0.2, -0.1], "weighted_kappa_ci_high": [0.7, 0.3],
+        "dataset": ["tiny set", "tiny set"], "chosen": [True, False],
     }).to_parquet(tables / "judge_validity.parquet")
     ledgers.mkdir()
     for name, calls, latency in (("01_nudge_candidates", 2, 1.25), ("05_new", 3, 2.5)):
@@ -183,7 +184,7 @@ def test_front_page(tmp_path: Path) -> None:
         '<a href="01_nudge_candidates.html">01 · First &lt;chapter&gt;</a><p class="headline none">'
         "no headline registered (missing table: entries, candidates)</p>",
         '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The label used downstream is the '
-        "pointwise argmax grade: quadratic-weighted κ = 0.46 with human grades on 10 passages (tiny set), "
+        "pointwise argmax grade: quadratic-weighted κ = 0.46 (95% CI 0.20 to 0.70) with human grades on 10 passages (tiny set), "
         "against 0.12 (listwise argmax).</p>",
         '09 · Later <span class="none">(not rendered)</span><p class="headline none">no headline registered</p>',
     ]
