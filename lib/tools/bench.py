@@ -177,6 +177,7 @@ def notebook_cold_warm(name: str) -> dict[str, float]:
         times["cold requests not in the committed cache"] = len(new_keys)
         ledger = json.loads((Path(tmp) / "ledgers" / f"{name}.json").read_text())
         times["cold prompt tokens served from the prefix cache, %"] = 100 * ledger["cached_prompt_tokens"] / ledger["prompt_tokens"]
+        print(f"Rates of the cold run of {name}, per call family:\n{study_rates(cache).round(3).to_string(index=False)}")
     return times
 
 
