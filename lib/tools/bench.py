@@ -161,7 +161,8 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
 def notebook_cold_warm(name: str) -> dict[str, float]:
     """Wall time of one notebook with an empty LLM cache (live) and then replaying it, in a temporary output
     folder that starts with a copy of the committed tables (earlier chapters' outputs); plus how many of the
-    cold run's requests are not in the committed cache (0 when scheduling changed no request)."""
+    cold run's requests are not in the committed cache (0 when scheduling changed no request) and the share of
+    its prompt tokens the server served from its prefix cache (from the notebook's ledger)."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(paths.TABLES, Path(tmp) / "tables")
@@ -174,13 +175,16 @@ def notebook_cold_warm(name: str) -> dict[str, float]:
             times[f"{name} {'cold (live)' if mode == 'live' else 'warm (replay)'} s"] = time.perf_counter() - start
         new_keys = {p.name for p in cache.glob("??/*.json")} - {p.name for p in paths.LLM_CACHE.glob("??/*.json")}
         times["cold requests not in the committed cache"] = len(new_keys)
+        ledger = json.loads((Path(tmp) / "ledgers" / f"{name}.json").read_text())
+        times["cold prompt tokens served from the prefix cache, %"] = 100 * ledger["cached_prompt_tokens"] / ledger["prompt_tokens"]
+        print(f"Rates of the cold run of {name}, per call family:\n{study_rates(cache).round(3).to_string(index=False)}")
     return times
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID), help="server settings to measure")
-    parser.add_argument("--prompts", type=int, default=4, help="prompts for the gateway overhead comparison")
+    parser.add_argument("--prompts", type=int, default=2, help="prompts for the gateway overhead comparison")
     parser.add_argument("--cold-notebook", default=None, help="also time this notebook cold and warm (e.g. 03_judge_labeling)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
