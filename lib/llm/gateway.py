@@ -341,7 +341,8 @@ class Gateway:
         return cls(**settings)
 
     def __repr__(self) -> str:
-        return f"Gateway(model={self.endpoint.identity!r}, url={self.endpoint.base_url!r}, mode={self.mode!r})"
+        # No mode: the executed report must not depend on whether it was built live or by replay.
+        return f"Gateway(model={self.endpoint.identity!r}, url={self.endpoint.base_url!r})"
 
     def _redact(self, text: str) -> str:
         key = self.endpoint.api_key
