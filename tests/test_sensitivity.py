@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from lib.analysis import sensitivity
-from lib.analysis.sensitivity import (flip_labels, label_grades, label_repeat_disagreement, label_variants,
+from lib.analysis.sensitivity import (entries_by_variant, flip_labels, label_grades, label_repeat_disagreement, label_variants,
                                       mean_by_method, means_by_variant, order_text, perturbation_check, weak_order)
 
 
@@ -117,3 +117,6 @@ def test_label_variants_use_each_definition_and_the_repeat_grades():
     means = means_by_variant(rankings, variants)
     assert means.loc["pointwise argmax (column grade)", "sys"] == 1.0
     assert means.loc["pointwise rounded E[g] (column rounded_expected)", "other"] == 1.0
+    assert entries_by_variant(variants).tolist() == [1, 1, 1]
+    none_relevant = {"all 0": labels.assign(label=pd.array([0, 0], dtype="Int64"))}
+    assert entries_by_variant(none_relevant).tolist() == [0]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from lib.analysis.ranking import HEADLINE_MEASURE, average_runs, per_entry
+from lib.analysis.ranking import HEADLINE_MEASURE, MEASURES, average_runs, per_entry, scoreable_entries
 
 ORDER_DECIMALS = 10  # means equal to this many decimals are tied (run averages differ in the last bits)
 
@@ -95,6 +95,12 @@ def means_by_variant(rankings: pd.DataFrame, variants: dict[str, pd.DataFrame],
                      measure: str = HEADLINE_MEASURE) -> pd.DataFrame:
     """Variant × method table of :func:`mean_by_method`."""
     return pd.DataFrame({name: mean_by_method(rankings, table, measure) for name, table in variants.items()}).T
+
+
+def entries_by_variant(variants: dict[str, pd.DataFrame], measure: str = HEADLINE_MEASURE) -> pd.Series:
+    """Per variant: the entries ``measure`` scores under its labels (the n of :func:`means_by_variant`'s rows)."""
+    return pd.Series({name: len(scoreable_entries(table.dropna(subset=["label"]), MEASURES[measure]))
+                      for name, table in variants.items()}, name="entries")
 
 
 def perturbation_check(rankings: pd.DataFrame, labels: pd.DataFrame, system: str, fraction: float, repeats: int,
