@@ -83,7 +83,7 @@ def primary_comparison(tables: Tables) -> str:
     if row["significant"]:
         verdict = f"significant: {row['system']} ranks {'better' if row['mean_diff'] > 0 else 'worse'}"
     else:
-        verdict = (f"not significant; this study can detect differences of about ±{row['mde']:.3f}"
+        verdict = (f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
                    if pd.notna(row["mde"]) else "not significant")
     return (f"Primary comparison, {row['system']} − {row['baseline']} on {row['measure']}: "
             f"{row['mean_diff']:+.3f} (95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}) over "

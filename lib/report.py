@@ -131,6 +131,19 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
             lines.append(f"- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
                          f"entries): "
                          + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
+        excludes = differing[~differing.significant.astype(bool)
+                             & ((differing.ci_low > 0) | (differing.ci_high < 0)
+                                | (differing.ci_low_persona > 0) | (differing.ci_high_persona < 0))]
+        if len(excludes):
+            lines.append("- Not significant after Holm, yet with a 95% CI that excludes 0 ("
+                         + "; ".join(f"{r.measure} vs {r.baseline}: "
+                                     + " and ".join(name for name, lo, hi in
+                                                    (("by entry", r.ci_low, r.ci_high),
+                                                     ("by persona", r.ci_low_persona, r.ci_high_persona))
+                                                    if lo > 0 or hi < 0)
+                                     for r in excludes.itertuples())
+                         + "): an unadjusted 95% interval is not a test at the family's level, and the persona "
+                           "interval rests on a handful of clusters.")
         mdes = differing.mde[np.isfinite(differing.mde)]
         if len(mdes):
             lines.append(f"- Their minimum detectable effects at the first Holm level α/{m} = {level:.3g} run from "

@@ -18,8 +18,8 @@ def test_headline_04_states_the_primary_comparison_and_the_secondary_count():
     table = pd.DataFrame([comparison(True), comparison(False), comparison(False, significant=True)])
     assert entry.sentence({"ndcg_comparisons": table}) == (
         "Primary comparison, value_aware − embedding on NDCG@3: +0.007 (95% CI -0.029 to +0.045) over 20 entries "
-        "(12 informative; 3 wins, 3 losses), exact sign-flip p = 0.72 — not significant; this study can detect "
-        "differences of about ±0.061; 1 of 2 secondary comparisons are significant after Holm.")
+        "(12 informative; 3 wins, 3 losses), exact sign-flip p = 0.72 — not significant; this study can only detect "
+        "differences of about ±0.061 or more; 1 of 2 secondary comparisons are significant after Holm.")
 
 
 def test_headline_04_significant_and_missing_primary():

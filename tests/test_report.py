@@ -45,8 +45,12 @@ def test_paragraph_states_direction_effect_ci_and_what_cannot_be_concluded():
     # only the pair that is identical on every entry is named — not the measure as a whole
     assert "Identical on every entry (p = 1; not evidence that the methods are equal beyond these entries): " \
            "Hit@3 (g=2) vs base." in text
-    assert "1 of 2 have too few non-tied entries to reach p < 0.05 with any outcome, and 1 too few to clear α/3" in text
+    assert ("1 of 2 have too few non-tied entries to reach p < 0.05 with any outcome, and 1 too few to clear "
+            "α/3") in text
     assert "too few entries to tell" not in text
+    # row() puts the CIs at mean_diff − 0.04 to + 0.04 and − 0.05 to + 0.03: for cat (−0.05) both exclude 0
+    assert ("- Not significant after Holm, yet with a 95% CI that excludes 0 (NDCG@3 vs cat: by entry and by "
+            "persona): an unadjusted 95% interval is not a test") in text
 
 
 def test_paragraph_names_a_significant_secondary_comparison():
