@@ -71,6 +71,23 @@ def _comparison_sentence(row: Mapping) -> str:
             f"p = {_p(row['p_permutation'])}")
 
 
+def _excluding_cis(row: Mapping) -> list[str]:
+    """Which of the row's 95% CIs (by entry, by persona) exclude 0."""
+    return [name for name, low, high in (("by entry", row["ci_low"], row["ci_high"]),
+                                         ("by persona", row["ci_low_persona"], row["ci_high_persona"]))
+            if low > 0 or high < 0]
+
+
+def _compatibility(row: Mapping) -> str:
+    """What a non-significant comparison's intervals allow, flagging CIs that exclude 0 against the exact test."""
+    excluding = _excluding_cis(row)
+    if excluding:
+        return (f"The 95% CI {' and '.join(excluding)} excludes 0 although the exact test does not reject: "
+                f"percentile-bootstrap intervals run narrow at this n (and the persona one rests on few clusters), "
+                f"so the evidence is borderline, not a finding")
+    return "The data are compatible with no difference and with differences anywhere in the CI"
+
+
 def _cannot_detect(row: Mapping) -> str:
     """What a non-significant comparison does and does not say, from its MDE and attainable p."""
     level = row["alpha"] / row["family_size"]
@@ -104,9 +121,8 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
         verdict = (f"significant at α = {alpha:g}: {system} ranks {'better' if row['mean_diff'] > 0 else 'worse'} "
                    f"than {row['baseline']} on {row['measure']} by this judge's labels"
                    if row["significant"] else
-                   f"not significant at α = {alpha:g}. The data are compatible with no difference and with "
-                   f"differences anywhere in the CI; {_cannot_detect(row)}. This is absence of evidence, not "
-                   f"evidence that the methods are equal")
+                   f"not significant at α = {alpha:g}. {_compatibility(row)}; {_cannot_detect(row)}. This is "
+                   f"absence of evidence, not evidence that the methods are equal")
         lines.append(f"**Primary comparison** (declared in the parameters, a family of one): "
                      f"{_comparison_sentence(row)} — {verdict}.")
     else:
@@ -131,17 +147,12 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
             lines.append(f"- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
                          f"entries): "
                          + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
-        excludes = differing[~differing.significant.astype(bool)
-                             & ((differing.ci_low > 0) | (differing.ci_high < 0)
-                                | (differing.ci_low_persona > 0) | (differing.ci_high_persona < 0))]
-        if len(excludes):
+        excludes = [(r, _excluding_cis(r)) for _, r in differing[~differing.significant.astype(bool)].iterrows()]
+        excludes = [(r, names) for r, names in excludes if names]
+        if excludes:
             lines.append("- Not significant after Holm, yet with a 95% CI that excludes 0 ("
-                         + "; ".join(f"{r.measure} vs {r.baseline}: "
-                                     + " and ".join(name for name, lo, hi in
-                                                    (("by entry", r.ci_low, r.ci_high),
-                                                     ("by persona", r.ci_low_persona, r.ci_high_persona))
-                                                    if lo > 0 or hi < 0)
-                                     for r in excludes.itertuples())
+                         + "; ".join(f"{r['measure']} vs {r['baseline']}: {' and '.join(names)}"
+                                     for r, names in excludes)
                          + "): an unadjusted 95% interval is not a test at the family's level, and the persona "
                            "interval rests on a handful of clusters.")
         mdes = differing.mde[np.isfinite(differing.mde)]
@@ -200,10 +211,11 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
                    f"informative for {measure}" if len(primary) else "")
-    ceiling = (f"- **Labels near the ceiling.** Label counts by grade: "
-               + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
-               + f" ({int(labels.label.isna().sum())} missing); {constant} of {pools} pools carry a single label "
-                 f"value{informative}.")
+    constant_text = (f"{constant} of {pools} pools carry a single label value, so every method scores the same "
+                     f"on them" if constant else f"no pool carries a single label value")
+    distribution = (f"- **Label distribution.** Label counts by grade: "
+                    + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
+                    + f" ({int(labels.label.isna().sum())} missing); {constant_text}{informative}.")
     per_persona = entries.groupby("persona_id").size()
     personas = (f"- **Personas, not people.** The value treatment rests on {len(per_persona)} personas "
                 f"(design inputs, `lib.design.PERSONAS`) with {per_persona.min()}–{per_persona.max()} entries each; "
@@ -221,7 +233,7 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
                   f"between generation runs is unmeasured.")
     cis = ("- **The CIs ignore label uncertainty.** They resample entries (or personas) with the labels held "
            "fixed; the judge's noise enters only through the perturbation check.")
-    return "\n".join([model, judge_line, ceiling, personas, journal, generation, cis])
+    return "\n".join([model, judge_line, distribution, personas, journal, generation, cis])
 
 
 def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping, flip: Mapping, same_order: float,
@@ -251,6 +263,8 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
         both_ways = row["ci_low"] < 0 < row["ci_high"]
         answer = (f"We cannot tell. {effect}: {system}'s mean is {_direction(row['mean_diff'])}, but not "
                   f"significantly{', and the CI includes both a gain and a loss' if both_ways else ''}.")
+        if _excluding_cis(row):
+            answer += f" {_compatibility(row)}."
         if np.isfinite(row["mde"]):
             size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "not below"
             spread = means.max() - means.min() if len(means) else float("nan")

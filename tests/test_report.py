@@ -53,6 +53,19 @@ def test_paragraph_states_direction_effect_ci_and_what_cannot_be_concluded():
             "persona): an unadjusted 95% interval is not a test") in text
 
 
+def test_a_ci_excluding_zero_without_significance_is_called_borderline():
+    borderline = row(baseline="base", primary=True, family_size=1, mean_diff=0.1, p=0.054, p_holm=0.054, mde=0.14)
+    table = pd.DataFrame([borderline])
+    text = comparison_paragraph(table)
+    assert ("not significant at α = 0.05. The 95% CI by entry and by persona excludes 0 although the exact test "
+            "does not reject") in text and "borderline, not a finding" in text
+    assert "compatible with no difference" not in text
+    verdict = conclusion(table, summary_today(), judge_row(), {"rate": 0.15, "column": "c", "n": 40}, 0.5,
+                         pd.Series({"base": 0.9}), "NDCG@3", min_kappa=0.4, min_stability=0.95)
+    assert "but not significantly. The 95% CI by entry and by persona excludes 0" in verdict
+    assert "includes both a gain and a loss" not in verdict
+
+
 def test_paragraph_names_a_significant_secondary_comparison():
     table = pd.DataFrame([row(baseline="base", primary=True, family_size=1, p=0.01, p_holm=0.01, significant=True,
                               mean_diff=0.1),
@@ -109,7 +122,8 @@ def test_threats_to_validity_come_from_the_tables():
            "bits (GGUF Q4_K_M) — wrote every candidate and labelled every candidate" in text
     assert "weighted κ = 0.21 (κ = 0.07, exact agreement 15%) on 80 passages of NovelEval" in text
     assert "the label changed on 15% of 40 candidates" in text
-    assert "Label counts by grade: 1: 3, 2: 3 (0 missing); 2 of 3 pools carry a single label value; 1 of 20" in text
+    assert ("Label counts by grade: 1: 3, 2: 3 (0 missing); 2 of 3 pools carry a single label value, so every "
+            "method scores the same on them; 1 of 20") in text
     assert "2 personas" in text and "with 1–2 entries each" in text
     assert "The 3 entries are EmpatheticDialogues situation prompts (test split; median 3 words)" in text
     assert "(2 candidates; 4 requests for 3 entries)" in text and "ignore label uncertainty" in text
