@@ -136,7 +136,7 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
         identical = secondary[(secondary.wins == 0) & (secondary.losses == 0)]
         differing = secondary[(secondary.wins + secondary.losses) > 0]
         lines.append(
-            f"**Secondary comparisons** ({system} vs each baseline on each tested measure; one family of {m}, "
+            f"\n**Secondary comparisons** ({system} vs each baseline on each tested measure; one family of {m}, "
             f"Holm-corrected): **{len(significant)}** significant at α = {alpha:g}. {system}'s mean is higher in "
             f"{int((differing.mean_diff > 0).sum())}, lower in {int((differing.mean_diff < 0).sum())}, equal in "
             f"{int((differing.mean_diff == 0).sum())} of the {len(differing)} that differ on some entry.")
