@@ -3,8 +3,7 @@
 The front page must carry no number typed by hand: each sentence here reads the tables its chapter wrote
 (``outputs/tables``, schemas in :mod:`lib.tables`), so it follows the results when they change. A chapter
 registers its headline with :func:`headline`, naming the tables it reads; the front page shows none for a
-chapter without one or whose tables are missing. Chapter 04 computes its NDCG comparisons in the notebook
-and stores no table, so it has no headline yet.
+chapter without one or whose tables are missing.
 """
 from __future__ import annotations
 
@@ -68,3 +67,26 @@ def chosen_label(tables: Tables) -> str:
             f"{row['weighted_kappa']:.2f} (95% CI {row['weighted_kappa_ci_low']:.2f} to {row['weighted_kappa_ci_high']:.2f}) "
             f"with human grades on {int(row['n'])} passages ({row['dataset']})"
             + (f", against {others}." if others else "."))
+
+
+@headline("04_ndcg_analysis", "ndcg_comparisons")
+def primary_comparison(tables: Tables) -> str:
+    """The declared primary comparison with direction, effect, CI, p and minimum detectable effect, and how many
+    secondary comparisons are significant after Holm."""
+    comparisons = tables["ndcg_comparisons"]
+    primary = comparisons[comparisons["primary"].astype(bool)]
+    secondary = comparisons[~comparisons["primary"].astype(bool)]
+    rest = (f"; {int(secondary['significant'].sum())} of {len(secondary)} secondary comparisons are significant "
+            f"after Holm." if len(secondary) else ".")
+    if len(primary) != 1:
+        return f"No primary comparison could be tested (no informative entry on its measure){rest}"
+    row = primary.iloc[0]
+    if row["significant"]:
+        verdict = f"significant: {row['system']} ranks {'better' if row['mean_diff'] > 0 else 'worse'}"
+    else:
+        verdict = (f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
+                   if pd.notna(row["mde"]) else "not significant")
+    return (f"Primary comparison, {row['system']} − {row['baseline']} on {row['measure']}: "
+            f"{row['mean_diff']:+.3f} (95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}) over "
+            f"{int(row['n_entries'])} entries ({int(row['n_informative'])} informative; {int(row['wins'])} wins, "
+            f"{int(row['losses'])} losses), exact sign-flip p = {row['p_permutation']:.2g} — {verdict}{rest}")

@@ -1,38 +1,303 @@
-"""Interpretation text generated from result tables, so prose and numbers cannot drift apart."""
+"""Interpretation text generated from result tables, so prose and numbers cannot drift apart.
+
+Chapter 04's text: which measures and entries carry information (:func:`measure_status_text`), the primary
+and secondary comparisons (:func:`comparison_paragraph`), the perturbation check (:func:`perturbation_text`),
+threats to validity (:func:`threats_to_validity`) and the conclusion (:func:`conclusion`). Every number and
+every verdict in them is computed from the tables passed in; the only typed facts are what a data source or
+model *is* (``MODEL_DESCRIPTIONS``, the entries' source) — not what it measured.
+"""
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
+from lib.llm.server import MODEL_NAME as EMBEDDED_MODEL
 
-def comparison_paragraph(comparisons: pd.DataFrame, alpha: float = 0.05) -> str:
-    """Markdown summary of paired comparisons of the system with each baseline
-    (``lib.analysis.comparisons.compare_to_baselines``; significance by the Holm-adjusted permutation test).
+# What a model is, by the name before "@" in its recorded identity (tables' ``model`` column).
+MODEL_DESCRIPTIONS: dict[str, str] = {
+    EMBEDDED_MODEL: "Qwen2.5-Coder-1.5B-Instruct, a 1.5-billion-parameter model tuned for code, quantised to "
+                    "4 bits (GGUF Q4_K_M)",
+}
 
-    Columns used: measure, baseline, n, mean_diff, ci_low, ci_high, p_holm_permutation, entries_needed.
-    """
-    p_holm = comparisons["p_holm_permutation"]
-    significant = comparisons[p_holm < alpha]
-    lines = [f"Of {len(comparisons)} comparisons of the value-aware ranker with a baseline (permutation test, "
-             f"up to {int(comparisons['n'].max())} entries each), **{len(significant)}** are significant at "
-             f"α = {alpha} after Holm correction."]
-    for _, row in significant.iterrows():
-        direction = "better" if row["mean_diff"] > 0 else "worse"
-        lines.append(f"- {row['measure']}: value-aware is {direction} than {row['baseline']} by "
-                     f"{row['mean_diff']:+.3f} (95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}; "
-                     f"Holm-adjusted p = {row['p_holm_permutation']:.3g}).")
-    rest = comparisons[~(p_holm < alpha)]
-    tied = rest[rest["mean_diff"] == 0]
-    if len(tied):
-        lines.append(f"- {len(tied)} show no difference on any entry ({', '.join(sorted(set(tied['measure'])))}): "
-                     f"every method scores the same there, typically because the measure is at its ceiling.")
-        rest = rest[rest["mean_diff"] != 0]
-    if len(rest):
-        needed = [n for n in rest["entries_needed"] if math.isfinite(n)]
-        detail = (f"detecting differences of the observed sizes with 80% power would take a median of "
-                  f"{pd.Series(needed).median():,.0f} entries (normal approximation), so “not significant” "
-                  f"here mostly means “too few entries to tell”, not “no difference”."
-                  if needed else "their observed differences are exactly zero.")
-        lines.append(f"- The other {len(rest)} are not significant; {detail}")
+
+def describe_model(identity: str) -> str:
+    """A reader's description of a recorded model identity (``name@sha256:…``), or its name."""
+    name = str(identity).split("@")[0]
+    return MODEL_DESCRIPTIONS.get(name, name)
+
+
+def _p(p: float) -> str:
+    return "n/a" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3g}")
+
+
+def _ci(low: float, high: float) -> str:
+    return "undefined" if not (np.isfinite(low) and np.isfinite(high)) else f"{low:+.3f} to {high:+.3f}"
+
+
+def _direction(diff: float) -> str:
+    return "higher" if diff > 0 else "lower" if diff < 0 else "the same"
+
+
+def constant_label_pools(labels: pd.DataFrame) -> tuple[int, int]:
+    """(pools whose labelled candidates all carry the same label, pools with a label)."""
+    per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.nunique()
+    return int((per_pool == 1).sum()), len(per_pool)
+
+
+def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
+    """Markdown: the pools with constant labels, the measures tested with their informative entries, and the
+    measures not tested with the reason (``lib.analysis.comparisons.measure_status``)."""
+    constant, pools = constant_label_pools(labels)
+    tested = status[status.tested.astype(bool)]
+    lines = [f"{constant} of {pools} pools have a single label value on every candidate: every order of such a pool "
+             f"scores the same, so no method can win or lose there."]
+    if len(tested):
+        lines.append("- Tested (informative entries / entries scored): " + "; ".join(
+            f"{m} {int(r.entries_informative)} / {int(r.entries_scored)}" for m, r in tested.iterrows()) + ".")
+    for m, r in status[~status.tested.astype(bool)].iterrows():
+        lines.append(f"- Not tested — {m}: {r.reason}; every method has the same value on every entry "
+                     f"(zero variance across methods), so there is nothing to compare.")
     return "\n".join(lines)
+
+
+def _comparison_sentence(row: Mapping) -> str:
+    return (f"{row['system']} − {row['baseline']} on {row['measure']} = **{row['mean_diff']:+.3f}** "
+            f"(95% CI {_ci(row['ci_low'], row['ci_high'])} resampling entries, "
+            f"{_ci(row['ci_low_persona'], row['ci_high_persona'])} resampling {int(row['n_personas'])} personas) "
+            f"over {int(row['n_entries'])} entries, {int(row['n_informative'])} of them informative: "
+            f"{int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties; exact sign-flip "
+            f"p = {_p(row['p_permutation'])}")
+
+
+def _excluding_cis(row: Mapping) -> list[str]:
+    """Which of the row's 95% CIs (by entry, by persona) exclude 0."""
+    return [name for name, low, high in (("by entry", row["ci_low"], row["ci_high"]),
+                                         ("by persona", row["ci_low_persona"], row["ci_high_persona"]))
+            if low > 0 or high < 0]
+
+
+def _compatibility(row: Mapping) -> str:
+    """What a non-significant comparison's intervals allow, flagging CIs that exclude 0 against the exact test."""
+    excluding = _excluding_cis(row)
+    if excluding:
+        return (f"The 95% CI {' and '.join(excluding)} excludes 0 although the exact test does not reject: "
+                f"percentile-bootstrap intervals run narrow at this n (and the persona one rests on few clusters), "
+                f"so the evidence is borderline, not a finding")
+    return "The data are compatible with no difference and with differences anywhere in the CI"
+
+
+def _cannot_detect(row: Mapping) -> str:
+    """What a non-significant comparison does and does not say, from its MDE and attainable p."""
+    level = row["alpha"] / row["family_size"]
+    parts = []
+    if row["min_p"] >= row["alpha"]:
+        parts.append(f"with {int(row['wins'] + row['losses'])} non-tied entries no outcome could have reached "
+                     f"p < {row['alpha']:g} (smallest attainable p = {_p(row['min_p'])})")
+    if np.isfinite(row["mde"]):
+        size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "at least as large as"
+        parts.append(f"at this n a true difference would have to be about ±{row['mde']:.3f} to be detected with "
+                     f"{row['power']:.0%} power at level {level:.3g} (minimum detectable effect); the observed "
+                     f"difference is {size} that")
+    else:
+        parts.append("the differences have no spread, so no minimum detectable effect can be computed")
+    return "; ".join(parts)
+
+
+def comparison_paragraph(comparisons: pd.DataFrame) -> str:
+    """Markdown summary of ``lib.analysis.comparisons.compare_to_baselines``: the primary comparison with its
+    direction, effect, both CIs, W/L/T, p and what it can and cannot show; then the secondary family (Holm):
+    how many are significant, the direction counts, the comparisons with no difference on any entry (named by
+    measure and baseline), and their MDEs. Uses the system name from the table."""
+    if comparisons.empty:
+        return "No comparison could be tested: no measure has an informative entry."
+    system = comparisons.system.iloc[0]
+    alpha = float(comparisons.alpha.iloc[0])
+    lines = []
+    primary = comparisons[comparisons.primary.astype(bool)]
+    if len(primary):
+        row = primary.iloc[0]
+        verdict = (f"significant at α = {alpha:g}: {system} ranks {'better' if row['mean_diff'] > 0 else 'worse'} "
+                   f"than {row['baseline']} on {row['measure']} by this judge's labels"
+                   if row["significant"] else
+                   f"not significant at α = {alpha:g}. {_compatibility(row)}; {_cannot_detect(row)}. This is "
+                   f"absence of evidence, not evidence that the methods are equal")
+        lines.append(f"**Primary comparison** (declared in the parameters, a family of one): "
+                     f"{_comparison_sentence(row)} — {verdict}.")
+    else:
+        lines.append("**Primary comparison**: not tested (its measure has no informative entry, or the baseline "
+                     "has no values).")
+    secondary = comparisons[~comparisons.primary.astype(bool)]
+    if len(secondary):
+        m = int(secondary.family_size.iloc[0])
+        level = alpha / m
+        significant = secondary[secondary.significant.astype(bool)]
+        identical = secondary[(secondary.wins == 0) & (secondary.losses == 0)]
+        differing = secondary[(secondary.wins + secondary.losses) > 0]
+        lines.append(
+            f"\n**Secondary comparisons** ({system} vs each baseline on each tested measure; one family of {m}, "
+            f"Holm-corrected): **{len(significant)}** significant at α = {alpha:g}. {system}'s mean is higher in "
+            f"{int((differing.mean_diff > 0).sum())}, lower in {int((differing.mean_diff < 0).sum())}, equal in "
+            f"{int((differing.mean_diff == 0).sum())} of the {len(differing)} that differ on some entry.")
+        for _, row in significant.iterrows():
+            lines.append(f"- {_comparison_sentence(row)}, Holm-adjusted p = {_p(row['p_holm'])}: "
+                         f"{system} is {'better' if row['mean_diff'] > 0 else 'worse'}.")
+        if len(identical):
+            lines.append(f"- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
+                         f"entries): "
+                         + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
+        excludes = [(r, _excluding_cis(r)) for _, r in differing[~differing.significant.astype(bool)].iterrows()]
+        excludes = [(r, names) for r, names in excludes if names]
+        if excludes:
+            lines.append("- Not significant after Holm, yet with a 95% CI that excludes 0 ("
+                         + "; ".join(f"{r['measure']} vs {r['baseline']}: {' and '.join(names)}"
+                                     for r, names in excludes)
+                         + "): an unadjusted 95% interval is not a test at the family's level, and the persona "
+                           "interval rests on a handful of clusters.")
+        mdes = differing.mde[np.isfinite(differing.mde)]
+        if len(mdes):
+            lines.append(f"- Their minimum detectable effects at the first Holm level α/{m} = {level:.3g} run from "
+                         f"{mdes.min():.3f} to {mdes.max():.3f} (each on its measure's scale); "
+                         f"{int((differing.min_p >= alpha).sum())} of {len(differing)} have too few non-tied "
+                         f"entries to reach p < {alpha:g} with any outcome, and "
+                         f"{int((differing.min_p >= level).sum())} too few to clear α/{m}.")
+    return "\n".join(lines)
+
+
+def perturbation_text(flip: Mapping, grades: tuple[int, ...], repeats: int, same_order: float,
+                      keeps: pd.Series, system: str, measure: str) -> str:
+    """Markdown report of the perturbation check: the flip rate (the chosen label's measured repeat disagreement)
+    and where it comes from, the grades flipped among, and how often the order and each sign held."""
+    if not np.isfinite(flip["rate"]):
+        return (f"No perturbation check: the repeat table has no `{flip['column']}` column, so the repeat "
+                f"disagreement of the chosen label is not measured.")
+    if len(grades) < 2:
+        return f"No perturbation check: the label takes a single grade {grades}, so there is nothing to flip to."
+    lines = [f"Flip rate = the chosen label's (`{flip['column']}`) measured repeat disagreement: "
+             f"**{flip['rate']:.1%}** of {flip['n']} re-judged candidates; each flipped label moves to another of "
+             f"the grades the label takes ({', '.join(map(str, grades))}); {repeats} perturbations.",
+             f"- The order of all methods by mean {measure} (ties kept as ties) is unchanged in "
+             f"**{same_order:.0%}** of them.",
+             "- The sign of " + "; ".join(f"{system} − {b}: {share:.0%}" for b, share in keeps.items())
+             + " (share of perturbations in which it held)."]
+    return "\n".join(lines)
+
+
+def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapping, flip: Mapping,
+                        comparisons: pd.DataFrame, measure: str) -> str:
+    """Markdown list of the threats to chapter 04's validity, with the measured numbers: generator and judge
+    model, the judge's agreement with human grades and repeat disagreement, the label distribution and
+    constant-label pools, the personas (number, entries each), the entries' source and length, the generation
+    runs, and what the CIs leave out. ``judge`` is the chosen row of the judge_validity table."""
+    generators = sorted(set(entries.model.dropna()))
+    judges = sorted(set(labels.model.dropna()))
+    if generators == judges and len(judges) == 1:
+        model = (f"- **Same model as generator and judge.** One model — {describe_model(judges[0])} — wrote every "
+                 f"candidate and labelled every candidate: the judge may prefer its own generations, and no second "
+                 f"judge checks it.")
+    else:
+        model = (f"- **Models.** Generator: {', '.join(map(describe_model, generators))}; judge: "
+                 f"{', '.join(map(describe_model, judges))}.")
+    rate = (f"; re-judged at temperature > 0, the label changed on {flip['rate']:.0%} of {flip['n']} candidates"
+            if np.isfinite(flip["rate"]) else "; its repeat disagreement is not measured")
+    judge_line = (f"- **A weak judge.** The chosen label ({judge['label_definition']}) agrees with human relevance "
+                  f"grades at quadratic-weighted κ = {judge['weighted_kappa']:.2f} (κ = {judge['kappa']:.2f}, "
+                  f"exact agreement {judge['exact_agreement']:.0%}) on {int(judge['n'])} passages of "
+                  f"{judge['dataset']}{rate}. That agreement is measured on passage relevance, not on nudges: "
+                  f"the judge's validity on this chapter's task is unmeasured.")
+    counts = labels.label.value_counts().sort_index()
+    constant, pools = constant_label_pools(labels)
+    primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
+    informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
+                   f"informative for {measure}" if len(primary) else "")
+    constant_text = (f"{constant} of {pools} pools carry a single label value, so every method scores the same "
+                     f"on them" if constant else f"no pool carries a single label value")
+    distribution = (f"- **Label distribution.** Label counts by grade: "
+                    + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
+                    + f" ({int(labels.label.isna().sum())} missing); {constant_text}{informative}.")
+    per_persona = entries.groupby("persona_id").size()
+    personas = (f"- **Personas, not people.** The value treatment rests on {len(per_persona)} personas "
+                f"(design inputs, `lib.design.PERSONAS`) with {per_persona.min()}–{per_persona.max()} entries each; "
+                f"the persona is the unit of the treatment, and {len(per_persona)} clusters make the "
+                f"persona-resampled CI coarse.")
+    words = entries.text.str.split().str.len()
+    splits = ", ".join(sorted(set(entries.split)))
+    journal = (f"- **Stand-in journal entries.** The {len(entries)} entries are EmpatheticDialogues situation "
+               f"prompts ({splits} split; median {words.median():.0f} words), written by crowd workers to set up "
+               f"a dialogue, not journal entries.")
+    sizes = labels.groupby("entry_id").size()
+    pool = f"{sizes.min()}" if sizes.min() == sizes.max() else f"{sizes.min()}–{sizes.max()}"
+    generation = (f"- **One generation run.** Each pool is the answer of one generation call ({pool} candidates; "
+                  f"{int(entries.attempts.sum())} requests for {len(entries)} entries); how the comparison varies "
+                  f"between generation runs is unmeasured.")
+    cis = ("- **The CIs ignore label uncertainty.** They resample entries (or personas) with the labels held "
+           "fixed; the judge's noise enters only through the perturbation check.")
+    return "\n".join([model, judge_line, distribution, personas, journal, generation, cis])
+
+
+def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping, flip: Mapping, same_order: float,
+               keeps: pd.Series, measure: str, min_kappa: float, min_stability: float) -> str:
+    """Markdown answer to chapter 04's question — does the system rank better than the primary baseline, and
+    can this judge tell? — from the primary comparison, the secondary family, the perturbation check and the
+    judge's agreement with human grades.
+
+    The judge *can rank these methods* only when all hold: (a) the primary comparison is significant; (b) its
+    sign holds in at least ``min_stability`` of the perturbations at the label's measured repeat disagreement;
+    (c) the order of all methods holds as often; (d) the chosen label's quadratic-weighted κ with human grades is
+    at least ``min_kappa``. Each unmet condition is named with its number."""
+    primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
+    means = summary[summary.measure == measure].set_index("method")["mean"]
+    if not len(primary):
+        return (f"**Primary comparison:** not testable with these labels — {measure} has no informative entry.\n\n"
+                f"**Can this judge rank these methods?** No: with no informative entry it cannot separate them.")
+    row = primary.iloc[0]
+    system, baseline = row["system"], row["baseline"]
+    effect = (f"{system} − {baseline} on {measure} = {row['mean_diff']:+.3f} "
+              f"(95% CI {_ci(row['ci_low'], row['ci_high'])} by entry, "
+              f"{_ci(row['ci_low_persona'], row['ci_high_persona'])} by persona; exact p = {_p(row['p_permutation'])}"
+              f"; {int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties)")
+    if row["significant"]:
+        answer = (f"By this judge's labels, {'yes' if row['mean_diff'] > 0 else 'no — it does worse'}: {effect}.")
+    else:
+        both_ways = row["ci_low"] < 0 < row["ci_high"]
+        answer = (f"We cannot tell. {effect}: {system}'s mean is {_direction(row['mean_diff'])}, but not "
+                  f"significantly{', and the CI includes both a gain and a loss' if both_ways else ''}.")
+        if _excluding_cis(row):
+            answer += f" {_compatibility(row)}."
+        if np.isfinite(row["mde"]):
+            size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "not below"
+            spread = means.max() - means.min() if len(means) else float("nan")
+            share = (f" — {row['mde'] / spread:.0%} of the whole spread of the method means on {measure} "
+                     f"({means.min():.3f} to {means.max():.3f})" if np.isfinite(spread) and spread > 0 else "")
+            answer += (f" The observed difference is {size} the {row['mde']:.3f} this study could detect with "
+                       f"{row['power']:.0%} power{share}.")
+    sign_share = float(keeps.get(baseline, float("nan")))
+    conditions = [
+        (bool(row["significant"]), f"the primary comparison is {'' if row['significant'] else 'not '}significant "
+                                   f"(p = {_p(row['p_permutation'])}, α = {row['alpha']:g})"),
+        (np.isfinite(sign_share) and sign_share >= min_stability,
+         f"at the label's measured repeat disagreement ({flip['rate']:.0%}) the sign of {system} − {baseline} holds "
+         f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else
+         "the label's repeat disagreement is not measured, so robustness to judge noise is unknown"),
+        (np.isfinite(same_order) and same_order >= min_stability,
+         f"the order of all methods holds in {same_order:.0%} of them" if np.isfinite(same_order) else
+         "the order of all methods could not be perturbed"),
+        (judge["weighted_kappa"] >= min_kappa,
+         f"the label agrees with human grades at weighted κ = {judge['weighted_kappa']:.2f}"),
+    ]
+    secondary = comparisons[~comparisons.primary.astype(bool)]
+    secondary_text = (f" {int(secondary.significant.sum())} of {len(secondary)} secondary comparisons are "
+                      f"significant after Holm." if len(secondary) else "")
+    failed = [text for ok, text in conditions if not ok]
+    thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, "
+                  f"κ_w ≥ {min_kappa:g})")
+    if failed:
+        verdict = (f"**No — with today's data, this judge cannot rank these methods**: " + "; ".join(failed)
+                   + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "
+                     f"these {int(row['n_entries'])} entries, not a finding about the methods.")
+    else:
+        verdict = (f"**Yes**: " + "; ".join(text for _, text in conditions) + f" {thresholds}.{secondary_text} "
+                   f"The finding is still this judge's view; see the threats to validity.")
+    return (f"**Does {system} rank better than {baseline} on {measure}?** {answer}\n\n"
+            f"**Can this judge rank these methods?** {verdict}")

@@ -1,4 +1,5 @@
-"""κ, α and the bootstrap CI checked against hand-computed cases and scipy."""
+"""κ, α, the bootstrap CIs (by entry and by cluster), the exact paired tests and the MDE checked against
+hand-computed cases and scipy."""
 from __future__ import annotations
 
 import math
@@ -6,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from lib.analysis.stats import bootstrap_ci, cohen_kappa, krippendorff_alpha
+from lib.analysis.stats import (bootstrap_ci, cluster_bootstrap_ci, cohen_kappa, krippendorff_alpha, min_attainable_p,
+                                minimum_detectable_effect, sign_flip_test, sign_test, win_loss_tie)
 
 
 def test_cohen_kappa_hand_computed():
@@ -74,3 +76,81 @@ def test_bootstrap_ci_constant_seeded_and_level():
     assert bootstrap_ci(values, seed=3) == bootstrap_ci(values, seed=3)
     narrow, wide = bootstrap_ci(values, seed=3, level=0.5), bootstrap_ci(values, seed=3, level=0.95)
     assert wide[0] <= narrow[0] <= np.mean(values) <= narrow[1] <= wide[1]
+
+
+def test_cluster_bootstrap_ci_two_clusters_by_hand():
+    # Clusters A = {1, 1} and B = {0}. A resample draws two clusters with replacement: AA (p = 1/4) has mean 1,
+    # AB or BA (p = 1/2) mean (1 + 1 + 0)/3 = 2/3, BB (p = 1/4) mean 0. The 2.5% and 97.5% quantiles are the
+    # extremes 0 and 1; the 30% and 70% quantiles both fall inside the middle mass, at 2/3.
+    values, clusters = [1.0, 1.0, 0.0], ["A", "A", "B"]
+    assert cluster_bootstrap_ci(values, clusters, seed=0, n_resamples=20_000) == (0.0, 1.0)
+    middle = cluster_bootstrap_ci(values, clusters, seed=0, n_resamples=20_000, level=0.4)
+    assert middle == pytest.approx((2 / 3, 2 / 3))
+
+
+def test_cluster_bootstrap_resamples_clusters_not_entries():
+    # Two clusters of 50 entries each, within-cluster constant: resampling entries would give a narrow interval
+    # around 0.5; resampling clusters can only give means 0, 0.5 or 1.
+    values = [0.0] * 50 + [1.0] * 50
+    clusters = ["a"] * 50 + ["b"] * 50
+    assert cluster_bootstrap_ci(values, clusters, seed=1) == (0.0, 1.0)
+    low, high = bootstrap_ci(values, seed=1)
+    assert 0.35 < low < 0.5 < high < 0.65
+
+
+def test_cluster_bootstrap_degenerate_cases():
+    assert all(math.isnan(x) for x in cluster_bootstrap_ci([0.1, 0.3], ["only", "only"], seed=0))  # one cluster
+    assert cluster_bootstrap_ci([0.5, 0.5, 0.5], ["a", "b", "c"], seed=0) == (0.5, 0.5)
+    assert all(math.isnan(x) for x in cluster_bootstrap_ci([], [], seed=0))
+    assert cluster_bootstrap_ci([0, 1, 1, 0], list("aabb"), 3) == cluster_bootstrap_ci([0, 1, 1, 0], list("aabb"), 3)
+
+
+def test_win_loss_tie_counts():
+    assert win_loss_tie([0.2, -0.1, 0.0, 0.0, 1.0]) == (2, 1, 2)
+    assert win_loss_tie([]) == (0, 0, 0)
+
+
+def test_sign_test_exact_by_hand():
+    # 6 wins, 1 loss: P(X ≤ 1) for X ~ Bin(7, ½) = (1 + 7)/128; two-sided p = 16/128
+    assert sign_test(6, 1) == pytest.approx(16 / 128)
+    # 3 wins, 1 loss: (1 + 4)/16 on each side -> 10/16
+    assert sign_test(3, 1) == pytest.approx(10 / 16)
+    assert sign_test(2, 1) == pytest.approx(1.0) and sign_test(0, 0) == 1.0
+
+
+def test_sign_flip_test_exact_by_hand():
+    # Three ±1 differences (2 wins, 1 loss): sums over the 8 sign assignments are 3, 1, 1, 1, −1, −1, −1, −3;
+    # observed 1: P(S ≥ 1) = 4/8, P(S ≤ 1) = 7/8, two-sided 2·min = 1 — where t and Wilcoxon give ≈ 0.58.
+    assert sign_flip_test([1, -1, 1], seed=0) == (pytest.approx(1.0), True)
+    # |d| = 3, 1, 1, 2 (sum 7), observed signs +, +, −, +: S = 5. S ≥ 5 when the negative set weighs ≤ 1:
+    # ∅, {first 1}, {second 1} -> 3/16; two-sided 6/16. The sign test on 3 wins, 1 loss gives 10/16.
+    assert sign_flip_test([3, 1, -1, 2], seed=0) == (pytest.approx(6 / 16), True)
+    # All four positive: only the observed assignment is as large, 1/16 each side -> 2/16.
+    assert sign_flip_test([0.2, 0.3, 0.5, 0.1], seed=0)[0] == pytest.approx(2 / 16)
+
+
+def test_sign_flip_test_ignores_zeros_and_degenerate_cases():
+    assert sign_flip_test([3, 1, -1, 2, 0, 0, 0], seed=0)[0] == pytest.approx(6 / 16)
+    assert sign_flip_test([0, 0, 0], seed=0) == (1.0, True)
+    assert sign_flip_test([0.4, 0], seed=0) == (1.0, True)  # one non-zero difference: both flips as extreme
+
+
+def test_sign_flip_test_switches_to_seeded_random_flips_beyond_the_exact_limit():
+    d = [0.1 * (i + 1) for i in range(6)]  # all positive: exact p = 2/64
+    p, exact = sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4)
+    assert not exact and p == pytest.approx(2 / 64, abs=0.01)
+    assert sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4) == (p, exact)
+
+
+def test_min_attainable_p():
+    assert min_attainable_p(0) == 1.0 and min_attainable_p(1) == 1.0
+    assert min_attainable_p(5) == pytest.approx(1 / 16) and min_attainable_p(6) == pytest.approx(1 / 32)
+    assert sign_flip_test([1, 2, 3, 4, 5], seed=0)[0] == pytest.approx(min_attainable_p(5))
+
+
+def test_minimum_detectable_effect_by_hand():
+    # n = 16, df = 15: t_0.975 = 2.131450, t_0.8 = 0.866245; MDE = (2.131450 + 0.866245) · 1 / 4 = 0.749424
+    assert minimum_detectable_effect(1.0, 16, alpha=0.05, power=0.8) == pytest.approx(0.749424, abs=1e-5)
+    # halving α tightens: t_0.9875(15) = 2.489880 -> (2.489880 + 0.866245) · 0.2 / 4 = 0.167806
+    assert minimum_detectable_effect(0.2, 16, alpha=0.025, power=0.8) == pytest.approx(0.167806, abs=1e-5)
+    assert math.isnan(minimum_detectable_effect(0.0, 16, 0.05)) and math.isnan(minimum_detectable_effect(1.0, 1, 0.05))

@@ -1,37 +1,38 @@
-"""Paired comparisons, Holm, power and summaries on hand-computed and constructed cases."""
+"""Paired comparisons on informative entries, the declared Holm family, measures dropped for zero variance, MDE
+and summaries — on hand-computed and constructed cases."""
 from __future__ import annotations
 
 import math
-import statistics
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from lib.analysis.comparisons import (compare_to_baselines, entries_needed, holm, method_summary, paired_comparison,
-                                      paired_differences, results_table)
+from lib import tables
+from lib.analysis.comparisons import (COMPARISON_COLUMNS, compare_to_baselines, holm, holm_by_family, measure_status,
+                                      method_summary, paired_comparison, paired_differences, results_table)
+from lib.analysis.ranking import per_entry
+from lib.analysis.stats import minimum_detectable_effect
+
+SWAPPED = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))  # NDCG@3 of a two-candidate pool (2, 1) shown as 1, 2
 
 
-def test_paired_comparison_matches_scipy_and_hand_values():
-    from scipy import stats as sps
-
-    system = [0.9, 0.8, 0.7, 1.0, 0.6, 0.9, 0.75, 0.85]
-    baseline = [0.5, 0.7, 0.7, 0.6, 0.4, 0.8, 0.5, 0.6]
-    out = paired_comparison(system, baseline, seed=0, n_resamples=2000)
-    diff = [s - b for s, b in zip(system, baseline)]
-    assert out["mean_diff"] == pytest.approx(sum(diff) / 8)
-    assert out["p_ttest"] == pytest.approx(sps.ttest_rel(system, baseline).pvalue)
-    assert out["p_wilcoxon"] == pytest.approx(sps.wilcoxon(diff).pvalue)
+def test_paired_comparison_by_hand():
+    system = [0.5, 0.3, 0.2, 0.4, 0.1]
+    baseline = [0.2, 0.2, 0.3, 0.2, 0.1]  # differences 0.3, 0.1, −0.1, 0.2, 0
+    out = paired_comparison(system, baseline, ["a", "a", "b", "b", "c"], seed=0, n_resamples=2000)
+    assert (out["wins"], out["losses"], out["ties"], out["n_informative"], out["n_personas"]) == (3, 1, 1, 5, 3)
+    assert out["mean_diff"] == pytest.approx(0.1)
+    # exact sign-flip on |d| = 3, 1, 1, 2 (×0.1): 6/16 (tests/test_analysis_stats.py); sign test 3 vs 1: 10/16
+    assert out["p_permutation"] == pytest.approx(6 / 16) and out["permutation_exact"]
+    assert out["p_sign"] == pytest.approx(10 / 16) and out["min_p"] == pytest.approx(2 / 16)
     assert out["ci_low"] < out["mean_diff"] < out["ci_high"]
-    # 7 positive differences and one zero: the exact sign-flip test over 2^8 flips gives p = 2·2/256
-    # (all-positive and the flip of the zero are both as extreme) — the randomisation estimate is close.
-    assert out["p_permutation"] == pytest.approx(4 / 256, abs=0.01)
-    assert out["d_z"] == pytest.approx(statistics.mean(diff) / statistics.stdev(diff))
+    assert out["ci_low_persona"] <= out["mean_diff"] <= out["ci_high_persona"]
 
 
-def test_paired_comparison_with_no_difference_has_no_p_values():
-    out = paired_comparison([1, 0, 1], [1, 0, 1], seed=0)
-    assert out["mean_diff"] == 0 and math.isnan(out["p_ttest"]) and math.isnan(out["p_permutation"])
-    assert (out["ci_low"], out["ci_high"]) == (0.0, 0.0) and math.isnan(out["d_z"])
+def test_paired_comparison_treats_last_bit_differences_as_ties():
+    out = paired_comparison([0.1 + 0.2, 1.0], [0.3, 1.0], ["a", "b"], seed=0)  # 0.1 + 0.2 − 0.3 = 5.6e−17
+    assert (out["wins"], out["losses"], out["ties"]) == (0, 0, 2) and out["p_permutation"] == 1.0
 
 
 def test_holm_hand_computed():
@@ -39,41 +40,119 @@ def test_holm_hand_computed():
     assert holm([0.04, 0.01, float("nan"), 0.03]) == pytest.approx([0.06, 0.03, float("nan"), 0.06], nan_ok=True)
 
 
-def test_entries_needed_normal_approximation():
-    # (1.959964 + 0.841621)^2 * (1 / 0.5)^2 = 31.40
-    assert entries_needed(0.5, 1.0) == pytest.approx(31.3956, abs=1e-3)
-    assert entries_needed(0.0, 1.0) == float("inf")
+def test_holm_applies_to_the_declared_family_only():
+    # The primary comparison is a family of one: its p stays 0.04. The three secondary ones are adjusted among
+    # themselves: .01, .03, .04 -> .03, .06, .06. Over all four together (.01, .03, .04, .04 -> ×4, ×3, ×2, ×1 =
+    # .04, .09, .08, .04, made monotone: .04, .09, .09, .09) the primary would become 0.09.
+    adjusted, sizes = holm_by_family([0.04, 0.01, 0.04, 0.03], ["primary", "secondary", "secondary", "secondary"])
+    assert adjusted == pytest.approx([0.04, 0.03, 0.06, 0.06]) and sizes == [1, 3, 3, 3]
+    assert holm([0.04, 0.01, 0.04, 0.03])[0] == pytest.approx(0.09)
 
 
-def constructed_values():
-    """sys scores 1 on six entries; rand scores 1 in run 0 and 0 in run 1 (mean 0.5 per entry)."""
-    return pd.DataFrame(
-        [{"method": "sys", "run": 0, "entry_id": f"e{i}", "measure": "NDCG@3", "value": 1.0} for i in range(6)]
-        + [{"method": "rand", "run": r, "entry_id": f"e{i}", "measure": "NDCG@3", "value": float(r == 0)}
-           for i in range(6) for r in range(2)])
+def constructed_case():
+    """Four two-candidate pools. e0 and e2 have labels (2, 1) — informative; e1 (1, 1) and e3 (2, 2) are constant.
+    value_aware shows c0 first everywhere; embedding shows c1 first on e0 only; random run 0 shows c0 first and
+    run 1 c1 first everywhere. Personas: e0, e1 -> pA; e2, e3 -> pB."""
+    grades = {"e0": (2, 1), "e1": (1, 1), "e2": (2, 1), "e3": (2, 2)}
+    first_c1 = {("embedding", 0): {"e0"}, ("value_aware", 0): set(), ("random", 0): set(),
+                ("random", 1): set(grades)}
+    rankings = pd.DataFrame([{"method": m, "run": run, "entry_id": e, "rank": rank, "candidate_id": f"{e}/{c}"}
+                             for (m, run), swapped in first_c1.items() for e in grades
+                             for rank, c in enumerate(["c1", "c0"] if e in swapped else ["c0", "c1"], start=1)])
+    labels = pd.DataFrame([{"entry_id": e, "candidate_id": f"{e}/c{i}", "label": g}
+                           for e, gs in grades.items() for i, g in enumerate(gs)]).astype({"label": "Int64"})
+    personas = {"e0": "pA", "e1": "pA", "e2": "pB", "e3": "pB"}
+    return rankings, labels, personas
 
 
-def test_summary_and_comparisons_on_a_constructed_case():
-    values = constructed_values()
-    summary = method_summary(values, seed=0).set_index("method")
-    assert summary.loc["rand", "mean"] == 0.5 and summary.loc["rand", "entries"] == 6  # averaged over runs
-    assert (summary.loc["sys", "ci_low"], summary.loc["sys", "ci_high"]) == (1.0, 1.0)
-    comparison = compare_to_baselines(values, "sys", seed=0)
-    assert list(comparison.columns) == ["measure", "baseline", "n", "mean_diff", "ci_low", "ci_high", "d_z", "p_ttest",
-                                        "p_wilcoxon", "p_permutation", "p_holm_ttest", "p_holm_wilcoxon",
-                                        "p_holm_permutation", "entries_needed"]
-    row = comparison.iloc[0]
-    assert row["baseline"] == "rand" and row["mean_diff"] == 0.5 and row["n"] == 6
-    assert row["entries_needed"] == 0.0  # the difference is the same on every entry: sd_d = 0, so n = 0
-    differences = paired_differences(values, "sys")
-    assert differences.difference.tolist() == [0.5] * 6 and set(differences.baseline) == {"rand"}
+def test_measure_status_drops_measures_without_informative_entries():
+    rankings, labels, _ = constructed_case()
+    status = measure_status(per_entry(rankings, labels), labels)
+    # no candidate is labelled 0, so Hit@k (g≥1) is 1 under every order; two candidates always fit in a top 3
+    assert status.tested.to_dict() == {"Hit@1 (g≥1)": False, "Hit@3 (g≥1)": False, "Hit@1 (g=2)": True,
+                                       "Hit@3 (g=2)": False, "NDCG@3": True, "NDCG@5": True}
+    assert status.loc["NDCG@3", "entries_informative"] == 2 and status.loc["NDCG@3", "entries_scored"] == 4
+    assert "0 labelled candidates graded below its threshold g ≥ 1" in status.loc["Hit@1 (g≥1)", "reason"]
 
 
-def test_results_table_puts_the_expected_row_after_random():
-    summary = pd.DataFrame([{"measure": "NDCG@3", "method": m, "entries": 2, "mean": 0.5, "sd": 0.1,
-                             "ci_low": 0.4, "ci_high": 0.6} for m in ("value_aware", "random")])
+def test_measure_status_drops_a_measure_on_which_every_method_scores_the_same():
+    rankings, labels, _ = constructed_case()
+    same = rankings[rankings.method == "value_aware"]
+    both = pd.concat([same, same.assign(method="embedding")])  # two methods, identical rankings
+    status = measure_status(per_entry(both, labels), labels)
+    assert not status.loc["NDCG@3", "tested"]
+    assert status.loc["NDCG@3", "reason"] == "every method scores the same on every entry"
+
+
+def test_compare_to_baselines_on_the_constructed_case():
+    rankings, labels, personas = constructed_case()
+    values = per_entry(rankings, labels)
+    table = compare_to_baselines(values, labels, personas, "value_aware", "embedding", "NDCG@3", seed=0,
+                                 n_resamples=2000)
+    assert list(table.columns) == list(COMPARISON_COLUMNS) == list(tables.SCHEMAS["ndcg_comparisons"])
+    # tested measures × baselines in METHOD_ORDER (random, embedding); the primary comparison first
+    assert list(zip(table.measure, table.baseline)) == [
+        ("NDCG@3", "embedding"), ("Hit@1 (g=2)", "random"), ("Hit@1 (g=2)", "embedding"), ("NDCG@3", "random"),
+        ("NDCG@5", "random"), ("NDCG@5", "embedding")]
+    assert table.primary.tolist() == [True] + [False] * 5 and table.family_size.tolist() == [1] + [5] * 5
+    primary = table.iloc[0]
+    assert (primary.n_entries, primary.n_informative, primary.n_personas) == (4, 2, 2)
+    assert (primary.wins, primary.losses, primary.ties) == (1, 0, 1)
+    # one non-zero difference 1 − SWAPPED on e0; on the scale of the method means (over 4 entries): /4
+    assert primary.mean_diff == pytest.approx((1 - SWAPPED) / 4)
+    summary = method_summary(values, seed=0).set_index(["measure", "method"])["mean"]
+    assert primary.mean_diff == pytest.approx(summary["NDCG@3", "value_aware"] - summary["NDCG@3", "embedding"])
+    assert primary.p_permutation == 1.0 and primary.p_holm == 1.0 and primary.min_p == 1.0 and not primary.significant
+    # MDE: the informative differences (1 − SWAPPED, 0) at n = 2 and level α / 1, scaled by 2/4
+    sd = np.std([1 - SWAPPED, 0.0], ddof=1)
+    assert primary.mde == pytest.approx(minimum_detectable_effect(sd, 2, 0.05) * 2 / 4)
+    random = table[(table.measure == "NDCG@3") & (table.baseline == "random")].iloc[0]
+    # random averages its two runs: (1 + SWAPPED)/2 on e0 and e2 -> two wins of (1 − SWAPPED)/2
+    assert (random.wins, random.losses, random.ties) == (2, 0, 0)
+    assert random.mean_diff == pytest.approx(2 * (1 - SWAPPED) / 2 / 4)
+    assert random.mde == pytest.approx(float("nan"), nan_ok=True)  # the two differences are equal: no spread
+
+
+def test_compare_to_baselines_refuses_an_undeclared_primary():
+    rankings, labels, personas = constructed_case()
+    values = per_entry(rankings, labels)
+    with pytest.raises(ValueError, match="primary baseline 'category' is not among the methods"):
+        compare_to_baselines(values, labels, personas, "value_aware", "category", "NDCG@3", seed=0)
+    with pytest.raises(ValueError, match="not registered"):
+        compare_to_baselines(values, labels, personas, "value_aware", "embedding", "NDCG@7", seed=0)
+    with pytest.raises(ValueError, match="no persona"):
+        compare_to_baselines(values, labels, {"e0": "pA"}, "value_aware", "embedding", "NDCG@3", seed=0)
+
+
+def test_summary_sd_is_over_runs_for_a_method_with_several_runs():
+    rankings, labels, _ = constructed_case()
+    summary = method_summary(per_entry(rankings, labels), seed=0).set_index(["measure", "method"])
+    random = summary.loc[("NDCG@3", "random")]
+    # run 0 scores 1 everywhere; run 1 scores SWAPPED on e0 and e2, 1 on e1 and e3
+    run_means = [1.0, (2 + 2 * SWAPPED) / 4]
+    assert (random.runs, random.entries, random.sd_over) == (2, 4, "runs")
+    assert random["mean"] == pytest.approx(np.mean(run_means)) and random.sd == pytest.approx(np.std(run_means, ddof=1))
+    embedding = summary.loc[("NDCG@3", "embedding")]
+    assert embedding.sd_over == "entries" and embedding.sd == pytest.approx(np.std([SWAPPED, 1, 1, 1], ddof=1))
+
+
+def test_results_table_labels_n_runs_and_puts_the_expected_row_after_random():
+    summary = pd.DataFrame([{"measure": "NDCG@3", "method": m, "runs": runs, "entries": 2, "mean": 0.5, "sd": 0.1,
+                             "ci_low": 0.4, "ci_high": 0.6} for m, runs in (("value_aware", 1), ("random", 10))])
     expected = pd.DataFrame([{"measure": "NDCG@3", "method": "random (expected)", "entries": 2, "mean": 0.25}])
-    table = results_table(summary, expected, method_order=("random", "value_aware"))
-    assert table.index.tolist() == ["random", "random (expected)", "value_aware"]
-    assert table["NDCG@3"].tolist() == ["0.500 ± 0.100 [0.400, 0.600]", "0.250", "0.500 ± 0.100 [0.400, 0.600]"]
+    table = results_table(summary, expected, method_order=("random", "embedding", "value_aware"))
+    assert table.index.tolist() == ["random (10 runs; ± sd over runs)", "random (expected)", "value_aware"]
+    assert table["NDCG@3 (n = 2 entries)"].tolist() == ["0.500 ± 0.100 [0.400, 0.600]", "0.250",
+                                                        "0.500 ± 0.100 [0.400, 0.600]"]
     assert table["NDCG@5"].isna().all()  # every registered measure is a column
+    assert table.index.name.startswith("mean ± sd over entries")
+
+
+def test_paired_differences_keep_only_informative_entries_with_labels():
+    rankings, labels, _ = constructed_case()
+    values = per_entry(rankings, labels)
+    everything = paired_differences(values, "value_aware")
+    informative = paired_differences(values, "value_aware", labels)
+    assert set(everything[everything.measure == "NDCG@3"].entry_id) == {"e0", "e1", "e2", "e3"}
+    assert set(informative[informative.measure == "NDCG@3"].entry_id) == {"e0", "e2"}
+    assert informative[informative.measure == "Hit@1 (g≥1)"].empty

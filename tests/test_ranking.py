@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.analysis.ranking import MEASURES, NDCG, Hit, coverage, per_entry, random_expected_rows, register
+from lib.analysis.ranking import (MEASURES, NDCG, Hit, coverage, informative_entries, methods_in, per_entry,
+                                  random_expected_rows, register, value_range)
 
 
 def ref_ndcg(gains_in_rank_order, k):
@@ -70,7 +71,9 @@ def test_entries_without_relevant_candidates_are_excluded_not_zero():
     assert set(values[values.measure == "NDCG@3"].entry_id) == {"only1", "has2"}
     assert set(values[values.measure == "Hit@1 (g=2)"].entry_id) == {"has2"}
     table = coverage(rankings, labels)
-    assert table.loc["NDCG@3"].tolist() == ["g ≥ 1", 2, 1] and table.loc["Hit@3 (g=2)"].tolist() == ["g ≥ 2", 1, 2]
+    # columns: threshold, scored, excluded, informative, labelled candidates below the threshold
+    assert table.loc["NDCG@3"].tolist() == ["g ≥ 1", 2, 1, 2, 5]
+    assert table.loc["Hit@3 (g=2)"].tolist() == ["g ≥ 2", 1, 2, 0, 8]  # has2's top 3 always hold its 2
 
 
 def test_unlabelled_candidates_are_dropped_from_the_ranking():
@@ -111,3 +114,42 @@ def test_random_expected_rows_average_over_scoreable_entries():
     assert rows.loc["Hit@1 (g≥1)", "entries"] == 2 and rows.loc["Hit@1 (g≥1)", "mean"] == 0.5
     assert rows.loc["Hit@1 (g=2)", "entries"] == 1 and rows.loc["Hit@1 (g=2)", "mean"] == 0.5
     assert set(rows.method) == {"random (expected)"}
+
+
+def test_value_range_marks_the_entries_whose_order_matters():
+    _, labels = tables_for({"flat2": [2, 2, 2], "flat1": [1, 1, 1, 1], "one0": [1, 1, 0], "mixed": [2, 1, 1, 1, 1],
+                            "low": [1, 0, 0, 0, 0]})
+    table = value_range(labels).set_index(["measure", "entry_id"])
+    # constant labels: every order scores the same under every measure
+    for entry in ("flat2", "flat1"):
+        assert not table.xs(entry, level="entry_id").informative.any()
+    # one0 (1, 1, 0): Hit@1 (g≥1) worst order puts the 0 first -> 0 vs 1; Hit@3 (g≥1) always hits (3 candidates)
+    assert table.loc[("Hit@1 (g≥1)", "one0")].tolist()[:2] == [1.0, 0.0]
+    assert table.loc[("Hit@1 (g≥1)", "one0"), "informative"]
+    assert not table.loc[("Hit@3 (g≥1)", "one0"), "informative"]
+    # mixed (2, 1, 1, 1, 1): best NDCG@3 = 1; worst order 1, 1, 1 -> (1 + 1/log2 3 + 1/2) / (2 + 1/log2 3 + 1/2)
+    worst = (1 + 1 / math.log2(3) + 0.5) / (2 + 1 / math.log2(3) + 0.5)
+    assert table.loc[("NDCG@3", "mixed"), "worst"] == pytest.approx(worst)
+    assert not table.loc[("Hit@3 (g≥1)", "mixed"), "informative"]  # no candidate below 1
+    # low (1, 0, 0, 0, 0): four candidates below 1, so a top 3 can miss the only relevant one
+    assert table.loc[("Hit@3 (g≥1)", "low"), "informative"]
+    # entries a measure does not score are absent (no candidate of grade 2 in flat1, one0, low)
+    assert set(table.xs("Hit@1 (g=2)", level="measure").index) == {"flat2", "mixed"}
+    assert informative_entries(labels, "NDCG@3") == {"one0", "mixed", "low"}
+
+
+def test_every_order_scores_between_the_worst_and_the_best():
+    gains = [2, 1, 1, 0, 0]
+    pools = {f"p{i}": list(order) for i, order in enumerate(sorted(set(itertools.permutations(gains))))}
+    rankings, labels = tables_for(pools)
+    values = per_entry(rankings, labels).merge(value_range(labels), on=["measure", "entry_id"])
+    assert (values.value >= values.worst - 1e-12).all() and (values.value <= values.best + 1e-12).all()
+    extremes = values.groupby("measure").agg(low=("value", "min"), high=("value", "max"), worst=("worst", "first"),
+                                             best=("best", "first"))
+    assert np.allclose(extremes.low, extremes.worst) and np.allclose(extremes.high, extremes.best)
+
+
+def test_methods_in_follows_method_order_and_keeps_unknown_methods():
+    rankings = pd.DataFrame({"method": ["value_aware", "zz_new", "random", "embedding", "aa_new"]})
+    assert methods_in(rankings, order=("random", "embedding", "value_aware")) == [
+        "random", "embedding", "value_aware", "aa_new", "zz_new"]

@@ -1,4 +1,5 @@
-"""Sensitivity to the judge: label flips, label variants and the perturbation check, by hand."""
+"""Sensitivity to the judge: label flips (only to the label's grades), the chosen label's repeat disagreement,
+weak orders with explicit ties, label variants and the perturbation check, by hand."""
 from __future__ import annotations
 
 import math
@@ -6,17 +7,63 @@ import math
 import pandas as pd
 import pytest
 
-from lib.analysis.sensitivity import (flip_labels, label_variants, mean_by_method, means_by_variant,
-                                      perturbation_check)
+from lib.analysis import sensitivity
+from lib.analysis.sensitivity import (entries_by_variant, flip_labels, label_grades, label_repeat_disagreement,
+                                      label_variants, mean_by_method, means_by_variant, order_text,
+                                      perturbation_check, weak_order)
 
 
 def test_flip_labels_changes_exactly_the_fraction():
     labels = pd.DataFrame({"entry_id": ["e"] * 10, "candidate_id": [f"c{i}" for i in range(10)],
                            "label": pd.array([0, 1, 2, 0, 1, 2, 0, 1, None, 2], dtype="Int64")})
-    flipped = flip_labels(labels, 0.33, seed=1)
+    flipped = flip_labels(labels, 0.33, seed=1, grades=(0, 1, 2))
     changed = (flipped.label != labels.label).fillna(False)
     assert changed.sum() == 3 and flipped.label.isna().sum() == 1
-    assert flipped.equals(flip_labels(labels, 0.33, seed=1))
+    assert flipped.equals(flip_labels(labels, 0.33, seed=1, grades=(0, 1, 2)))
+
+
+def test_flip_labels_only_to_grades_the_label_takes():
+    labels = pd.DataFrame({"entry_id": ["e"] * 6, "candidate_id": [f"c{i}" for i in range(6)],
+                           "label": pd.array([1, 2, 2, 1, 2, 2], dtype="Int64")})
+    assert label_grades(labels) == (1, 2)
+    flipped = flip_labels(labels, 1.0, seed=0, grades=label_grades(labels))
+    assert flipped.label.tolist() == [2, 1, 1, 2, 1, 1]  # on two grades every flip is a swap; never a 0
+    with pytest.raises(ValueError, match="no other grade"):
+        flip_labels(labels, 1.0, seed=0, grades=(2,))
+
+
+def test_label_repeat_disagreement_uses_the_chosen_labels_column():
+    labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d", "e"], "label_source": ["rounded_expected"] * 5,
+                           "grade": pd.array([0, 0, 0, 0, 0], dtype="Int64"),
+                           "rounded_expected": pd.array([2, 1, 2, None, 1], dtype="Int64")})
+    repeat = pd.DataFrame({"candidate_id": ["a", "b", "d", "e"], "grade": pd.array([2, 2, 2, 2], dtype="Int64"),
+                           "rounded_expected": pd.array([2, 2, 1, None], dtype="Int64")})
+    # pairs with both present: a (2, 2) and b (1, 2) -> 1 of 2 differ; the argmax grade would give 4 of 4
+    assert label_repeat_disagreement(labels, repeat) == {"rate": 0.5, "column": "rounded_expected", "n": 2}
+    missing = label_repeat_disagreement(labels.assign(label_source="listwise_grade"), repeat)
+    assert math.isnan(missing["rate"]) and missing["column"] == "listwise_grade" and missing["n"] == 0
+
+
+def test_weak_order_keeps_ties_as_ties():
+    means = pd.Series({"b": 0.5, "sys": 0.9, "a": 0.5, "c": 0.7})
+    assert weak_order(means) == (("sys",), ("c",), ("a", "b"))
+    assert weak_order(means[["a", "c", "b", "sys"]]) == weak_order(means)  # independent of the input order
+    assert weak_order(pd.Series({"x": 0.1 + 0.2, "y": 0.3})) == (("x", "y"),)  # equal to 10 decimals
+    assert order_text(means) == "sys > c > a = b"
+
+
+def test_perturbation_check_compares_weak_orders(monkeypatch):
+    # The base means tie a and b; a perturbation that keeps the tie (listing b first, or off in the 17th
+    # decimal) leaves the order unchanged; one that breaks it changes the order but keeps the signs vs sys.
+    results = iter([pd.Series({"sys": 0.9, "a": 0.5, "b": 0.5}),
+                    pd.Series({"b": 0.5, "sys": 0.9, "a": 0.5}),
+                    pd.Series({"sys": 0.9, "a": 0.5 + 1e-17, "b": 0.5}),
+                    pd.Series({"sys": 0.9, "a": 0.6, "b": 0.5})])
+    monkeypatch.setattr(sensitivity, "mean_by_method", lambda *args, **kwargs: next(results))
+    monkeypatch.setattr(sensitivity, "flip_labels", lambda labels, *args: labels)
+    same_order, keeps = perturbation_check(pd.DataFrame(), pd.DataFrame(), "sys", 0.5, repeats=3, seed=0,
+                                           grades=(1, 2))
+    assert same_order == pytest.approx(2 / 3) and keeps.to_dict() == {"a": 1.0, "b": 1.0}
 
 
 def two_candidate_case():
@@ -38,8 +85,15 @@ def test_mean_by_method_by_hand():
 
 def test_perturbation_check_without_flips_keeps_everything():
     rankings, labels = two_candidate_case()
-    same_order, keeps = perturbation_check(rankings, labels, "sys", fraction=0.0, repeats=3, seed=0)
+    same_order, keeps = perturbation_check(rankings, labels, "sys", fraction=0.0, repeats=3, seed=0, grades=(0, 1))
     assert same_order == 1.0 and keeps.to_dict() == {"other": 1.0, "same": 1.0}
+
+
+def test_perturbation_check_without_a_rate_or_a_second_grade_is_not_run():
+    rankings, labels = two_candidate_case()
+    for fraction, grades in ((float("nan"), (0, 1)), (0.5, (1,))):
+        same_order, keeps = perturbation_check(rankings, labels, "sys", fraction, repeats=3, seed=0, grades=grades)
+        assert math.isnan(same_order) and keeps.isna().all() and list(keeps.index) == ["other", "same"]
 
 
 def test_perturbation_check_when_every_label_flips_on_a_binary_scale():
@@ -64,3 +118,6 @@ def test_label_variants_use_each_definition_and_the_repeat_grades():
     means = means_by_variant(rankings, variants)
     assert means.loc["pointwise argmax (column grade)", "sys"] == 1.0
     assert means.loc["pointwise rounded E[g] (column rounded_expected)", "other"] == 1.0
+    assert entries_by_variant(variants).tolist() == [1, 1, 1]
+    none_relevant = {"all 0": labels.assign(label=pd.array([0, 0], dtype="Int64"))}
+    assert entries_by_variant(none_relevant).tolist() == [0]

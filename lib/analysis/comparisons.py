@@ -1,56 +1,82 @@
 """Method summaries and paired comparisons of the system with each baseline over the same entries.
 
-A *comparison* is system − baseline on one measure over the entries both score: mean difference with a
-paired-bootstrap CI, paired t-test, Wilcoxon signed-rank, a paired randomisation test, Cohen's d_z, Holm
-adjustment over the whole family (every measure × baseline) for each test, and the entries a paired test
-would need to detect the observed difference.
+A *comparison* is system − baseline on one measure. The statistics are chosen for what the values are: few
+entries, many ties, values at the ceiling, differences that take a handful of discrete values.
+
+* Only *informative* entries are compared — those whose value the order of the pool can change
+  (:func:`lib.analysis.ranking.value_range`; e.g. a pool whose labels are all equal scores the same under
+  every method). Which entries are informative depends on the labels only, never on a method's ranking, so
+  the selection is the same for system and baseline and leaves the sign-flip null distribution intact.
+* A measure with no informative entry, or on which every method scores the same on every entry, has zero
+  variance across methods: it is reported as such (:func:`measure_status`) and not tested.
+* Per comparison: wins / losses / ties over the informative entries; the mean difference with a
+  percentile-bootstrap CI over entries and a cluster-bootstrap CI over personas (the unit of the value
+  treatment). Effects are reported on the scale of the method means (the mean over every entry both methods
+  score): an uninformative entry's difference is 0 under any pair of methods, so that mean is exactly
+  (n_informative / n_entries) × the mean over the informative entries, and its CIs and MDE are the informative
+  entries' ones scaled by the same factor (conditional on which entries are informative, a property of the
+  fixed labels). ONE test, the exact paired sign-flip permutation test of the mean difference
+  (:func:`lib.analysis.stats.sign_flip_test`); the exact sign test is shown beside it as a description of the
+  win/loss counts, not used for decisions.
+* The family is declared before looking at the results: the *primary* comparison (system vs one named
+  baseline on one named measure, a parameter of chapter 04) is a family of one and is tested at α; every
+  other comparison of the system with a baseline on a tested measure is *secondary*, and Holm's step-down
+  correction is applied over that family (statsmodels).
+* Power is reported as the minimum detectable effect at the current n and the family's most stringent Holm
+  level α/m (:func:`lib.analysis.stats.minimum_detectable_effect`), never as post-hoc power from the observed
+  effect.
+
+The CIs describe the sampling of entries (or personas) only: they take the labels as fixed and ignore the
+judge's label noise, which chapter 04 probes separately (:mod:`lib.analysis.sensitivity`).
 """
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs
-from lib.analysis.stats import bootstrap_ci
+from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, methods_in, value_range
+from lib.analysis.stats import (bootstrap_ci, cluster_bootstrap_ci, min_attainable_p, minimum_detectable_effect,
+                                sign_flip_test, sign_test, win_loss_tie)
 from lib.rankers import METHOD_ORDER
 
-TESTS = ("ttest", "wilcoxon", "permutation")  # p_<test> and p_holm_<test> columns of a comparison
+TIE_TOLERANCE = 1e-12  # |system − baseline| at or below this is a tie (run averages differ in the last bits)
+
+# The columns of compare_to_baselines, in order (documented in lib.tables.SCHEMAS["ndcg_comparisons"]).
+COMPARISON_COLUMNS = ("measure", "system", "baseline", "primary", "n_entries", "n_informative", "n_personas", "wins",
+                      "losses", "ties", "mean_diff", "ci_low", "ci_high", "ci_low_persona",
+                      "ci_high_persona", "p_permutation", "permutation_exact", "p_sign", "min_p", "family_size",
+                      "p_holm", "alpha", "significant", "mde", "power")
 
 
-def paired_comparison(system: Sequence[float], baseline: Sequence[float], seed: int,
+def paired_comparison(system: Sequence[float], baseline: Sequence[float], clusters: Sequence[object], seed: int,
                       n_resamples: int = 10_000) -> dict[str, float]:
-    """System − baseline over the same entries: mean difference, its paired-bootstrap 95% CI, paired t-test,
-    Wilcoxon signed-rank (zero differences dropped, Wilcoxon 1945), a paired randomisation test (sign flips
-    of the differences, scipy.stats.permutation_test), and Cohen's d_z = mean(d) / sd(d).
-    Keys: n, mean_diff, ci_low, ci_high, d_z, p_ttest, p_wilcoxon, p_permutation."""
-    from scipy import stats as sps
+    """System − baseline over the same (informative) entries, ``clusters`` naming each entry's persona.
 
+    Keys: n_informative, n_personas, wins, losses, ties (:func:`~lib.analysis.stats.win_loss_tie`; differences
+    within ``TIE_TOLERANCE`` of 0 are ties), mean_diff, sd_diff, ci_low / ci_high (percentile bootstrap over
+    entries), ci_low_persona / ci_high_persona (cluster bootstrap over personas), p_permutation and
+    permutation_exact (exact sign-flip test of the mean), p_sign (exact sign test of wins vs losses) and min_p
+    (the smallest p the sign-flip test could give with this many non-tied differences)."""
     diff = np.asarray(system, dtype=float) - np.asarray(baseline, dtype=float)
+    diff = np.where(np.abs(diff) <= TIE_TOLERANCE, 0.0, diff)
+    wins, losses, ties = win_loss_tie(diff)
     n = len(diff)
-    out = {"n": n, "mean_diff": float(diff.mean()) if n else float("nan")}
-    out["ci_low"], out["ci_high"] = bootstrap_ci(diff, seed, n_resamples)
-    sd = float(diff.std(ddof=1)) if n > 1 else float("nan")
-    out["d_z"] = out["mean_diff"] / sd if sd and sd > 0 else float("nan")
-    if n < 2 or np.all(diff == 0):
-        out.update({f"p_{test}": float("nan") for test in TESTS})
-        return out
-    with warnings.catch_warnings():
-        # scipy warns of precision loss when differences are nearly identical (common for 0/1 Hit values);
-        # the p-value is still the test's answer, and the CI and permutation test do not depend on it.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out["p_ttest"] = float(sps.ttest_rel(system, baseline).pvalue)
-    out["p_wilcoxon"] = float(sps.wilcoxon(diff, zero_method="wilcox").pvalue) if np.any(diff != 0) else float("nan")
-    out["p_permutation"] = float(sps.permutation_test(
-        (diff,), np.mean, permutation_type="samples", n_resamples=n_resamples, alternative="two-sided",
-        rng=np.random.default_rng(seed)).pvalue)
-    return out
+    ci_low, ci_high = bootstrap_ci(diff, seed, n_resamples)
+    ci_low_persona, ci_high_persona = cluster_bootstrap_ci(diff, clusters, seed, n_resamples)
+    p_permutation, exact = sign_flip_test(diff, seed, n_resamples)
+    return {"n_informative": n, "n_personas": len(set(clusters)), "wins": wins, "losses": losses, "ties": ties,
+            "mean_diff": float(diff.mean()) if n else float("nan"),
+            "sd_diff": float(diff.std(ddof=1)) if n > 1 else float("nan"),
+            "ci_low": ci_low, "ci_high": ci_high, "ci_low_persona": ci_low_persona, "ci_high_persona": ci_high_persona,
+            "p_permutation": p_permutation, "permutation_exact": exact, "p_sign": sign_test(wins, losses),
+            "min_p": min_attainable_p(wins + losses)}
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values (Holm 1979) via statsmodels.multipletests; NaN stays NaN."""
+    """Holm–Bonferroni adjusted p-values (Holm 1979) via statsmodels.multipletests: with the m p-values sorted,
+    p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j)). NaN stays NaN and does not count towards m."""
     from statsmodels.stats.multitest import multipletests
 
     p = np.asarray(pvalues, dtype=float)
@@ -61,37 +87,58 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
-def entries_needed(mean_diff: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Entries a paired two-sided test needs to detect ``mean_diff`` (normal approximation):
-    n = ((z_{1−α/2} + z_{power}) · sd_d / |mean_d|)²."""
-    from scipy.stats import norm
-
-    if not mean_diff or not np.isfinite(mean_diff) or not np.isfinite(sd_diff):
-        return float("inf")
-    return float(((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd_diff / abs(mean_diff)) ** 2)
+def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tuple[list[float], list[int]]:
+    """:func:`holm` applied within each family separately; returns the adjusted p-values and each p-value's
+    family size m, both in input order."""
+    p = pd.Series(np.asarray(pvalues, dtype=float))
+    groups = pd.Series(list(family))
+    adjusted, sizes = p.copy(), pd.Series(0, index=p.index)
+    for _, index in groups.groupby(groups, sort=False).groups.items():
+        adjusted[index] = holm(p[index].tolist())
+        sizes[index] = int(p[index].notna().sum())
+    return adjusted.tolist(), sizes.tolist()
 
 
 def method_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
-    """Per (measure, method): entries, mean, sd and percentile-bootstrap 95% CI (ci_low, ci_high) of the mean
-    over entries; a method's runs are averaged per entry first."""
+    """Per (measure, method): runs, entries, mean over entries (a method's runs averaged per entry first) with
+    its percentile-bootstrap 95% CI over entries (ci_low, ci_high), and sd. For a method with one run, sd is the
+    sd over entries (sd_over = "entries"); for a method with several runs (random seeds), sd is the sd over runs
+    of each run's mean over entries (sd_over = "runs"): the spread a reader sees between two random rankers,
+    not the spread of seed averages between entries."""
+    runs = values.groupby(["measure", "method"], sort=False)["run"].nunique().to_dict()
+    sd_over_runs = values.groupby(["measure", "method", "run"])["value"].mean().groupby(
+        level=["measure", "method"]).std(ddof=1).to_dict()
     rows = []
     for (measure, method), group in average_runs(values).groupby(["measure", "method"], sort=False):
         low, high = bootstrap_ci(group.value.to_numpy(), seed, n_resamples)
-        rows.append({"measure": measure, "method": method, "entries": len(group), "mean": group.value.mean(),
-                     "sd": group.value.std(ddof=1), "ci_low": low, "ci_high": high})
+        k = int(runs[(measure, method)])
+        sd = sd_over_runs[(measure, method)] if k > 1 else group.value.std(ddof=1)
+        rows.append({"measure": measure, "method": method, "runs": k, "entries": len(group),
+                     "mean": group.value.mean(), "sd": sd, "sd_over": "runs" if k > 1 else "entries",
+                     "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows)
 
 
-def results_table(summary: pd.DataFrame, expected: pd.DataFrame, method_order: Sequence[str] = METHOD_ORDER
-                  ) -> pd.DataFrame:
+def results_table(summary: pd.DataFrame, expected: pd.DataFrame, method_order: Sequence[str] = METHOD_ORDER,
+                  measures: Sequence[str] | None = None) -> pd.DataFrame:
     """Method × measure cells "mean ± sd [ci_low, ci_high]" from :func:`method_summary`, with the random-order
-    expectation rows (``lib.analysis.ranking.random_expected_rows``, "mean" only) right after "random"."""
+    expectation rows (``lib.analysis.ranking.random_expected_rows``, "mean" only) right after "random".
+    Columns name the measure and its n (entries scored); a method with several runs is labelled with their
+    number and that its ± is the sd over runs. Methods in ``method_order`` that have no values are left out;
+    ``measures`` defaults to every registered measure."""
+    measures = list(MEASURES) if measures is None else list(measures)
     both = pd.concat([summary, expected], ignore_index=True)
     cell = both.apply(lambda r: f"{r['mean']:.3f} ± {r['sd']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
                       if pd.notna(r.get("sd")) else f"{r['mean']:.3f}", axis=1)
-    rows = [name for m in method_order for name in ([m, RANDOM_EXPECTED] if m == "random" else [m])]
-    table = both.assign(cell=cell).pivot(index="method", columns="measure", values="cell")
-    return table.reindex(index=rows, columns=list(MEASURES))
+    present = [m for m in method_order if m in set(summary.method)]
+    rows = [name for m in present for name in ([m, RANDOM_EXPECTED] if m == "random" else [m])]
+    table = both.assign(cell=cell).pivot(index="method", columns="measure", values="cell").reindex(
+        index=rows, columns=measures)
+    runs = summary.groupby("method").runs.max()
+    table.index = [f"{m} ({runs[m]} runs; ± sd over runs)" if m in runs and runs[m] > 1 else m for m in rows]
+    n = summary.groupby("measure").entries.max()
+    table.columns = [f"{m} (n = {int(n[m])} entries)" if m in n else m for m in measures]
+    return table.rename_axis("mean ± sd over entries [95% bootstrap CI]; values 0–1")
 
 
 def by_entry(values: pd.DataFrame) -> pd.DataFrame:
@@ -99,26 +146,99 @@ def by_entry(values: pd.DataFrame) -> pd.DataFrame:
     return average_runs(values).pivot_table(index=["measure", "entry_id"], columns="method", values="value")
 
 
-def compare_to_baselines(values: pd.DataFrame, system: str, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
-    """:func:`paired_comparison` of ``system`` with every other method on every measure (entries both score),
-    Holm-adjusted over the whole family for each test (p_holm_<test>), and :func:`entries_needed`."""
+def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """Per registered measure: entries scored, entries informative (:func:`lib.analysis.ranking.value_range`),
+    whether it is tested, and why not. A measure is not tested when it has no informative entry (every order
+    of every pool scores the same) or when every method and run scores the same on every entry (zero variance
+    across methods)."""
+    informative = value_range(labels).groupby("measure", sort=False).informative.sum()
+    rows = {}
+    for name, measure in MEASURES.items():
+        part = values[values.measure == name]
+        scored = part.entry_id.nunique()
+        n_inf = int(informative.get(name, 0))
+        constant = part.groupby("entry_id").value.agg(lambda v: v.max() - v.min() <= TIE_TOLERANCE).all()
+        if n_inf == 0:
+            below = int((labels.dropna(subset=["label"]).label < measure.min_grade).sum())
+            reason = (f"no informative entry: every order of every pool scores the same "
+                      f"({below} labelled candidates graded below its threshold g ≥ {measure.min_grade})")
+        elif constant:
+            reason = "every method scores the same on every entry"
+        else:
+            reason = ""
+        rows[name] = {"entries_scored": scored, "entries_informative": n_inf, "tested": not reason,
+                      "reason": reason}
+    return pd.DataFrame(rows).T.rename_axis("measure")
+
+
+def compare_to_baselines(values: pd.DataFrame, labels: pd.DataFrame, personas: Mapping[str, str], system: str,
+                         primary_baseline: str, primary_measure: str, seed: int, n_resamples: int = 10_000,
+                         alpha: float = 0.05, power: float = 0.8, methods: Sequence[str] | None = None
+                         ) -> pd.DataFrame:
+    """:func:`paired_comparison` of ``system`` with every other method (``methods``, default: those in
+    ``values`` in METHOD_ORDER) on every tested measure (:func:`measure_status`), over the informative entries
+    both score (``personas``: entry_id → persona_id, the clusters of the persona bootstrap).
+
+    The comparison (``primary_measure``, ``primary_baseline``) is the primary family of one; every other row is
+    in the secondary family. p_holm is Holm within the row's family; significant = p_holm < alpha;
+    mde = :func:`~lib.analysis.stats.minimum_detectable_effect` at n_informative, the family's most stringent
+    Holm level alpha / family_size, and ``power``. mean_diff, the CIs and mde are on the scale of the method
+    means (every entry both score; the informative entries' values × n_informative / n_entries, see the module
+    docstring), so mean_diff is the difference of the two methods' means in :func:`method_summary`.
+    Columns: ``COMPARISON_COLUMNS`` (schema ``lib.tables.SCHEMAS["ndcg_comparisons"]``)."""
+    methods = methods_in(values) if methods is None else list(methods)
+    for name, role in ((system, "system"), (primary_baseline, "primary baseline")):
+        if name not in methods:
+            raise ValueError(f"{role} {name!r} is not among the methods {methods}")
+    if primary_baseline == system:
+        raise ValueError("the primary baseline must differ from the system")
+    if primary_measure not in MEASURES:
+        raise ValueError(f"primary measure {primary_measure!r} is not registered ({list(MEASURES)})")
+    status = measure_status(values, labels)
+    ranges = value_range(labels)
     wide = by_entry(values)
     rows = []
-    for measure, table in wide.groupby(level="measure", sort=False):
-        for baseline in [m for m in table.columns if m != system]:
+    for measure in [m for m in MEASURES if status.loc[m, "tested"]]:
+        table = wide.loc[measure]
+        informative = set(ranges.loc[(ranges.measure == measure) & ranges.informative, "entry_id"])
+        for baseline in [m for m in methods if m != system]:
             pair = table[[system, baseline]].dropna()
-            rows.append({"measure": measure, "baseline": baseline,
-                         **paired_comparison(pair[system].to_numpy(), pair[baseline].to_numpy(), seed, n_resamples),
-                         "sd_diff": float((pair[system] - pair[baseline]).std(ddof=1))})
+            kept = pair[pair.index.isin(informative)]
+            missing = set(kept.index) - set(personas)
+            if missing:
+                raise ValueError(f"no persona for entries {sorted(missing)}")
+            result = paired_comparison(kept[system].to_numpy(), kept[baseline].to_numpy(),
+                                       [personas[e] for e in kept.index], seed, n_resamples)
+            scale = len(kept) / len(pair) if len(pair) else float("nan")
+            for key in ("mean_diff", "sd_diff", "ci_low", "ci_high", "ci_low_persona", "ci_high_persona"):
+                result[key] *= scale
+            rows.append({"measure": measure, "system": system, "baseline": baseline,
+                         "primary": (measure, baseline) == (primary_measure, primary_baseline),
+                         "n_entries": len(pair), "scale": scale, **result})
     result = pd.DataFrame(rows)
-    for test in TESTS:
-        result[f"p_holm_{test}"] = holm(result[f"p_{test}"].tolist())
-    result["entries_needed"] = [entries_needed(m, s) for m, s in zip(result.mean_diff, result.sd_diff)]
-    return result.drop(columns="sd_diff")
+    if result.empty:
+        return pd.DataFrame(columns=list(COMPARISON_COLUMNS))
+    result["p_holm"], result["family_size"] = holm_by_family(result.p_permutation,
+                                                             result.primary.map({True: "primary", False: "secondary"}))
+    result["alpha"] = alpha
+    result["significant"] = result.p_holm < alpha
+    result["power"] = power
+    # sd_diff is already scaled; the test's n (and the t quantiles' df) is the informative entries'
+    result["mde"] = [minimum_detectable_effect(sd, n, alpha / m, power)
+                     for sd, n, m in zip(result.sd_diff, result.n_informative, result.family_size)]
+    order = result.primary.map({True: 0, False: 1})
+    return result.assign(_order=order).sort_values("_order", kind="stable")[list(COMPARISON_COLUMNS)].reset_index(
+        drop=True)
 
 
-def paired_differences(values: pd.DataFrame, system: str) -> pd.DataFrame:
-    """Long table of per-entry differences system − baseline: measure, entry_id, difference, baseline."""
+def paired_differences(values: pd.DataFrame, system: str, labels: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Long table of per-entry differences system − baseline: measure, entry_id, difference, baseline; with
+    ``labels``, only the informative entries of each measure."""
     wide = by_entry(values)
-    return pd.concat([(wide[system] - wide[b]).rename("difference").reset_index().assign(baseline=b)
-                      for b in wide.columns if b != system], ignore_index=True).dropna()
+    diffs = pd.concat([(wide[system] - wide[b]).rename("difference").reset_index().assign(baseline=b)
+                       for b in wide.columns if b != system], ignore_index=True).dropna()
+    if labels is not None:
+        ranges = value_range(labels)
+        keys = set(zip(ranges.loc[ranges.informative, "measure"], ranges.loc[ranges.informative, "entry_id"]))
+        diffs = diffs[[k in keys for k in zip(diffs.measure, diffs.entry_id)]].reset_index(drop=True)
+    return diffs

@@ -10,6 +10,11 @@ Definitions (rank i = 1 is shown first; g_i the grade (0/1/2, ``lib.design.GRADE
   exponential gains would triple the weight of exactly that distinction.
 An entry whose pool has no candidate meeting a measure's relevance threshold has IDCG = 0 (or cannot be hit by
 any method): it is excluded from that measure, and the count is reported — never scored 0.
+An entry is *informative* for a measure when the order of its pool can change the value: its labels' best order
+(grades descending) and worst order (ascending) score differently (:func:`value_range`). Hit@k and NDCG@k of
+any order lie between those two (for NDCG by the rearrangement inequality: the discounts do not increase with
+rank), so on an uninformative entry every method scores the same — e.g. a pool whose labels are all equal, or
+Hit@k (g ≥ t) when fewer than k candidates are graded below t.
 Candidates without a label (the judge failed) are unjudged: every measure is computed with ir_measures'
 ``judged_only=True`` (trec_eval -J), which removes them from the ranking before scoring (condensed lists,
 Sakai 2007), so a failure never counts as "irrelevant".
@@ -30,6 +35,7 @@ import pandas as pd
 from ir_measures import Qrel, ScoredDoc
 
 from lib.design import GRADES
+from lib.rankers import METHOD_ORDER
 
 RANDOM_EXPECTED = "random (expected)"  # the method name of the analytical random-order rows
 
@@ -139,19 +145,60 @@ def per_entry(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     return table.loc[keep, ["method", "run", "entry_id", "measure", "value"]].reset_index(drop=True)
 
 
+def methods_in(rankings: pd.DataFrame, order: Sequence[str] = METHOD_ORDER) -> list[str]:
+    """The methods of a rankings table in ``order`` (``lib.rankers.METHOD_ORDER``); a method the order does not
+    name follows, alphabetically, so a new ranker is never silently dropped."""
+    present = set(rankings["method"])
+    return [m for m in order if m in present] + sorted(present - set(order))
+
+
+def value_range(labels: pd.DataFrame) -> pd.DataFrame:
+    """Per (measure, scoreable entry): the value of the pool's best order (labels descending) and worst order
+    (ascending) over its labelled candidates, and ``informative`` = they differ (by more than 1e−12).
+    Columns measure, entry_id, best, worst, informative; computed with the measures' own ir_measures objects."""
+    labelled = labels.dropna(subset=["label"])
+    qrels = [Qrel(r.entry_id, r.candidate_id, int(r.label)) for r in labelled.itertuples()]
+    by_ir_measure = {str(m.ir_measure): name for name, m in MEASURES.items()}
+    measures = [m.ir_measure for m in MEASURES.values()]
+    ends = {}
+    for end, sign in (("best", 1.0), ("worst", -1.0)):
+        run = [ScoredDoc(r.entry_id, r.candidate_id, sign * float(r.label)) for r in labelled.itertuples()]
+        ends[end] = pd.DataFrame([(by_ir_measure[str(m.measure)], m.query_id, m.value)
+                                  for m in ir_measures.iter_calc(measures, qrels, run)],
+                                 columns=["measure", "entry_id", end])
+    table = ends["best"].merge(ends["worst"], on=["measure", "entry_id"])
+    keep = np.zeros(len(table), dtype=bool)
+    for name, measure in MEASURES.items():
+        keep |= (table.measure == name) & table.entry_id.isin(scoreable_entries(labelled, measure))
+    table = table[keep].assign(informative=lambda t: (t.best - t.worst).abs() > 1e-12,
+                               _order=lambda t: t.measure.map({name: i for i, name in enumerate(MEASURES)}))
+    return table.sort_values(["_order", "entry_id"]).drop(columns="_order").reset_index(drop=True)
+
+
+def informative_entries(labels: pd.DataFrame, measure: str) -> set[str]:
+    """Entries whose value of ``measure`` depends on the order of their pool (:func:`value_range`)."""
+    table = value_range(labels)
+    return set(table.loc[(table.measure == measure) & table.informative, "entry_id"])
+
+
 def average_runs(values: pd.DataFrame) -> pd.DataFrame:
     """One value per (method, entry, measure): a method with several runs (random seeds) is averaged over them."""
     return values.groupby(["method", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()
 
 
 def coverage(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
-    """Per measure: its relevance threshold, and the ranked entries it scores and excludes (no relevant candidate)."""
+    """Per measure: its relevance threshold; the ranked entries it scores and excludes (no relevant candidate);
+    of the scored, the informative ones (the order can change the value, :func:`value_range`); and the labelled
+    candidates graded below its threshold."""
     labelled = labels.dropna(subset=["label"])
     total = rankings.entry_id.nunique()
+    informative = value_range(labelled).groupby("measure", sort=False).informative.sum()
     return pd.DataFrame({name: {"relevance_threshold": f"g ≥ {m.min_grade}",
                                 "entries_scored": len(scoreable_entries(labelled, m)),
-                                "entries_excluded": total - len(scoreable_entries(labelled, m))}
-                         for name, m in MEASURES.items()}).T
+                                "entries_excluded": total - len(scoreable_entries(labelled, m)),
+                                "entries_informative": int(informative.get(name, 0)),
+                                "candidates_below_threshold": int((labelled.label < m.min_grade).sum())}
+                         for name, m in MEASURES.items()}).T.rename_axis("measure (counts)")
 
 
 def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:

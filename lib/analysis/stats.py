@@ -1,6 +1,7 @@
-"""Statistics shared by the chapters: Cohen's κ, Krippendorff's α and the bootstrap CI of a mean — thin,
-documented wrappers over statsmodels, krippendorff and scipy, checked against hand-computed cases in
-tests/test_analysis_stats.py."""
+"""Statistics shared by the chapters: Cohen's κ, Krippendorff's α, the bootstrap CI of a mean (by entry and by
+cluster), exact paired tests for few, discrete differences (sign test, sign-flip permutation test, win/loss/tie
+counts) and the minimum detectable effect — thin, documented wrappers over statsmodels, krippendorff and scipy,
+checked against hand-computed cases in tests/test_analysis_stats.py."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -50,3 +51,94 @@ def bootstrap_ci(values: Sequence[float], seed: int, n_resamples: int = 10_000, 
     result = bootstrap((values,), np.mean, n_resamples=n_resamples, confidence_level=level,
                        method="percentile", rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], seed: int, n_resamples: int = 10_000,
+                         level: float = 0.95) -> tuple[float, float]:
+    """Percentile cluster-bootstrap CI of the mean over entries when entries come in clusters (here: the persona
+    that is the unit of the value treatment). Each resample draws G clusters with replacement from the G observed
+    ones and keeps every entry of each drawn cluster; its statistic is the mean over the entries kept,
+    Σ_{g drawn} sum_g / Σ_{g drawn} n_g (Davison & Hinkley 1997, §3.8, resampling stage 1 only; Field & Welsh
+    2007). Seeded numpy draws; quantiles by numpy's linear interpolation.
+
+    With few clusters the resampling distribution is coarse (G = 5 gives at most C(2G−1, G) = 126 distinct
+    resamples) and the interval tends to be too narrow (Cameron & Miller 2015): read it beside the entry-level
+    interval, not instead of it. Fewer than 2 clusters gives (NaN, NaN); constant values the degenerate (v, v)."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    names, index = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    if len(values) != len(index):
+        raise ValueError(f"{len(values)} values but {len(index)} cluster names")
+    if len(names) < 2:
+        return float("nan"), float("nan")
+    if np.all(values == values[0]):
+        return float(values[0]), float(values[0])
+    sums = np.bincount(index, weights=values, minlength=len(names))
+    counts = np.bincount(index, minlength=len(names)).astype(float)
+    drawn = np.random.default_rng(seed).integers(0, len(names), size=(n_resamples, len(names)))
+    means = sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def win_loss_tie(differences: Sequence[float]) -> tuple[int, int, int]:
+    """Counts of positive (win), negative (loss) and zero (tie) paired differences."""
+    d = np.asarray(differences, dtype=float)
+    return int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum())
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test (Dixon & Mood 1946): under H0 a non-tied difference is positive with
+    probability ½, so wins ~ Binomial(wins + losses, ½); p from scipy.stats.binomtest (the two-sided p sums the
+    outcomes no more probable than the observed one). Ties are dropped; no non-tied difference gives p = 1."""
+    from scipy.stats import binomtest
+
+    return float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
+
+
+MAX_EXACT_FLIPS = 20  # sign-flip tests enumerate all 2^k flips up to k = 20 non-zero differences
+
+
+def sign_flip_test(differences: Sequence[float], seed: int, n_resamples: int = 10_000,
+                   max_exact: int = MAX_EXACT_FLIPS) -> tuple[float, bool]:
+    """Paired permutation (sign-flip) test of the mean difference (Fisher 1935, §21; Pitman 1937): under H0 each
+    paired difference d_i is symmetric about 0, so every assignment of signs to |d_i| is equally likely;
+    p = share of the 2^k assignments whose |mean| is at least the observed one (two-sided as 2·min of the
+    one-sided shares, capped at 1 — scipy.stats.permutation_test, permutation_type="samples").
+    Zero differences are left out: flipping them changes nothing, so the p-value is the same with or without
+    them. Exact enumeration when the k non-zero differences number at most ``max_exact``; otherwise
+    ``n_resamples`` seeded random flips. Returns (p, exact). With k non-zero differences the smallest attainable
+    p is 2 / 2^k (:func:`min_attainable_p`); with k ≤ 1, p = 1."""
+    from scipy.stats import permutation_test
+
+    d = np.asarray(differences, dtype=float)
+    d = d[d != 0]
+    if len(d) < 2:  # the 2^k ≤ 2 sign assignments all have the observed |mean|: p = 1 (scipy needs k ≥ 2)
+        return 1.0, True
+    exact = len(d) <= max_exact
+    result = permutation_test((d,), lambda x, axis: np.mean(x, axis=axis), vectorized=True,
+                              permutation_type="samples", alternative="two-sided", batch=65_536,
+                              n_resamples=np.inf if exact else n_resamples, rng=np.random.default_rng(seed))
+    return float(result.pvalue), exact
+
+
+def min_attainable_p(nonzero: int) -> float:
+    """Smallest two-sided p an exact sign-flip or sign test can give with ``nonzero`` non-tied differences:
+    2 · 2^−k (all signs alike), capped at 1. A comparison with min_attainable_p ≥ its level cannot be
+    significant whatever the differences are."""
+    return float(min(1.0, 2.0 / 2.0 ** nonzero))
+
+
+def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.8) -> float:
+    """Smallest true mean paired difference a two-sided level-α test on n paired differences with standard
+    deviation ``sd`` detects with probability ``power`` (Bloom 1995; Cohen 1988, ch. 2):
+    MDE = (t_{1−α/2, n−1} + t_{power, n−1}) · sd / √n.
+    A normal-theory approximation: the exact sign-flip test used for the decisions is no more powerful on
+    discrete, tied differences, so the MDE is optimistic (the smallest effect this study could hope to detect).
+    NaN when n < 2 or the differences have no spread (sd = 0 or not finite: no variance to plan with)."""
+    from scipy.stats import t
+
+    if n < 2 or not np.isfinite(sd) or sd <= 0:
+        return float("nan")
+    return float((t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * sd / np.sqrt(n))

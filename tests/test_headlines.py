@@ -1,0 +1,32 @@
+"""Chapter 04's front-page headline, computed from the ndcg_comparisons table."""
+from __future__ import annotations
+
+import pandas as pd
+
+from lib.headlines import HEADLINES
+
+
+def comparison(primary, significant=False, mean_diff=0.0075, p=0.719, mde=0.0607):
+    return {"measure": "NDCG@3", "system": "value_aware", "baseline": "embedding" if primary else "random",
+            "primary": primary, "n_entries": 20, "n_informative": 12, "wins": 3, "losses": 3, "mean_diff": mean_diff,
+            "ci_low": -0.0289, "ci_high": 0.0454, "p_permutation": p, "significant": significant, "mde": mde}
+
+
+def test_headline_04_states_the_primary_comparison_and_the_secondary_count():
+    entry = HEADLINES["04_ndcg_analysis"]
+    assert entry.tables == ("ndcg_comparisons",)
+    table = pd.DataFrame([comparison(True), comparison(False), comparison(False, significant=True)])
+    assert entry.sentence({"ndcg_comparisons": table}) == (
+        "Primary comparison, value_aware − embedding on NDCG@3: +0.007 (95% CI -0.029 to +0.045) over 20 entries "
+        "(12 informative; 3 wins, 3 losses), exact sign-flip p = 0.72 — not significant; this study can only detect "
+        "differences of about ±0.061 or more; 1 of 2 secondary comparisons are significant after Holm.")
+
+
+def test_headline_04_significant_and_missing_primary():
+    entry = HEADLINES["04_ndcg_analysis"]
+    significant = pd.DataFrame([comparison(True, significant=True, mean_diff=-0.1, p=0.001)])
+    assert entry.sentence({"ndcg_comparisons": significant}).endswith(
+        "exact sign-flip p = 0.001 — significant: value_aware ranks worse.")
+    assert entry.sentence({"ndcg_comparisons": pd.DataFrame([comparison(False)])}) == (
+        "No primary comparison could be tested (no informative entry on its measure); 0 of 1 secondary "
+        "comparisons are significant after Holm.")
