@@ -34,14 +34,14 @@ def test_flip_labels_only_to_grades_the_label_takes():
 
 def test_label_repeat_disagreement_uses_the_chosen_labels_column():
     labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d", "e"], "label_source": ["rounded_expected"] * 5,
-                           "grade": pd.array([0, 0, 0, 0, 0], dtype="Int64"),
-                           "rounded_expected": pd.array([2, 1, 2, None, 1], dtype="Int64")})
+                           "grade": pd.array([0, 0, 0, 0, 0], dtype="Int64"), "expected_grade": [1.8, 1.1, 2.0, None, 0.9],
+                           "label": pd.array([2, 1, 2, None, 1], dtype="Int64")})
     repeat = pd.DataFrame({"candidate_id": ["a", "b", "d", "e"], "grade": pd.array([2, 2, 2, 2], dtype="Int64"),
-                           "rounded_expected": pd.array([2, 2, 1, None], dtype="Int64")})
-    # pairs with both present: a (2, 2) and b (1, 2) -> 1 of 2 differ; the argmax grade would give 4 of 4
+                           "expected_grade": [1.9, 1.6, 1.2, None], "label": pd.array([2, 2, 1, None], dtype="Int64")})
+    # pairs with both labels present: a (2, 2) and b (1, 2) -> 1 of 2 differ; the argmax grade would give 4 of 4
     assert label_repeat_disagreement(labels, repeat) == {"rate": 0.5, "column": "rounded_expected", "n": 2}
-    missing = label_repeat_disagreement(labels.assign(label_source="listwise_grade"), repeat)
-    assert math.isnan(missing["rate"]) and missing["column"] == "listwise_grade" and missing["n"] == 0
+    missing = label_repeat_disagreement(labels, repeat.drop(columns="label"))
+    assert math.isnan(missing["rate"]) and missing["column"] == "rounded_expected" and missing["n"] == 0
 
 
 def test_weak_order_keeps_ties_as_ties():
@@ -109,12 +109,13 @@ def test_label_variants_use_each_definition_and_the_repeat_grades():
     labels = labels.assign(rounded_expected=pd.array([0, 1], dtype="Int64"))
     judge_validity = pd.DataFrame({"label_definition": ["pointwise argmax", "pointwise rounded E[g]"],
                                    "column": ["grade", "rounded_expected"]})
-    repeat = pd.DataFrame({"candidate_id": ["c1"], "grade": pd.array([2], dtype="Int64")})
+    repeat = pd.DataFrame({"candidate_id": ["c1"], "label": pd.array([2], dtype="Int64")})
     variants = label_variants(labels, judge_validity, repeat)
+    replaced = "chosen label, 1 re-judged under another prompt layout replaced"
     assert list(variants) == ["pointwise argmax (column grade)", "pointwise rounded E[g] (column rounded_expected)",
-                              "pointwise argmax, 1 re-judged at T>0 replaced"]
+                              replaced]
     assert variants["pointwise rounded E[g] (column rounded_expected)"].label.tolist() == [0, 1]
-    assert variants["pointwise argmax, 1 re-judged at T>0 replaced"].label.tolist() == [1, 2]
+    assert variants[replaced].label.tolist() == [labels.label.iloc[0], 2]
     means = means_by_variant(rankings, variants)
     assert means.loc["pointwise argmax (column grade)", "sys"] == 1.0
     assert means.loc["pointwise rounded E[g] (column rounded_expected)", "other"] == 1.0

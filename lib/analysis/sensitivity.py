@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.ranking import HEADLINE_MEASURE, MEASURES, average_runs, per_entry, scoreable_entries
+from lib.analysis.validity import repeat_disagreement, repeat_pairs
 
 ORDER_DECIMALS = 10  # means equal to this many decimals are tied (run averages differ in the last bits)
 
@@ -23,21 +24,17 @@ def label_grades(labels: pd.DataFrame) -> tuple[int, ...]:
 
 
 def label_repeat_disagreement(labels: pd.DataFrame, repeat: pd.DataFrame) -> dict[str, object]:
-    """Measured repeat disagreement of the label chapter 04 uses: the share of re-judged candidates whose repeated
-    value of the label's column (``labels.label_source``) differs from the first, over the pairs where both are
-    present. Returns rate, column, n (pairs compared). When the repeat table lacks that column (the repeat run
-    did not produce that label definition) the rate is NaN and ``column`` names what is missing."""
+    """Measured repeat disagreement of the label chapter 04 uses (:func:`lib.analysis.validity.repeat_disagreement`
+    on the ``label`` columns chapter 03 writes into both tables), with the definition's column
+    (``labels.label_source``) and n, the pairs compared. A repeat table without a ``label`` column gives NaN."""
     sources = labels.label_source.dropna().unique()
     if len(sources) != 1:
         raise ValueError(f"labels.label_source has {len(sources)} distinct values, expected 1")
-    column = str(sources[0])
-    if column not in repeat.columns or column not in labels.columns:
-        return {"rate": float("nan"), "column": column, "n": 0}
-    pairs = repeat[["candidate_id", column]].merge(labels[["candidate_id", column]], on="candidate_id",
-                                                   suffixes=("_repeat", "_first"), validate="one_to_one")
-    both = pairs[f"{column}_repeat"].notna() & pairs[f"{column}_first"].notna()
-    changed = pairs.loc[both, f"{column}_repeat"].astype(int) != pairs.loc[both, f"{column}_first"].astype(int)
-    return {"rate": float(changed.mean()) if both.any() else float("nan"), "column": column, "n": int(both.sum())}
+    if "label" not in repeat.columns:
+        return {"rate": float("nan"), "column": str(sources[0]), "n": 0}
+    pairs = repeat_pairs(labels, repeat)
+    n = int((pairs.label_first.notna() & pairs.label_repeat.notna()).sum())
+    return {"rate": repeat_disagreement(labels, repeat) if n else float("nan"), "column": str(sources[0]), "n": n}
 
 
 def flip_labels(labels: pd.DataFrame, fraction: float, seed: int, grades: Sequence[int]) -> pd.DataFrame:
@@ -82,12 +79,12 @@ def _sign(x: float, decimals: int = ORDER_DECIMALS) -> int:
 
 def label_variants(labels: pd.DataFrame, judge_validity: pd.DataFrame, repeat: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The labels table under each label definition of ``judge_validity`` (label := its column), and under the
-    pointwise argmax grade with the re-judged candidates' repeat grades in place of the first ones."""
+    chosen label with the re-judged candidates' repeat labels (another prompt layout) in place of the first ones."""
     variants = {f"{name} (column {column})": labels.assign(label=labels[column])
                 for name, column in zip(judge_validity.label_definition, judge_validity.column)}
-    replaced = labels.assign(label=labels.grade).set_index("candidate_id")
-    replaced.loc[repeat.candidate_id, "label"] = repeat.set_index("candidate_id").grade
-    variants[f"pointwise argmax, {len(repeat)} re-judged at T>0 replaced"] = replaced.reset_index()
+    replaced = labels.set_index("candidate_id")
+    replaced.loc[repeat.candidate_id, "label"] = repeat.set_index("candidate_id").label
+    variants[f"chosen label, {len(repeat)} re-judged under another prompt layout replaced"] = replaced.reset_index()
     return variants
 
 
