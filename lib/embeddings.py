@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+Embed = Callable[[list[str]], np.ndarray]
+"""An embedding function: texts -> unit vectors, one row per text (:func:`embed`; tests pass small fakes)."""
 
 # The model ships inside site-packages; forbid any hub look-up so a missing file fails instead of downloading.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

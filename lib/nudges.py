@@ -1,14 +1,27 @@
-"""Nudge candidate generation: one LLM call per entry, and near-duplicate marking.
+"""Nudge candidate generation: entry sample and persona matching, one LLM call per entry, near-duplicates
+and the pools later chapters work on.
 
 A *nudge* is one short sentence a journaling assistant shows after the user writes an entry. For each entry
 the generator asks the LLM for ``n`` candidates at once (``nudge_text``, ``reasoning``, ``confidence``);
 notebook 02 ranks each pool and notebook 03 judges it. Personas, values and categories are design inputs
 (:mod:`lib.design`).
+
+Two rules decide what the later chapters see, each a parameter with a documented default:
+
+* ``persona_rule`` (:func:`sample_entries`): which persona writes an entry. ``"similarity"`` (default): the
+  persona whose description is closest to the entry text by MiniLM cosine, so a rubric asking whether a nudge
+  fits the writer judges a plausible writer; ``"random"``: a seeded uniform draw, the study's first design,
+  which pairs entries with writers at random (e.g. the nurse who cares for her parents given an entry about
+  lying to one's parents as a child).
+* ``near_duplicate_rule`` (:func:`pool_candidates`): whether near-duplicates stay in a pool. ``"drop"``
+  (default) removes them before ranking and judging, so a pool with three copies of one nudge does not
+  give that nudge three chances to be ranked first and three labels; ``"keep"`` leaves the pool whole.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -16,8 +29,13 @@ from pydantic import BaseModel, Field, create_model
 
 from lib import prompts
 from lib.design import EMOTION_CATEGORY, NUDGE_CATEGORIES, PERSONAS, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
-from lib.embeddings import embed
+from lib.embeddings import Embed, embed
 from lib.llm.gateway import Gateway, LLMResult
+
+PersonaRule = Literal["similarity", "random"]
+NearDuplicateRule = Literal["drop", "keep"]
+PERSONA_RULES: tuple[str, ...] = ("similarity", "random")
+NEAR_DUPLICATE_RULES: tuple[str, ...] = ("drop", "keep")
 
 SYSTEM_PROMPT, USER_TEMPLATE = prompts.parts("nudge_candidates", 2)
 
@@ -40,13 +58,60 @@ def candidate_set_schema(n: int) -> type[BaseModel]:
     )
 
 
-def sample_entries(entries: pd.DataFrame, n_entries: int, seed: int) -> pd.DataFrame:
-    """Seeded sample of entries, each with a seeded persona and the category of its emotion."""
+def persona_similarities(texts: Sequence[str], embedder: Embed | None = None) -> pd.DataFrame:
+    """cos(e_text, e_description(p)) for every text and persona p: one row per text, one column per persona in
+    ``lib.design.PERSONAS`` order. Embeddings are unit vectors (``embedder``, MiniLM by default), so the cosine
+    is u·v."""
+    embedder = embedder or embed
+    vectors = embedder(list(texts)) @ embedder([p.description for p in PERSONAS]).T
+    return pd.DataFrame(vectors, columns=[p.persona_id for p in PERSONAS])
+
+
+def most_similar_persona(similarities: pd.DataFrame) -> list[str]:
+    """argmax_p of each row of :func:`persona_similarities`; a tie goes to the persona listed first in
+    ``lib.design.PERSONAS`` (``numpy.argmax`` returns the first maximum)."""
+    return [similarities.columns[i] for i in np.argmax(similarities.to_numpy(), axis=1)]
+
+
+def sample_entries(entries: pd.DataFrame, n_entries: int, seed: int, persona_rule: PersonaRule = "similarity",
+                   embedder: Embed | None = None) -> pd.DataFrame:
+    """Seeded sample of entries, each with a persona (``persona_rule``), its cosine with the persona's
+    description (``persona_similarity``) and the category of its emotion (``lib.design.EMOTION_CATEGORY``).
+
+    One generator seeded with ``seed`` draws the entries (without replacement, kept in file order) and then one
+    persona per entry uniformly. ``persona_rule="random"`` uses that draw; ``"similarity"`` replaces it by
+    :func:`most_similar_persona`. The draw is made under both rules, so the entry sample and the random
+    assignment do not depend on the rule.
+    """
+    if persona_rule not in PERSONA_RULES:
+        raise ValueError(f"persona_rule must be one of {PERSONA_RULES}, not {persona_rule!r}")
     rng = np.random.default_rng(seed)
     chosen = entries.iloc[np.sort(rng.choice(len(entries), size=n_entries, replace=False))].copy()
-    chosen["persona_id"] = rng.choice([p.persona_id for p in PERSONAS], size=n_entries)
+    drawn = rng.choice([p.persona_id for p in PERSONAS], size=n_entries)
+    similarities = persona_similarities(chosen["text"].tolist(), embedder)
+    chosen["persona_id"] = drawn if persona_rule == "random" else most_similar_persona(similarities)
+    chosen["persona_similarity"] = [float(similarities.at[i, pid]) for i, pid in enumerate(chosen["persona_id"])]
     chosen["category"] = chosen["emotion"].map(EMOTION_CATEGORY)
     return chosen.reset_index(drop=True)
+
+
+def persona_rule_effect(sampled_by_rule: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per persona rule: entries per persona, and the mean and sd (ddof 1) over entries of
+    cos(entry, assigned persona's description) (``persona_similarity``). The samples must hold the same
+    entries (:func:`sample_entries` with the same seed); ``persona_changed`` counts entries whose persona
+    differs from the first rule's."""
+    first = next(iter(sampled_by_rule.values()))
+    rows = []
+    for rule, sampled in sampled_by_rule.items():
+        if sampled["entry_id"].tolist() != first["entry_id"].tolist():
+            raise ValueError(f"rule {rule!r}: a different entry sample than {next(iter(sampled_by_rule))!r}")
+        counts = sampled["persona_id"].value_counts().reindex([p.persona_id for p in PERSONAS], fill_value=0)
+        rows.append({"persona_rule": rule, "entries": len(sampled),
+                     "mean_cos": float(sampled["persona_similarity"].mean()),
+                     "sd_cos": float(sampled["persona_similarity"].std(ddof=1)),
+                     "persona_changed": int((sampled["persona_id"] != first["persona_id"]).sum()),
+                     **counts.to_dict()})
+    return pd.DataFrame(rows).set_index("persona_rule")
 
 
 def build_messages(text: str, persona: Persona, category: str, n: int) -> list[dict[str, str]]:
@@ -123,3 +188,30 @@ def mark_near_duplicates(candidates: pd.DataFrame, threshold: float) -> tuple[pd
     marked = candidates.assign(near_duplicate_of=dup_of, pool_diversity=diversity)
     marked["near_duplicate"] = marked["near_duplicate_of"].notna()
     return marked, np.concatenate(pair_sims) if pair_sims else np.zeros(0)
+
+
+def pool_candidates(candidates: pd.DataFrame, near_duplicate_rule: NearDuplicateRule) -> pd.DataFrame:
+    """The candidates that make up the pools chapters 02 (ranking) and 03 (judging) work on.
+
+    ``"drop"``: every candidate flagged ``near_duplicate`` by :func:`mark_near_duplicates` is removed, i.e.
+    a candidate whose MiniLM cosine with an *earlier* candidate of its pool reaches the threshold. Of a group
+    of copies the earliest (lowest ``position``) stays. In a chain a ≈ b ≈ c where a and c are not close, b
+    and c both go (each has a close earlier candidate): the rule is deliberately conservative.
+    ``"keep"``: all candidates. Row order and columns are unchanged; the candidates table itself always keeps
+    every row with its flag.
+    """
+    if near_duplicate_rule not in NEAR_DUPLICATE_RULES:
+        raise ValueError(f"near_duplicate_rule must be one of {NEAR_DUPLICATE_RULES}, not {near_duplicate_rule!r}")
+    if near_duplicate_rule == "keep":
+        return candidates.copy()
+    return candidates[~candidates["near_duplicate"].astype(bool)].copy()
+
+
+def pool_sizes(candidates: pd.DataFrame, near_duplicate_rule: NearDuplicateRule) -> pd.DataFrame:
+    """Number of pools of each size before and after :func:`pool_candidates` (rows: pool size, in candidates;
+    columns ``generated`` and ``after <rule>``). Pools are counted by entry; a pool cannot become empty
+    (its first candidate always stays)."""
+    before = candidates.groupby("entry_id").size().value_counts()
+    after = pool_candidates(candidates, near_duplicate_rule).groupby("entry_id").size().value_counts()
+    table = pd.DataFrame({"generated": before, f"after {near_duplicate_rule}": after}).fillna(0).astype(int)
+    return table.sort_index().rename_axis("pool size (candidates)")

@@ -16,7 +16,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "emotion_label": "EmpatheticDialogues label, 1–32",
         "emotion": "inferred emotion name (data/journal_entries/SOURCE.md)",
         "text": "the situation text, used as the journal entry",
-        "persona_id": "persona assigned by seeded draw (lib.design.PERSONAS)",
+        "persona_id": "persona (lib.design.PERSONAS) by notebook 01's persona_rule: most similar description by "
+                      "MiniLM cosine (similarity) or seeded draw (random); lib.nudges.sample_entries",
+        "persona_similarity": "MiniLM cosine between the entry text and the assigned persona's description",
         "category": "nudge category from the emotion (lib.design.EMOTION_CATEGORY)",
         "generation_ok": "True when the candidate call returned a schema-valid answer",
         "failure_kind": "invalid_json | schema_violation | truncated when generation failed, else null",
@@ -38,13 +40,15 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "model": "identity of the generating model",
         "near_duplicate_of": "earliest candidate of the same pool with MiniLM cosine ≥ threshold, else null",
         "pool_diversity": "mean pairwise cosine distance of the pool's candidates",
-        "near_duplicate": "near_duplicate_of is set",
+        "near_duplicate": "near_duplicate_of is set; lib.nudges.pool_candidates drops these rows from the pools "
+                          "under near_duplicate_rule 'drop' (the table keeps them)",
     },
     "rankings": {
         "method": "ranker name (lib.rankers.METHOD_ORDER)",
         "run": "seed index for random (0..k-1); 0 for deterministic methods",
-        "entry_id": "the pool's entry",
-        "rank": "1 = shown first; ties keep the generator's order; failed candidates last",
+        "entry_id": "the pool's entry (pool: lib.nudges.pool_candidates under notebook 02's near_duplicate_rule)",
+        "rank": "1 = shown first; equal scores in a seeded random order (lib.rankers.tie_order); failed "
+                "candidates last",
         "candidate_id": "the ranked candidate",
         "score": "the ranker's score (higher is better; -inf for a failed candidate)",
     },

@@ -68,3 +68,76 @@ def test_minilm_embeds_offline_and_ranks_a_paraphrase_closest():
     v = embed(["I failed my driving test today.", "Today I did not pass my driving exam.", "The cat sleeps."])
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
     assert v[0] @ v[1] > 0.7 > v[0] @ v[2]
+
+
+def _fake_persona_embed(table):
+    """Embed from a dict: persona descriptions and texts -> hand-chosen unit vectors."""
+    return lambda texts: np.array([table[t] for t in texts], dtype=float)
+
+
+PERSONA_VECTORS = {  # 3-d unit vectors per persona description, in PERSONAS order
+    PERSONAS[0].description: [1.0, 0.0, 0.0], PERSONAS[1].description: [0.0, 1.0, 0.0],
+    PERSONAS[2].description: [0.0, 0.0, 1.0], PERSONAS[3].description: [1.0, 0.0, 0.0],  # same as PERSONAS[0]
+    PERSONAS[4].description: [0.0, -1.0, 0.0],
+}
+
+
+def test_most_similar_persona_by_hand_with_ties_to_the_first_listed():
+    texts = {"nurse": [0.6, 0.8, 0.0], "code": [0.0, 0.6, 0.8], "shop": [0.0, -1.0, 0.0], "tie": [0.8, 0.0, 0.6]}
+    sims = nudges.persona_similarities(list(texts), _fake_persona_embed({**PERSONA_VECTORS, **texts}))
+    assert list(sims.columns) == [p.persona_id for p in PERSONAS]
+    # nurse: cosines .6 .8 0 .6 −.8 -> PERSONAS[1]; code: 0 .6 .8 0 −.6 -> PERSONAS[2]; shop -> PERSONAS[4];
+    # tie: .8 0 .6 .8 0 -> PERSONAS[0] and PERSONAS[3] tie at .8, the first listed wins
+    assert sims.iloc[0].tolist() == pytest.approx([0.6, 0.8, 0.0, 0.6, -0.8])
+    assert nudges.most_similar_persona(sims) == [PERSONAS[i].persona_id for i in (1, 2, 4, 0)]
+
+
+def test_persona_rules_share_the_entry_sample_and_random_is_the_seeded_draw():
+    entries = pd.DataFrame({"entry_id": [f"e{i}" for i in range(8)], "emotion": ["sad"] * 8,
+                            "text": [f"t{i}" for i in range(8)]})
+    vectors = {f"t{i}": [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]][i % 2] for i in range(8)}
+    embedder = _fake_persona_embed({**PERSONA_VECTORS, **vectors})
+    by_rule = {rule: nudges.sample_entries(entries, 5, seed=11, persona_rule=rule, embedder=embedder)
+               for rule in nudges.PERSONA_RULES}
+    # the draw the study made before persona matching existed: entries, then one persona each, one generator
+    rng = np.random.default_rng(11)
+    rows = np.sort(rng.choice(8, size=5, replace=False))
+    drawn = rng.choice([p.persona_id for p in PERSONAS], size=5)
+    assert by_rule["random"].entry_id.tolist() == by_rule["similarity"].entry_id.tolist() == [f"e{i}" for i in rows]
+    assert by_rule["random"].persona_id.tolist() == drawn.tolist()
+    expected = [PERSONAS[0].persona_id if i % 2 == 0 else PERSONAS[2].persona_id for i in rows]
+    assert by_rule["similarity"].persona_id.tolist() == expected
+    assert by_rule["similarity"].persona_similarity.tolist() == pytest.approx([1.0] * 5)
+    effect = nudges.persona_rule_effect(by_rule)
+    assert effect.loc["similarity", "mean_cos"] == 1.0 and effect.loc["similarity", "entries"] == 5
+    assert effect.loc["random", "persona_changed"] == int((drawn != np.array(expected)).sum())
+    assert effect.loc["random", [p.persona_id for p in PERSONAS]].sum() == 5
+    with pytest.raises(ValueError, match="persona_rule must be one of"):
+        nudges.sample_entries(entries, 5, seed=11, persona_rule="nearest", embedder=embedder)
+
+
+def test_sampling_with_the_random_rule_is_unchanged_on_the_real_entries():
+    # notebook 01's committed sample (seed 20241122, 20 entries) replays only if the random draw is unchanged
+    sampled = nudges.sample_entries(load_journal_entries("test"), 20, seed=20241122, persona_rule="random",
+                                    embedder=lambda texts: np.ones((len(texts), 2)) / np.sqrt(2))
+    assert sampled.entry_id.tolist()[:3] == ["ed-test-113", "ed-test-288", "ed-test-303"]
+    assert sampled.persona_id.tolist()[:6] == ["striver", "provider", "striver", "steward", "provider", "caregiver"]
+
+
+POOL = pd.DataFrame({  # pool p: c1 is a copy of c0, c3 and c4 copies of c2 (three identical); pool q clean
+    "entry_id": ["p"] * 5 + ["q"] * 2, "candidate_id": [f"p/c{i}" for i in range(5)] + ["q/c0", "q/c1"],
+    "position": [0, 1, 2, 3, 4, 0, 1],
+    "near_duplicate_of": [None, "p/c0", None, "p/c2", "p/c2", None, None],
+})
+POOL["near_duplicate"] = POOL.near_duplicate_of.notna()
+
+
+def test_pool_candidates_drops_near_duplicates_and_keeps_the_earliest():
+    kept = nudges.pool_candidates(POOL, "drop")
+    assert kept.candidate_id.tolist() == ["p/c0", "p/c2", "q/c0", "q/c1"]
+    assert list(kept.columns) == list(POOL.columns)
+    pd.testing.assert_frame_equal(nudges.pool_candidates(POOL, "keep"), POOL)
+    with pytest.raises(ValueError, match="near_duplicate_rule must be one of"):
+        nudges.pool_candidates(POOL, "merge")
+    sizes = nudges.pool_sizes(POOL, "drop")
+    assert sizes.to_dict() == {"generated": {2: 1, 5: 1}, "after drop": {2: 2, 5: 0}}

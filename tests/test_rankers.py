@@ -1,4 +1,5 @@
-"""Rankers: permutations, determinism, tie rule, failed candidates, and hand-checked orderings."""
+"""Rankers: permutations, determinism, seeded tie rule, failed candidates, hand-checked orderings, agreement
+(Kendall τ over runs), confidence vs generator order, and nudge length in the top k."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,19 +24,18 @@ def make_pool(vectors, confidence, texts=None, entry_id="e", entry_vector=(1.0, 
 
 TINY = dict(vectors=[[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]], confidence=[0.9, 0.2, 0.5])
 CATEGORY = rankers.CategoryOnlyRanker(names=("action", "support"), definition_vectors=np.eye(2))
-ALL = [rankers.RandomRanker(seed=1), rankers.EmbeddingSimilarityRanker(), CATEGORY, rankers.SelfConfidenceRanker(),
+ALL = [rankers.RandomRanker(seed=1), rankers.GeneratorOrderRanker(), rankers.EmbeddingSimilarityRanker(), CATEGORY, rankers.SelfConfidenceRanker(),
        rankers.ValueAwareRanker({PERSONA.persona_id: np.array([0.0, 1.0])}, alpha=0.5)]
 
 
-def ranked_ids(ranker, pool):
-    return rankers.order(pool, ranker.scores(pool)).candidate_id.str[-2:].tolist()
+def ranked_ids(ranker, pool, tie_seed=0):
+    return rankers.order(pool, ranker.scores(pool), tie_seed, ranker.name).candidate_id.str[-2:].tolist()
 
 
 @pytest.mark.parametrize("ranker, expected", [
     (rankers.EmbeddingSimilarityRanker(), ["c1", "c2", "c0"]),      # cos with entry: 0, 1, .6
     (rankers.SelfConfidenceRanker(), ["c0", "c2", "c1"]),            # .9, .2, .5
-    # 0.5·cos(entry) + 0.5·cos(values): c0 .5, c1 .5, c2 .7 -> c2 first, then the tie c0/c1 in generator order
-    (ALL[4], ["c2", "c0", "c1"]),
+    (rankers.GeneratorOrderRanker(), ["c0", "c1", "c2"]),            # positions 0, 1, 2
     # support-definition cosine 1, 0, .8; c0 and c2 are classified 'support' (match), c1 'action'
     (CATEGORY, ["c0", "c2", "c1"]),
 ])
@@ -43,14 +43,50 @@ def test_hand_checked_orderings(ranker, expected):
     assert ranked_ids(ranker, make_pool(**TINY)) == expected
 
 
+def test_value_aware_orders_a_tie_by_the_seeded_tie_order():
+    # 0.5·cos(entry) + 0.5·cos(values): c0 .5, c1 .5, c2 .7 -> c2 first, then the tie c0/c1 in tie order
+    ranker, pool = ALL[5], make_pool(**TINY)
+    assert ranker.scores(pool) == pytest.approx([0.5, 0.5, 0.7])
+    ties = rankers.tie_order("e", 3, 0, "value_aware")
+    assert ranked_ids(ranker, pool) == ["c2"] + (["c0", "c1"] if ties[0] < ties[1] else ["c1", "c0"])
+
+
+def test_generator_order_ranks_by_position_whatever_the_table_order():
+    pool = make_pool(vectors=np.eye(4), confidence=[0.5] * 4)
+    shuffled = rankers.Pool("e", pool.entry_vector, "support", PERSONA,
+                            pool.candidates.assign(position=[2, 0, 3, 1]), pool.vectors)
+    table = rankers.order(shuffled, rankers.GeneratorOrderRanker().scores(shuffled), tie_seed=5)
+    assert table.candidate_id.tolist() == ["e/c1", "e/c3", "e/c0", "e/c2"]  # positions 0, 1, 2, 3
+    assert (table["rank"] == table.candidate_id.map(dict(zip(shuffled.candidates.candidate_id,
+                                                             shuffled.candidates.position))) + 1).all()
+
+
+def test_ties_are_broken_by_a_seeded_random_order():
+    # Six candidates with one confidence: the order is the tie order alone.
+    pools = [make_pool(vectors=np.eye(6), confidence=[0.5] * 6, entry_id=f"e{i}") for i in range(20)]
+    conf = rankers.SelfConfidenceRanker()
+    first = [ranked_ids(conf, p, tie_seed=3) for p in pools]
+    assert first == [ranked_ids(conf, p, tie_seed=3) for p in pools]  # reproducible with the seed
+    assert first != [ranked_ids(conf, p, tie_seed=4) for p in pools]  # another seed, another order
+    assert len({tuple(o) for o in first}) > 10  # not the generator's order, and not the same in every pool
+    assert sum(o == [f"c{i}" for i in range(6)] for o in first) <= 1
+    # the method is part of the seed: two methods tying on the same candidates do not agree by construction
+    assert [rankers.tie_order(p.entry_id, 6, 3, "a").tolist() for p in pools] != \
+           [rankers.tie_order(p.entry_id, 6, 3, "b").tolist() for p in pools]
+    # ties only reorder equal scores: the strictly higher score stays first under every seed
+    pool = make_pool(vectors=np.eye(3), confidence=[0.2, 0.9, 0.2])
+    assert {ranked_ids(conf, pool, s)[0] for s in range(10)} == {"c1"}
+    assert {tuple(ranked_ids(conf, pool, s)[1:]) for s in range(10)} == {("c0", "c2"), ("c2", "c0")}
+
+
 @pytest.mark.parametrize("ranker", ALL, ids=lambda r: r.name)
 def test_every_ranker_returns_a_permutation_and_handles_edge_pools(ranker):
-    table = rankers.order(make_pool(**TINY), ranker.scores(make_pool(**TINY)))
+    table = rankers.order(make_pool(**TINY), ranker.scores(make_pool(**TINY)), tie_seed=0)
     assert sorted(table.candidate_id) == ["e/c0", "e/c1", "e/c2"] and table["rank"].tolist() == [1, 2, 3]
     single = make_pool(vectors=[[0.6, 0.8]], confidence=[0.3])
-    assert rankers.order(single, ranker.scores(single)).candidate_id.tolist() == ["e/c0"]
+    assert rankers.order(single, ranker.scores(single), tie_seed=0).candidate_id.tolist() == ["e/c0"]
     failed = make_pool(**TINY, texts=["a nudge", None, "  "])
-    ranked = rankers.order(failed, ranker.scores(failed))
+    ranked = rankers.order(failed, ranker.scores(failed), tie_seed=0)
     assert ranked.candidate_id.tolist()[0] == "e/c0" and set(ranked.candidate_id[1:]) == {"e/c1", "e/c2"}
     assert np.isneginf(ranked.score.iloc[1:]).all()
 
@@ -83,7 +119,7 @@ def test_value_profile_vector_is_the_normalised_weighted_sum():
 def test_rank_all_and_kendall_tau():
     pools = [make_pool(**TINY, entry_id=f"e{i}") for i in range(3)]
     emb, conf = rankers.EmbeddingSimilarityRanker(), rankers.SelfConfidenceRanker()
-    table = rankers.rank_all(pools, [(emb, 0), (conf, 0)])
+    table = rankers.rank_all(pools, [(emb, 0), (conf, 0)], tie_seed=0)
     assert len(table) == 18 and list(table.columns) == ["method", "run", "entry_id", "rank", "candidate_id", "score"]
     assert rankers.mean_kendall_tau(table, "embedding", "embedding") == (1.0, 3)
     # embedding c1>c2>c0 vs confidence c0>c2>c1: every pair discordant -> τ = -1
@@ -148,6 +184,65 @@ def test_zero_shot_categories_and_tau_matrix():
     table = rankers.zero_shot_categories([make_pool(**TINY)], embed)
     assert table.asked.tolist() == ["support"] * 3 and table.zero_shot.tolist() == ["action", "support", "action"]
     pools = [make_pool(**TINY, entry_id=f"e{i}") for i in range(2)]
-    table = rankers.rank_all(pools, [(rankers.EmbeddingSimilarityRanker(), 0), (rankers.SelfConfidenceRanker(), 0)])
+    table = rankers.rank_all(pools, [(rankers.EmbeddingSimilarityRanker(), 0), (rankers.SelfConfidenceRanker(), 0)],
+                             tie_seed=0)
     tau = rankers.kendall_tau_matrix(table, ("embedding", "self_confidence"))
     assert tau.to_numpy().tolist() == [[1.0, -1.0], [-1.0, 1.0]]
+
+
+def _ranking(method, run, entry_id, order_):
+    return pd.DataFrame({"method": method, "run": run, "entry_id": entry_id, "rank": range(1, len(order_) + 1),
+                         "candidate_id": order_, "score": 0.0})
+
+
+def test_kendall_tau_table_averages_over_all_random_seeds():
+    # One pool a, b, c. generator_order: a b c. random seed 0: a b c (τ 1 with it), seed 1: c b a (τ −1),
+    # seed 2: a c b (τ 1/3: pairs ab +, ac +, bc −).
+    table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c"]), _ranking("random", 0, "e", ["a", "b", "c"]),
+                       _ranking("random", 1, "e", ["c", "b", "a"]), _ranking("random", 2, "e", ["a", "c", "b"])])
+    taus = rankers.kendall_tau_table(table, ("random", "generator_order")).set_index(["method_a", "method_b"])
+    row = taus.loc[("random", "generator_order")]
+    assert row.tau == pytest.approx((1 - 1 + 1 / 3) / 3) and row.run_pairs == 3 and row.pools == 1
+    assert row.sd_over_runs == pytest.approx(np.std([1, -1, 1 / 3], ddof=1))  # spread over seeds
+    # random vs random: the 3 pairs of distinct seeds: (0,1) −1, (0,2) 1/3, (1,2) −1/3
+    same = taus.loc[("random", "random")]
+    assert same.tau == pytest.approx((-1 + 1 / 3 - 1 / 3) / 3) and same.run_pairs == 3
+    assert taus.loc[("generator_order", "generator_order")].tau == 1.0
+    assert np.isnan(taus.loc[("generator_order", "generator_order")].sd_over_runs)
+    matrix = rankers.kendall_tau_matrix(table, ("random", "generator_order"))
+    assert matrix.loc["generator_order", "random"] == pytest.approx(row.tau)
+
+
+def test_confidence_vs_generator_order_by_hand():
+    candidates = pd.DataFrame({
+        "entry_id": ["p"] * 4 + ["q"] * 3 + ["r"],
+        "position": [0, 1, 2, 3, 2, 0, 1, 0],          # q's rows are not in position order
+        "confidence": [0.8, 0.7, 0.6, 0.5,             # p: a countdown -> τ-b 1
+                       0.9, 0.8, 0.8,                  # q by position: .8, .8, .9 -> first tied, not top
+                       0.5]})
+    table = rankers.confidence_vs_generator_order(candidates).set_index("entry_id")
+    assert table.loc["p"].tolist() == [4, 4, 1.0, True, True, True]
+    # q, by position: confidence .8 .8 .9 vs −position 0 −1 −2: pairs (0,1) tie in confidence, (0,2) and
+    # (1,2) discordant -> C 0, D 2, ties in x 1, none in y: τ-b = −2 / √(2·3)
+    q = table.loc["q"]
+    assert q.tau_b == pytest.approx(-2 / np.sqrt(6)) and (q.first_is_top, q.first_is_sole_top, q.countdown) == (False, False, False)
+    assert np.isnan(table.loc["r"].tau_b) and table.loc["r"].candidates == 1
+
+
+def test_length_outside_limits_by_hand():
+    # word counts: a 3 (short), b 8, c 15 (long), d 6
+    candidates = pd.DataFrame({"candidate_id": list("abcd"), "word_count": [3, 8, 15, 6]})
+    table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c", "d"]),
+                       _ranking("random", 0, "e", ["b", "a", "d", "c"]), _ranking("random", 1, "e", ["c", "d", "b", "a"])])
+    result = rankers.length_outside_limits(table, candidates, ks=(1, 3)).set_index(["method", "k"])
+    assert result.loc[("generator_order", 1)].share == 1.0            # a
+    assert result.loc[("generator_order", 3)].share == pytest.approx(2 / 3)  # a, b, c
+    rnd1, rnd3 = result.loc[("random", 1)], result.loc[("random", 3)]
+    assert (rnd1.share, rnd1.runs, rnd1.nudges) == (0.5, 2, 1)         # b inside, c outside
+    assert rnd1.sd_over_runs == pytest.approx(np.std([0, 1], ddof=1))
+    assert rnd3.share == pytest.approx((1 / 3 + 1 / 3) / 2)            # {b,a,d}: a; {c,d,b}: c
+    assert list(dict.fromkeys(result.index.get_level_values(0))) == ["random", "generator_order", "all candidates"]
+    pooled = result.reset_index().query("method == 'all candidates'")
+    assert (pooled.share.item(), pooled.nudges.item(), pooled.k.isna().item()) == (0.5, 4, True)  # a, c of 4
+    with pytest.raises(ValueError, match="3 ranked candidates are missing"):  # d, in 3 rankings
+        rankers.length_outside_limits(table, candidates.iloc[:3])
