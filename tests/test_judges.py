@@ -197,20 +197,14 @@ def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
     assert result.failure_kind == "invalid_json"
 
 
-@pytest.mark.parametrize("text, word", [
-    ("You failed, but tomorrow is new.", "failed"), ("That was a BAD day.", "bad"),
-    ("No shame that you gave up early.", "gave up"), ("Every mistake teaches.", "mistake"),
-])
-def test_banned_shame_word_forces_score_one_without_llm(tmp_path, text, word):
-    with FakeOpenAI(always('{"score": 5}')) as fake:
-        [result] = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.", [JudgeItem("entry", text)])
-    assert (result.ok, result.score, result.scored_by, result.reason) == (True, 1.0, "rule", f"banned word: {word}")
-    assert fake.requests == []
-
-
-@pytest.mark.parametrize("text", ["A badger visited the garden.", "That sounds really hard.", "Unweakened, unfailing."])
-def test_banned_words_match_whole_words_only(text):
-    assert geval.banned_shame_word(text) is None
+def test_tone_empathy_rule_decides_shaming_without_llm_and_sends_the_rest(tmp_path):
+    reply = always('{"score": 4}', logprobs=digit_logprobs({4: 1.0}))
+    with FakeOpenAI(reply) as fake:
+        shamed, neutral = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.",
+                                      [JudgeItem("entry", "You never learn."), JudgeItem("entry", "That was a bad day.")])
+    assert (shamed.ok, shamed.score, shamed.scored_by) == (True, 1.0, "rule") and shamed.reason.startswith("shaming: ")
+    assert (neutral.scored_by, neutral.argmax) == ("logprobs", 4)
+    assert len(fake.requests) == 1 and "That was a bad day." in fake.requests[0]["messages"][1]["content"]
 
 
 def test_register_adds_a_rubric_once(monkeypatch):
@@ -270,7 +264,7 @@ def test_geval_results_frame_and_summary():
 
     frame = geval.results_frame(["a", "b", "c"], {"ToneEmpathy": [
         geval.GEvalResult("ToneEmpathy", True, 3.5, 3, "logprobs"),
-        geval.GEvalResult("ToneEmpathy", True, 1.0, 1, "rule", "banned word: bad"),
+        geval.GEvalResult("ToneEmpathy", True, 1.0, 1, "rule", "shaming: you_always_never: You never learn"),
         geval.GEvalResult("ToneEmpathy", False, failure_kind="invalid_json")]}, model="judge-x")
     assert sorted(frame.columns) == sorted(SCHEMAS["geval_scores"]) and set(frame.model) == {"judge-x"}
     assert frame.failed.tolist() == [False, False, True] and frame.score.isna().tolist() == [False, False, True]

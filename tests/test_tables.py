@@ -15,7 +15,8 @@ def table_dir(tmp_path, monkeypatch):
 
 def labels_repeat_frame():
     return pd.DataFrame({"failed": [False], "candidate_id": ["e/c0"], "grade": pd.array([2], dtype="Int64"),
-                         "expected_grade": [1.7], "rounded_expected": pd.array([2], dtype="Int64")})
+                         "expected_grade": [1.7], "rounded_expected": pd.array([2], dtype="Int64"),
+                         "label": pd.array([2], dtype="Int64")})
 
 
 def test_write_table_refuses_a_missing_or_extra_column(table_dir):

@@ -14,13 +14,12 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
 4. *Probability-weighted score*: score = Σ_s p(s)·s over the allowed score tokens, from ``top_logprobs``
    (:mod:`lib.judges.logprobs`). When the endpoint returns no logprobs, the paper's fallback: ``n_samples``
    answers at temperature 1 and their mean.
-A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's banned
-words). A call that yields no score is a failure with its kind, never a default score.
+A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's shaming
+rule, :func:`lib.judges.guardrails.banned_shame_word`). A call that yields no score is a failure with its kind, never a default score.
 """
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -31,6 +30,7 @@ import pandas as pd
 from pydantic import BaseModel, create_model
 
 from lib import paths, prompts
+from lib.judges.guardrails import RuleVerdict, banned_shame_word
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway
@@ -41,12 +41,6 @@ StepsAuthor = Literal["model", "study"]
 SCORE_PREFILL = '{"score": '
 STEPS_COMMAND = "python -m lib.judges.geval steps"
 TOP_LOGPROBS = 5
-
-
-@dataclass(frozen=True)
-class RuleVerdict:
-    score: int
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -90,18 +84,6 @@ def register(rubric: Rubric) -> Rubric:
         raise ValueError(f"rubric {rubric.name!r} is already registered")
     RUBRICS[rubric.name] = rubric
     return rubric
-
-
-BANNED_SHAME_WORDS = ("failed", "failure", "mistake", "wrong", "bad", "problem", "loser", "weak", "pathetic",
-                      "gave up")
-_BANNED = re.compile(r"\b(" + "|".join(re.escape(w) for w in BANNED_SHAME_WORDS) + r")\b", re.IGNORECASE)
-
-
-def banned_shame_word(output: str) -> RuleVerdict | None:
-    """ToneEmpathy rule: an output containing a banned shame word (whole word, any case) scores 1, with the
-    word as the reason. Shaming vocabulary is what the criteria forbid outright, so no LLM is asked."""
-    match = _BANNED.search(output)
-    return RuleVerdict(score=1, reason=f"banned word: {match.group(1).lower()}") if match else None
 
 
 NUDGE_TASK_INTRO = ("You will be given a person's journal entry (the source text) and a short message an assistant "
