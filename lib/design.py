@@ -3,8 +3,10 @@ from emotion to category, and the relevance grade scale.
 
 Personas: each has a self-description and weights over Schwartz's ten basic values (Schwartz 1992;
 definitions after Schwartz 2012, "An Overview of the Schwartz Theory of Basic Values", Online Readings in
-Psychology and Culture 2(1)). Chapter 01 assigns them to entries; the value-aware ranker of chapter 02 and the
-relevance judge of chapter 03 read them.
+Psychology and Culture 2(1)). Chapter 01 matches them to entries by a documented rule (by default the persona
+whose ``description`` is most similar to the entry text, :func:`lib.nudges.sample_entries`), so the
+description doubles as the text the rule compares; the value-aware ranker of chapter 02 and the relevance
+judge of chapter 03 read them.
 """
 from __future__ import annotations
 

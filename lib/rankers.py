@@ -3,9 +3,9 @@
 Every ranker gives each candidate a score (higher is better); :func:`order` turns scores into a ranking
 with one documented tie rule: equal scores are ordered by a seeded random permutation (:func:`tie_order`,
 seeded by ``tie_seed``, the method and the entry). Ties used to keep the generator's order; since the
-generator's first candidates also carry its highest self-reported confidence, that rule made
-``self_confidence`` (whose scores tie often: a handful of distinct values) a copy of generator order. Generator
-order is now its own method (``generator_order``), and no other method inherits it through ties. A *failed*
+generator's confidence mostly counts down along its answer, that rule pushed ``self_confidence`` (whose
+scores tie often: a handful of distinct values) still closer to generator order. Generator order is now its
+own method (``generator_order``), and no other method inherits it through ties. A *failed*
 candidate (empty or missing ``nudge_text``) scores −∞ and goes last, so a ranking is always a permutation of
 the whole pool.
 
