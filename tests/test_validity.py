@@ -149,3 +149,10 @@ def test_cut_effect_compares_cut_full_and_human():
     frame = pd.DataFrame({"human": [0, 2, 2, 0], "cut": [0, 1, 2, 1], "full": [0, 2, 2, 1]})
     table = validity.cut_effect(frame, "human", "cut", "full")
     assert table.exact_agreement.tolist() == [0.75, 0.5, 0.75]
+
+
+def test_label_by_group_gives_grade_shares_per_group():
+    frame = pd.DataFrame({"length_ok": [True, True, False, False, False],
+                          "label": pd.array([2, 1, 2, 2, None], dtype="Int64")})
+    table = validity.label_by_group(frame, "length_ok")
+    assert table.loc[True].tolist() == [0.0, 0.5, 0.5, 2] and table.loc[False].tolist() == [0.0, 0.0, 1.0, 2]

@@ -146,6 +146,15 @@ def grade_distribution(labels: pd.DataFrame) -> pd.DataFrame:
                          for name, column in LABEL_DEFINITIONS.items()}).rename_axis("grade")
 
 
+def label_by_group(frame: pd.DataFrame, group: str, label: str = "label") -> pd.DataFrame:
+    """Per value of ``group`` (e.g. whether a nudge keeps the 5–12 word limit): n and the share of each grade
+    of ``label`` among its labelled rows — does the judge's label follow a property it was not asked about?"""
+    labelled = frame.dropna(subset=[label])
+    shares = pd.crosstab(labelled[group], labelled[label].astype(int), normalize="index")
+    shares = shares.reindex(columns=list(GRADES), fill_value=0.0).rename(columns=lambda g: f"share_grade_{g}")
+    return shares.assign(n=labelled.groupby(group).size()).rename_axis(group)
+
+
 def judge_consistency(labels: pd.DataFrame) -> pd.DataFrame:
     """:func:`agreement` of the judge with itself: the listwise judge on the pool in generator order vs shuffled
     (position bias), and each pointwise label definition vs listwise."""
