@@ -3,11 +3,14 @@ sensitivity to the judge, judge validity, and the statistics under them. No LLM 
 
 * :mod:`~lib.analysis.ranking` — the measure registry (Hit@k, NDCG@k over ir_measures), per-entry values,
   random-order expectations, coverage.
-* :mod:`~lib.analysis.comparisons` — method summaries with bootstrap CIs; paired tests with Holm, power.
+* :mod:`~lib.analysis.comparisons` — method summaries with CIs by entry and by persona; one exact test per
+  comparison on the informative entries, a declared primary comparison and a Holm-corrected secondary family,
+  minimum detectable effects.
 * :mod:`~lib.analysis.sensitivity` — label variants, re-judged labels, perturbed labels.
-* :mod:`~lib.analysis.validity` — judge vs human grades, label choice by weighted κ, per-group correlation,
-  consistency and repeatability.
-* :mod:`~lib.analysis.stats` — Cohen's κ, Krippendorff's α, bootstrap CI.
+* :mod:`~lib.analysis.validity` — judge vs human grades with CIs and constant baselines, label choice by
+  weighted κ, per-group correlation, consistency, position effect and repeatability.
+* :mod:`~lib.analysis.stats` — Cohen's κ, Krippendorff's α, bootstrap CIs, exact sign and sign-flip tests,
+  MDE.
 
 Vocabulary (one word per concept, in code, tables and prose):
 
@@ -23,6 +26,9 @@ grade
 label
     the grade chapter 04 scores with (``labels.label``). A *label definition* names which judge output gives
     it (pointwise argmax, pointwise rounded E[g], listwise argmax; ``validity.LABEL_DEFINITIONS``).
+informative entry
+    an entry whose pool's best and worst orders score differently on a measure: only there can methods differ,
+    so tests run on the informative entries (decided by the labels alone, never by a method's ranking).
 measure
     a number computed from a ranking and labels (Hit@k, NDCG@k; ``ranking.MEASURES``); its per-entry number
     is a *value*.
