@@ -15,7 +15,8 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
    (:mod:`lib.judges.logprobs`). When the endpoint returns no logprobs, the paper's fallback: ``n_samples``
    answers at temperature 1 and their mean.
 A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's shaming
-rule, :func:`lib.judges.guardrails.banned_shame_word`). A call that yields no score is a failure with its kind, never a default score.
+rule, :func:`lib.judges.guardrails.banned_shame_word`). A call that yields no score is a failure with its
+kind, never a default score.
 """
 from __future__ import annotations
 
