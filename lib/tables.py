@@ -127,7 +127,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "score": "probability-weighted (or sample-mean, or rule) score; null on failure",
         "argmax": "the score the model wrote (or the rule's score)",
         "scored_by": "logprobs | samples | rule",
-        "reason": "the rule's reason (e.g. "shaming: you_always_never: You never learn"), else null",
+        "reason": "the rule's reason (e.g. 'shaming: you_always_never: You never learn'), else null",
         "failed": "no score could be obtained",
         "failure_kind": "why, else null",
         "model": "judge model identity",
