@@ -199,7 +199,8 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     else:
         model = (f"- **Models.** Generator: {', '.join(map(describe_model, generators))}; judge: "
                  f"{', '.join(map(describe_model, judges))}.")
-    rate = (f"; re-judged at temperature > 0, the label changed on {flip['rate']:.0%} of {flip['n']} candidates"
+    rate = (f"; re-judged with another layout of the same prompt, the label changed on {flip['rate']:.0%} of "
+            f"{flip['n']} candidates (a formatting change; other perturbations may move it more)"
             if np.isfinite(flip["rate"]) else "; its repeat disagreement is not measured")
     judge_line = (f"- **A weak judge.** The chosen label ({judge['label_definition']}) agrees with human relevance "
                   f"grades at quadratic-weighted κ = {judge['weighted_kappa']:.2f} (κ = {judge['kappa']:.2f}, "
