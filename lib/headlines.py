@@ -84,8 +84,13 @@ def primary_comparison(tables: Tables) -> str:
     if row["significant"]:
         verdict = f"significant: {row['system']} ranks {'better' if row['mean_diff'] > 0 else 'worse'}"
     else:
-        verdict = (f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
-                   if pd.notna(row["mde"]) else "not significant")
+        if row["min_p"] >= row["alpha"]:
+            verdict = (f"not significant, and with {int(row['wins'] + row['losses'])} non-tied entries no outcome "
+                       f"could have been")
+        elif pd.notna(row["mde"]):
+            verdict = f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
+        else:
+            verdict = "not significant"
     return (f"Primary comparison, {row['system']} − {row['baseline']} on {row['measure']}: "
             f"{row['mean_diff']:+.3f} (95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}) over "
             f"{int(row['n_entries'])} entries ({int(row['n_informative'])} informative; {int(row['wins'])} wins, "

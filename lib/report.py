@@ -94,8 +94,9 @@ def _cannot_detect(row: Mapping) -> str:
     parts = []
     if row["min_p"] >= row["alpha"]:
         parts.append(f"with {int(row['wins'] + row['losses'])} non-tied entries no outcome could have reached "
-                     f"p < {row['alpha']:g} (smallest attainable p = {_p(row['min_p'])})")
-    if np.isfinite(row["mde"]):
+                     f"p < {row['alpha']:g} (smallest attainable p = {_p(row['min_p'])}), so no effect of any "
+                     f"size was detectable here")
+    elif np.isfinite(row["mde"]):
         size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "at least as large as"
         parts.append(f"at this n a true difference would have to be about ±{row['mde']:.3f} to be detected with "
                      f"{row['power']:.0%} power at level {level:.3g} (minimum detectable effect); the observed "
@@ -155,13 +156,13 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
                                      for r, names in excludes)
                          + "): an unadjusted 95% interval is not a test at the family's level, and the persona "
                            "interval rests on a handful of clusters.")
-        mdes = differing.mde[np.isfinite(differing.mde)]
-        if len(mdes):
-            lines.append(f"- Their minimum detectable effects at the first Holm level α/{m} = {level:.3g} run from "
-                         f"{mdes.min():.3f} to {mdes.max():.3f} (each on its measure's scale); "
-                         f"{int((differing.min_p >= alpha).sum())} of {len(differing)} have too few non-tied "
-                         f"entries to reach p < {alpha:g} with any outcome, and "
-                         f"{int((differing.min_p >= level).sum())} too few to clear α/{m}.")
+        detectable = differing[differing.min_p < level]
+        mdes = detectable.mde[np.isfinite(detectable.mde)]
+        lines.append(f"- {int((differing.min_p >= alpha).sum())} of {len(differing)} have too few non-tied entries "
+                     f"to reach p < {alpha:g} with any outcome, and {int((differing.min_p >= level).sum())} too few "
+                     f"to clear α/{m} = {level:.3g}: for those no effect of any size was detectable"
+                     + (f"; the minimum detectable effects of the others run from {mdes.min():.3f} to "
+                        f"{mdes.max():.3f} (each on its measure's scale)." if len(mdes) else "."))
     return "\n".join(lines)
 
 
@@ -174,6 +175,11 @@ def perturbation_text(flip: Mapping, grades: tuple[int, ...], repeats: int, same
                 f"disagreement of the chosen label is not measured.")
     if len(grades) < 2:
         return f"No perturbation check: the label takes a single grade {grades}, so there is nothing to flip to."
+    if flip["rate"] == 0:
+        return (f"No perturbation check: the chosen label's (`{flip['column']}`) measured repeat disagreement is "
+                f"0% of {flip['n']} re-judged candidates, so flipping labels at that rate changes nothing. Its "
+                f"robustness to judge noise is untested here — see how the order changes with the label "
+                f"definition above.")
     lines = [f"Flip rate = the chosen label's (`{flip['column']}`) measured repeat disagreement: "
              f"**{flip['rate']:.1%}** of {flip['n']} re-judged candidates; each flipped label moves to another of "
              f"the grades the label takes ({', '.join(map(str, grades))}); {repeats} perturbations.",
@@ -218,10 +224,15 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
                     + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
                     + f" ({int(labels.label.isna().sum())} missing); {constant_text}{informative}.")
     per_persona = entries.groupby("persona_id").size()
+    clusters = (f"; the primary comparison's persona-resampled CI rests on the {int(primary.n_personas.iloc[0])} "
+                f"personas of its informative entries" if len(primary) else "")
+    similarity = (f" Personas were assigned to entries with a mean entry–persona MiniLM cosine of "
+                  f"{entries.persona_similarity.mean():.3f}: a persona need not fit its entry, which weakens every "
+                  f"judgment of whether a nudge fits the person and the value-aware ranker's premise."
+                  if "persona_similarity" in entries else "")
     personas = (f"- **Personas, not people.** The value treatment rests on {len(per_persona)} personas "
                 f"(design inputs, `lib.design.PERSONAS`) with {per_persona.min()}–{per_persona.max()} entries each; "
-                f"the persona is the unit of the treatment, and {len(per_persona)} clusters make the "
-                f"persona-resampled CI coarse.")
+                f"the persona is the unit of the treatment{clusters}.{similarity}")
     words = entries.text.str.split().str.len()
     splits = ", ".join(sorted(set(entries.split)))
     journal = (f"- **Stand-in journal entries.** The {len(entries)} entries are EmpatheticDialogues situation "
@@ -238,7 +249,8 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
 
 
 def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping, flip: Mapping, same_order: float,
-               keeps: pd.Series, measure: str, min_kappa: float, min_stability: float) -> str:
+               keeps: pd.Series, measure: str, min_kappa: float, min_stability: float,
+               variant_orders: Mapping[str, str]) -> str:
     """Markdown answer to chapter 04's question — does the system rank better than the primary baseline, and
     can this judge tell? — from the primary comparison, the secondary family, the perturbation check and the
     judge's agreement with human grades.
@@ -246,7 +258,9 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
     The judge *can rank these methods* only when all hold: (a) the primary comparison is significant; (b) its
     sign holds in at least ``min_stability`` of the perturbations at the label's measured repeat disagreement;
     (c) the order of all methods holds as often; (d) the chosen label's quadratic-weighted κ with human grades is
-    at least ``min_kappa``. Each unmet condition is named with its number."""
+    at least ``min_kappa``; (e) the order of all methods is the same under every label definition
+    (``variant_orders``: definition → order text). A measured repeat disagreement of 0 tests nothing, so (b)
+    and (c) then count as unmet. Each unmet condition is named with its number."""
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     means = summary[summary.measure == measure].set_index("method")["mean"]
     if not len(primary):
@@ -266,24 +280,38 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
                   f"significantly{', and the CI includes both a gain and a loss' if both_ways else ''}.")
         if _excluding_cis(row):
             answer += f" {_compatibility(row)}."
-        if np.isfinite(row["mde"]):
+        if row["min_p"] >= row["alpha"]:
+            answer += (f" With {int(row['wins'] + row['losses'])} non-tied entries no outcome could have reached "
+                       f"p < {row['alpha']:g}: no effect of any size was detectable with these labels.")
+        elif np.isfinite(row["mde"]):
             size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "not below"
             spread = means.max() - means.min() if len(means) else float("nan")
             share = (f" — {row['mde'] / spread:.0%} of the whole spread of the method means on {measure} "
                      f"({means.min():.3f} to {means.max():.3f})" if np.isfinite(spread) and spread > 0 else "")
             answer += (f" The observed difference is {size} the {row['mde']:.3f} this study could detect with "
                        f"{row['power']:.0%} power{share}.")
-    sign_share = float(keeps.get(baseline, float("nan")))
+    sign_share = float(keeps.get(baseline, float("nan"))) if flip["rate"] > 0 else float("nan")
+    same_order = same_order if flip["rate"] > 0 else float("nan")
+    untested = (f"the label's measured repeat disagreement is {flip['rate']:.0%}, so its robustness to judge noise "
+                f"is untested" if flip["rate"] == 0 else
+                "the label's repeat disagreement is not measured, so robustness to judge noise is unknown")
+    orders = sorted(set(variant_orders.values()))
     conditions = [
         (bool(row["significant"]), f"the primary comparison is {'' if row['significant'] else 'not '}significant "
                                    f"(p = {_p(row['p_permutation'])}, α = {row['alpha']:g})"),
         (np.isfinite(sign_share) and sign_share >= min_stability,
          f"at the label's measured repeat disagreement ({flip['rate']:.0%}) the sign of {system} − {baseline} holds "
-         f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else
-         "the label's repeat disagreement is not measured, so robustness to judge noise is unknown"),
+         f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else untested),
         (np.isfinite(same_order) and same_order >= min_stability,
          f"the order of all methods holds in {same_order:.0%} of them" if np.isfinite(same_order) else
          "the order of all methods could not be perturbed"),
+        (len(orders) == 1,
+         f"the order of all methods is the same under each of the {len(variant_orders)} label definitions"
+         if len(orders) == 1 else
+         f"the order of all methods changes with the label definition ({len(orders)} different orders under "
+         f"{len(variant_orders)} definitions, e.g. " + "; ".join(f"{name}: {order}"
+                                                                 for name, order in list(variant_orders.items())[:2])
+         + ")"),
         (judge["weighted_kappa"] >= min_kappa,
          f"the label agrees with human grades at weighted κ = {judge['weighted_kappa']:.2f}"),
     ]
@@ -292,7 +320,7 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
                       f"significant after Holm." if len(secondary) else "")
     failed = [text for ok, text in conditions if not ok]
     thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, "
-                  f"κ_w ≥ {min_kappa:g})")
+                  f"κ_w ≥ {min_kappa:g}, one order under every label definition)")
     if failed:
         verdict = (f"**No — with today's data, this judge cannot rank these methods**: " + "; ".join(failed)
                    + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "

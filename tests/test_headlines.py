@@ -6,10 +6,11 @@ import pandas as pd
 from lib.headlines import HEADLINES
 
 
-def comparison(primary, significant=False, mean_diff=0.0075, p=0.719, mde=0.0607):
+def comparison(primary, significant=False, mean_diff=0.0075, p=0.719, mde=0.0607, min_p=0.03):
     return {"measure": "NDCG@3", "system": "value_aware", "baseline": "embedding" if primary else "random",
             "primary": primary, "n_entries": 20, "n_informative": 12, "wins": 3, "losses": 3, "mean_diff": mean_diff,
-            "ci_low": -0.0289, "ci_high": 0.0454, "p_permutation": p, "significant": significant, "mde": mde}
+            "ci_low": -0.0289, "ci_high": 0.0454, "p_permutation": p, "significant": significant, "mde": mde,
+            "min_p": min_p, "alpha": 0.05}
 
 
 def test_headline_04_states_the_primary_comparison_and_the_secondary_count():
@@ -30,3 +31,11 @@ def test_headline_04_significant_and_missing_primary():
     assert entry.sentence({"ndcg_comparisons": pd.DataFrame([comparison(False)])}) == (
         "No primary comparison could be tested (no informative entry on its measure); 0 of 1 secondary "
         "comparisons are significant after Holm.")
+
+
+def test_headline_04_names_no_detectable_effect_when_no_outcome_could_be_significant():
+    entry = HEADLINES["04_ndcg_analysis"]
+    table = pd.DataFrame([comparison(True, p=1.0, min_p=0.125)])  # 3 non-tied entries: smallest p = 2/2³
+    sentence = entry.sentence({"ndcg_comparisons": table})
+    assert "not significant, and with 6 non-tied entries no outcome could have been" in sentence
+    assert "±0.061" not in sentence

@@ -61,7 +61,8 @@ def test_a_ci_excluding_zero_without_significance_is_called_borderline():
             "does not reject") in text and "borderline, not a finding" in text
     assert "compatible with no difference" not in text
     verdict = conclusion(table, summary_today(), judge_row(), {"rate": 0.15, "column": "c", "n": 40}, 0.5,
-                         pd.Series({"base": 0.9}), "NDCG@3", min_kappa=0.4, min_stability=0.95)
+                         pd.Series({"base": 0.9}), "NDCG@3", min_kappa=0.4, min_stability=0.95,
+                         variant_orders=ONE_ORDER)
     assert "but not significantly. The 95% CI by entry and by persona excludes 0" in verdict
     assert "includes both a gain and a loss" not in verdict
 
@@ -84,10 +85,14 @@ def summary_today():
     return pd.DataFrame({"measure": ["NDCG@3"] * 3, "method": ["sys_x", "base", "cat"], "mean": [0.93, 0.92, 0.98]})
 
 
+ONE_ORDER = {"pointwise argmax": "cat > sys_x > base", "listwise argmax": "cat > sys_x > base"}
+
+
 def test_conclusion_says_the_judge_cannot_rank_and_why():
     keeps = pd.Series({"base": 0.64, "rand": 0.78, "cat": 0.9})
+    orders = {"pointwise argmax": "cat > sys_x > base", "listwise argmax": "sys_x > base > cat"}
     text = conclusion(comparisons_today(), summary_today(), judge_row(), {"rate": 0.15, "column": "c", "n": 40},
-                      0.08, keeps, "NDCG@3", min_kappa=0.4, min_stability=0.95)
+                      0.08, keeps, "NDCG@3", min_kappa=0.4, min_stability=0.95, variant_orders=orders)
     assert text.startswith("**Does sys_x rank better than base on NDCG@3?** We cannot tell.")
     assert "sys_x's mean is higher, but not significantly, and the CI includes both a gain and a loss" in text
     # MDE 0.061 against the spread 0.92–0.98 of the method means
@@ -95,18 +100,40 @@ def test_conclusion_says_the_judge_cannot_rank_and_why():
     assert "**No — with today's data, this judge cannot rank these methods**" in text
     for reason in ("the primary comparison is not significant (p = 0.7, α = 0.05)",
                    "at the label's measured repeat disagreement (15%) the sign of sys_x − base holds in 64%",
-                   "the order of all methods holds in 8% of them", "weighted κ = 0.21"):
+                   "the order of all methods holds in 8% of them", "weighted κ = 0.21",
+                   "the order of all methods changes with the label definition (2 different orders under 2 "
+                   "definitions, e.g. pointwise argmax: cat > sys_x > base; listwise argmax: sys_x > base > cat)"):
         assert reason in text
     assert "0 of 3 secondary comparisons are significant after Holm" in text
+
+
+def test_conclusion_with_zero_measured_disagreement_calls_robustness_untested():
+    keeps = pd.Series({"base": 1.0})
+    text = conclusion(comparisons_today(), summary_today(), judge_row(), {"rate": 0.0, "column": "c", "n": 40},
+                      1.0, keeps, "NDCG@3", min_kappa=0.4, min_stability=0.95, variant_orders=ONE_ORDER)
+    assert "the label's measured repeat disagreement is 0%, so its robustness to judge noise is untested" in text
+    assert "holds in 100%" not in text
+    assert "**No — with today's data" in text
+
+
+def test_conclusion_without_an_attainable_significance_states_no_detectable_effect():
+    table = pd.DataFrame([row(baseline="base", primary=True, family_size=1, wins=0, losses=1, ties=3, p=1.0,
+                              min_p=1.0, mde=0.031, mean_diff=-0.007)])
+    text = conclusion(table, summary_today(), judge_row(), {"rate": 0.1, "column": "c", "n": 40}, 1.0,
+                      pd.Series({"base": 1.0}), "NDCG@3", min_kappa=0.4, min_stability=0.95, variant_orders=ONE_ORDER)
+    assert "With 1 non-tied entries no outcome could have reached p < 0.05: no effect of any size was detectable" in text
+    assert "0.031" not in text
 
 
 def test_conclusion_says_yes_only_when_every_condition_holds():
     table = pd.DataFrame([row(baseline="base", primary=True, family_size=1, p=0.001, p_holm=0.001, significant=True,
                               mean_diff=0.1)])
     args = (table, summary_today(), judge_row(0.7), {"rate": 0.1, "column": "c", "n": 40})
-    yes = conclusion(*args, 1.0, pd.Series({"base": 0.99}), "NDCG@3", min_kappa=0.4, min_stability=0.95)
+    yes = conclusion(*args, 1.0, pd.Series({"base": 0.99}), "NDCG@3", min_kappa=0.4, min_stability=0.95,
+                     variant_orders=ONE_ORDER)
     assert "By this judge's labels, yes" in yes and "**Yes**" in yes and "cannot rank" not in yes
-    unstable = conclusion(*args, 0.5, pd.Series({"base": 0.99}), "NDCG@3", min_kappa=0.4, min_stability=0.95)
+    unstable = conclusion(*args, 0.5, pd.Series({"base": 0.99}), "NDCG@3", min_kappa=0.4, min_stability=0.95,
+                          variant_orders=ONE_ORDER)
     assert "cannot rank these methods**: the order of all methods holds in 50% of them (needed" in unstable
 
 
@@ -125,6 +152,7 @@ def test_threats_to_validity_come_from_the_tables():
     assert ("Label counts by grade: 1: 3, 2: 3 (0 missing); 2 of 3 pools carry a single label value, so every "
             "method scores the same on them; 1 of 20") in text
     assert "2 personas" in text and "with 1–2 entries each" in text
+    assert "persona-resampled CI rests on the 5 personas of its informative entries" in text
     assert "The 3 entries are EmpatheticDialogues situation prompts (test split; median 3 words)" in text
     assert "(2 candidates; 4 requests for 3 entries)" in text and "ignore label uncertainty" in text
     other = threats_to_validity(entries.assign(model="gen-model@x"), labels, judge_row(), {"rate": float("nan"),
@@ -160,3 +188,10 @@ def test_read_ledgers_picks_up_every_chapters_ledger(tmp_path):
                                                  "prompt_tokens": 100, "completion_tokens": 10,
                                                  "recorded_llm_time_s": 1.5}
     assert hosted_cost(table, {"m": (1.0, 10.0)}).loc["05_nuggets", "m"] == pytest.approx((100 + 100) / 1e6)
+
+
+def test_perturbation_text_at_zero_disagreement_says_nothing_was_tested():
+    text = perturbation_text({"rate": 0.0, "column": "grade", "n": 40}, (1, 2), 50, 1.0, pd.Series({"base": 1.0}),
+                             "sys_x", "NDCG@3")
+    assert text.startswith("No perturbation check: the chosen label's (`grade`) measured repeat disagreement is 0%")
+    assert "100%" not in text

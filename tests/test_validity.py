@@ -156,3 +156,14 @@ def test_label_by_group_gives_grade_shares_per_group():
                           "label": pd.array([2, 1, 2, 2, None], dtype="Int64")})
     table = validity.label_by_group(frame, "length_ok")
     assert table.loc[True].tolist() == [0.0, 0.5, 0.5, 2] and table.loc[False].tolist() == [0.0, 0.0, 1.0, 2]
+
+
+def test_reshuffled_agreement_skips_pools_shown_in_the_same_order():
+    from lib.judges.items import JudgePool
+    labels = pd.DataFrame({"listwise_grade": [2, 1, 2, 2], "listwise_shuffled_grade": [2, 1, 1, 2]})
+    shown = [JudgePool("s", "", ("a", "b"), (0, 1)), JudgePool("s", "", ("c", "d"), (2, 3))]
+    reshown = [JudgePool("s", "", ("a", "b"), (0, 1)), JudgePool("s", "", ("d", "c"), (3, 2))]
+    result = validity.reshuffled_agreement(labels, shown, reshown)
+    # only the second pool moved: rows 2 (2 vs 1) and 3 (2 vs 2) -> 1 of 2 agree
+    assert (result["pools_reordered"], result["same_first_item"], result["n"]) == (1, 1, 2)
+    assert result["exact_agreement"] == 0.5

@@ -189,6 +189,20 @@ def repeat_disagreement(labels: pd.DataFrame, repeat: pd.DataFrame) -> float:
     return float((pairs.label_first[both] != pairs.label_repeat[both]).mean())
 
 
+def reshuffled_agreement(labels: pd.DataFrame, shown: Sequence, reshown: Sequence) -> dict[str, float]:
+    """Position bias measured only where it can show: :func:`agreement` of ``listwise_grade`` and
+    ``listwise_shuffled_grade`` over the rows of pools whose shuffled order differs from the first order (a
+    shuffle that happens to be the identity sends the same prompt again). ``shown``/``reshown``: the pools as
+    shown in each run (``relevance.shown_pools``), in the same pool order. Also counts the pools shown in a new
+    order and those whose first-shown item is the same in both runs."""
+    moved = [(a, b) for a, b in zip(shown, reshown, strict=True) if a.rows != b.rows]
+    rows = [r for a, _ in moved for r in a.rows]
+    subset = labels.iloc[rows]
+    return {"pools": len(shown), "pools_reordered": len(moved),
+            "same_first_item": sum(a.rows[0] == b.rows[0] for a, b in zip(shown, reshown)),
+            **agreement_of_columns(subset, "listwise_grade", "listwise_shuffled_grade")}
+
+
 def first_position_rate(grades: pd.Series, first_rows: Sequence[int], top: int = max(GRADES)) -> dict[str, float]:
     """Listwise position effect: the share of pools whose first-shown item got the ``top`` grade, beside the
     share of all graded items with that grade (what it would be without a position effect). ``first_rows``:
