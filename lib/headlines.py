@@ -86,7 +86,7 @@ def primary_comparison(tables: Tables) -> str:
     else:
         if row["min_p"] >= row["alpha"]:
             verdict = (f"not significant, and with {int(row['wins'] + row['losses'])} non-tied entries no outcome "
-                       f"could have been")
+                       f"could have been significant")
         elif pd.notna(row["mde"]):
             verdict = f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
         else:

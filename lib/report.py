@@ -304,7 +304,7 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
          f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else untested),
         (np.isfinite(same_order) and same_order >= min_stability,
          f"the order of all methods holds in {same_order:.0%} of them" if np.isfinite(same_order) else
-         "the order of all methods could not be perturbed"),
+         "and so is the stability of the order of all methods"),
         (len(orders) == 1,
          f"the order of all methods is the same under each of the {len(variant_orders)} label definitions"
          if len(orders) == 1 else

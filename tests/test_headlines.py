@@ -37,5 +37,5 @@ def test_headline_04_names_no_detectable_effect_when_no_outcome_could_be_signifi
     entry = HEADLINES["04_ndcg_analysis"]
     table = pd.DataFrame([comparison(True, p=1.0, min_p=0.125)])  # 3 non-tied entries: smallest p = 2/2³
     sentence = entry.sentence({"ndcg_comparisons": table})
-    assert "not significant, and with 6 non-tied entries no outcome could have been" in sentence
+    assert "not significant, and with 6 non-tied entries no outcome could have been significant" in sentence
     assert "±0.061" not in sentence
