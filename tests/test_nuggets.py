@@ -1,0 +1,151 @@
+"""AutoNuggetizer steps against the fake endpoint, and the score formulas on hand-made assignments."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib import nuggets as nug
+from lib.llm.gateway import Endpoint, Gateway
+from tests.fakes import FakeOpenAI, Reply, always, sequence
+
+
+def gateway_for(fake, tmp_path):
+    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache")
+
+
+def user_text(body):
+    return body["messages"][-1]["content"]
+
+
+# --- score formulas (hand-computed) -------------------------------------------------------------------------
+
+def test_scores_with_partial_support_by_hand():
+    # nuggets: vital S, vital P, vital N, okay S, okay N
+    assignment = ["support", "partial_support", "not_support", "support", "not_support"]
+    importance = ["vital", "vital", "vital", "okay", "okay"]
+    s = nug.answer_scores(assignment, importance)
+    assert s["strict_vital"] == pytest.approx(1 / 3)
+    assert s["vital"] == pytest.approx(1.5 / 3)
+    assert s["strict_all"] == pytest.approx(2 / 5)
+    assert s["all"] == pytest.approx(2.5 / 5)
+    # weighted: (1·1 + 1·0.5 + 1·0 + 0.5·1 + 0.5·0) / (3·1 + 2·0.5) = 2 / 4
+    assert s["weighted"] == pytest.approx(0.5)
+
+
+def test_no_vital_nugget_gives_no_vital_score_not_zero():
+    s = nug.answer_scores(["support", "not_support"], ["okay", "okay"])
+    assert s["strict_vital"] is None and s["vital"] is None
+    assert s["all"] == pytest.approx(0.5) and s["weighted"] == pytest.approx(0.5)
+
+
+def test_failed_batch_leaves_the_answer_without_scores():
+    s = nug.answer_scores(["support", None], ["vital", "okay"])
+    assert all(v is None for v in s.values())
+
+
+def test_missing_importance_leaves_only_the_importance_free_scores():
+    s = nug.answer_scores(["support", "not_support"], ["vital", None])
+    assert s["strict_all"] == pytest.approx(0.5) and s["all"] == pytest.approx(0.5)
+    assert s["vital"] is None and s["weighted"] is None
+
+
+def test_labels_and_nuggets_of_different_length_are_an_error():
+    with pytest.raises(ValueError, match="2 support labels for 3 nuggets"):
+        nug.answer_scores(["support", "support"], ["vital"] * 3)
+
+
+def test_system_means_macro_average_and_counts():
+    frame = pd.DataFrame({"system": ["a", "a", "a", "b"], "qid": ["1", "2", "3", "1"],
+                          "strict_vital": [1.0, 0.0, None, 0.5], "vital": [1.0, 0.5, None, 0.5],
+                          "strict_all": [0.5, 0.0, None, 1.0], "all": [0.5, 0.25, None, 1.0],
+                          "weighted": [0.6, 0.2, None, 0.9]})
+    out = nug.system_means(frame)
+    assert out.loc["a", "vital"] == pytest.approx(0.75)
+    assert out.loc["a", "n_vital"] == 2 and out.loc["a", "answers"] == 3
+    assert out.loc["b", "weighted"] == pytest.approx(0.9)
+
+
+# --- LLM steps against the fake endpoint ---------------------------------------------------------------------
+
+def test_assignment_batch_of_wrong_length_is_a_recorded_failure(tmp_path):
+    # 12 nuggets -> batches of 10 and 2; the first answer has 9 labels (schema violation, every attempt).
+    def responder(body, n):
+        listed = user_text(body).rsplit("Nuggets:", 1)[-1]
+        count = sum(line.startswith("[") for line in listed.splitlines())
+        k = 9 if count == 10 else count
+        return Reply(content=json.dumps({"labels": ["support"] * k}))
+
+    with FakeOpenAI(responder) as fake:
+        labels, failures = nug.assign(gateway_for(fake, tmp_path), "q", "answer", [f"n{i}" for i in range(12)])
+    assert labels[:10] == [None] * 10 and labels[10:] == ["support", "support"]
+    assert len(failures) == 1 and failures[0].failure_kind == "schema_violation"
+    assert failures[0].positions == tuple(range(10))
+    assert nug.answer_scores(labels, ["vital"] * 12)["all"] is None
+
+
+def test_assignment_schema_asks_for_exactly_n_labels_and_the_2grade_labels(tmp_path):
+    with FakeOpenAI(always(json.dumps({"labels": ["support", "not_support"]}))) as fake:
+        labels, failures = nug.assign(gateway_for(fake, tmp_path), "q", "a", ["x", "y"], grades=2)
+        schema = fake.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["labels"]
+    assert labels == ["support", "not_support"] and not failures
+    assert schema["minItems"] == schema["maxItems"] == 2
+    assert schema["items"]["enum"] == ["support", "not_support"]
+
+
+def test_importance_label_outside_the_scale_is_a_failure_not_okay(tmp_path):
+    with FakeOpenAI(always(json.dumps({"labels": ["vital", "important"]}))) as fake:
+        labels, failures = nug.label_importance(gateway_for(fake, tmp_path), "q", ["a", "b"])
+    assert labels == [None, None] and failures[0].step == "importance"
+
+
+def test_creation_stops_at_the_cap(tmp_path):
+    # 25 sources = 3 windows; the first window fills the cap of 4, so the second is never asked.
+    with FakeOpenAI(always(json.dumps({"nuggets": ["a fact", "b fact", "c fact", "d fact"]}))) as fake:
+        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", [f"s{i}" for i in range(25)], max_nuggets=4)
+        requests = len(fake.requests)
+    assert created.nuggets == ["a fact", "b fact", "c fact", "d fact"]
+    assert created.stopped == "cap" and created.calls == 1 and requests == 1
+
+
+def test_creation_stops_when_a_window_adds_nothing_new(tmp_path):
+    replies = sequence(Reply(content=json.dumps({"nuggets": ["a fact", "b fact"]})),
+                       Reply(content=json.dumps({"nuggets": ["A fact.", "b  fact"]})),  # repeats only
+                       Reply(content=json.dumps({"nuggets": ["never asked"]})))
+    with FakeOpenAI(replies) as fake:
+        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", [f"s{i}" for i in range(25)], max_nuggets=30)
+        second_prompt = user_text(fake.requests[1])
+    assert created.nuggets == ["a fact", "b fact"] and created.stopped == "no_new" and created.calls == 2
+    assert "[1] a fact" in second_prompt and "at most 28" in second_prompt  # the list so far and the room left
+
+
+def test_creation_runs_out_of_sources(tmp_path):
+    with FakeOpenAI(always(json.dumps({"nuggets": ["x"]}))) as fake:
+        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", ["s1", "s2"])
+    assert created.stopped == "sources_done" and created.nuggets == ["x"]
+
+
+def test_failed_creation_window_is_recorded_and_the_next_window_is_read(tmp_path):
+    replies = sequence(Reply(content="not json"), Reply(content="not json"), Reply(content="not json"),
+                       Reply(content=json.dumps({"nuggets": ["late fact"]})))
+    with FakeOpenAI(replies) as fake:
+        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", [f"s{i}" for i in range(15)])
+    assert created.nuggets == ["late fact"]
+    assert len(created.failures) == 1 and created.failures[0].failure_kind == "invalid_json"
+
+
+def test_llm_match_reads_covered_labels(tmp_path):
+    with FakeOpenAI(always(json.dumps({"labels": ["covered", "not_covered"]}))) as fake:
+        matched, failures = nug.llm_match(gateway_for(fake, tmp_path), "q", ["auto"], ["r1", "r2"])
+        prompt = user_text(fake.requests[0])
+    assert matched == [True, False] and not failures
+    assert prompt.index("Automatic nuggets") < prompt.index("Reference nuggets")  # shared list first
+
+
+def test_embedding_match_is_the_best_cosine():
+    auto = np.array([[1.0, 0.0], [0.0, 1.0]])
+    ref = np.array([[0.6, 0.8], [1.0, 0.0]])
+    assert nug.embedding_match(auto, ref).tolist() == pytest.approx([0.8, 1.0])
+    assert nug.embedding_match(np.zeros((0, 2)), ref).tolist() == [0.0, 0.0]
