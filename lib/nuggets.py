@@ -181,7 +181,10 @@ def assignment_messages(query: str, answer: str, nuggets: Sequence[str], grades:
 
 def assign(gateway: Gateway, query: str, answer: str, nuggets: Sequence[str], *, grades: int = 3,
            window: int = WINDOW, call_label: str = "nuggets") -> tuple[list[str | None], list[BatchFailure]]:
-    """Support label of each nugget in ``answer`` (None for the nuggets of a failed batch) and the failures."""
+    """Support label of each nugget in ``answer`` (None for the nuggets of a failed batch) and the failures.
+    An empty answer supports no nugget: every label is ``not_support`` without a call."""
+    if not answer.strip():
+        return ["not_support"] * len(nuggets), []
     return _labelled_batches(gateway, len(nuggets), lambda s, e: assignment_messages(query, answer, nuggets[s:e], grades),
                              ASSIGNMENT_LABELS[grades], f"assign{grades}", call_label, window)
 

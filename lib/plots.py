@@ -53,3 +53,36 @@ def histogram(values: np.ndarray, title: str, x_label: str, nbins: int = 40,
     for threshold in thresholds:
         fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"{threshold_name} {threshold:g}")
     return fig
+
+
+def monitor_trend(summary, metrics: Sequence[str], targets: dict[str, float], alert: float,
+                  degraded_day: str | None = None) -> go.Figure:
+    """Daily mean of each monitored metric (lines) with its target (dotted, same colour), the overall mean
+    (black) and the alert threshold on it (dashed red); the injected degraded day is shaded."""
+    fig = go.Figure()
+    colours = px.colors.qualitative.Safe
+    for colour, metric in zip(colours, metrics):
+        fig.add_scatter(x=summary.day, y=summary[metric], mode="lines+markers", name=metric, line_color=colour)
+        fig.add_hline(y=targets[metric], line_dash="dot", line_color=colour, opacity=0.6)
+    fig.add_scatter(x=summary.day, y=summary.overall, mode="lines+markers", name="overall", line_color="black",
+                    line_width=3)
+    fig.add_hline(y=alert, line_dash="dash", line_color="red", annotation_text=f"alert: overall < {alert:g}")
+    if degraded_day is not None:
+        fig.add_vrect(x0=degraded_day, x1=degraded_day, line_width=8, line_color="red", opacity=0.15,
+                      annotation_text="degraded release")
+    fig.update_layout(title="Nightly judge scores (dotted: each metric's target)", yaxis_title="mean score (0–1)",
+                      yaxis_range=[0, 1.05], height=420, xaxis_type="category")
+    return fig
+
+
+def recall_curve(similarity: dict[str, np.ndarray], threshold: float) -> go.Figure:
+    """Share of reference nuggets whose best cosine to an automatic nugget is ≥ t, as t varies, one line per
+    group; the declared threshold is marked."""
+    grid = np.round(np.linspace(0.3, 0.9, 61), 3)
+    fig = go.Figure()
+    for name, values in similarity.items():
+        fig.add_scatter(x=grid, y=[float(np.mean(values >= t)) for t in grid], mode="lines", name=name)
+    fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"declared threshold {threshold:g}")
+    fig.update_layout(title="Recall of human nuggets by embedding match", xaxis_title="cosine threshold t",
+                      yaxis_title="recall", yaxis_range=[0, 1.02], height=380)
+    return fig

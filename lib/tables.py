@@ -132,6 +132,33 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "failure_kind": "why, else null",
         "model": "judge model identity",
     },
+    "nugget_scores": {
+        "dataset": "rag25 (TREC RAG 2025 dev, answers by the study's generator) or asqa / eli5 (ALCE)",
+        "qid": "topic or question id as in the data",
+        "system": "rag25: with_context | no_context (lib.rag); ALCE: the run's file name",
+        "grades": "assignment label set: 3 (support / partial_support / not_support) or 2 (support / not_support)",
+        "failed_batches": "assignment batches that failed for this answer (then every score is null)",
+        "utility": "ALCE human utility 1–5 (null for rag25)",
+        "words": "answer length in whitespace-separated words (ALCE; the trivial baseline)",
+        "strict_vital": "supported vital / vital (lib.nuggets.answer_scores); null without vital nuggets",
+        "vital": "(support + 0.5·partial) over vital",
+        "strict_all": "supported / all nuggets",
+        "all": "(support + 0.5·partial) / all nuggets",
+        "weighted": "Σ w·s / Σ w, w(vital) 1, w(okay) 0.5 (this study's addition)",
+        "model": "judge model identity",
+    },
+    "monitor_days": {
+        "day": "simulated day (YYYY-MM-DD)",
+        "judged": "sampled queries judged successfully",
+        "failed": "sampled queries without a judgment (judge failure or malformed row)",
+        "groundedness": "mean over the day's judged queries, 0–1 (lib.monitor)",
+        "relevance": "mean, 0–1",
+        "completeness": "mean, 0–1",
+        "no_hallucination": "mean, 0–1",
+        "overall": "mean of the four metric means (the alert compares it with 0.7)",
+        "degraded": "the day on which the broken release was served",
+        "model": "judge model identity",
+    },
 }
 
 

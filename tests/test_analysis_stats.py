@@ -154,3 +154,13 @@ def test_minimum_detectable_effect_by_hand():
     # halving α tightens: t_0.9875(15) = 2.489880 -> (2.489880 + 0.866245) · 0.2 / 4 = 0.167806
     assert minimum_detectable_effect(0.2, 16, alpha=0.025, power=0.8) == pytest.approx(0.167806, abs=1e-5)
     assert math.isnan(minimum_detectable_effect(0.0, 16, 0.05)) and math.isnan(minimum_detectable_effect(1.0, 1, 0.05))
+
+
+def test_correlation_ci_point_value_by_hand_and_degenerate_resamples_dropped():
+    from lib.analysis.stats import correlation_ci
+    # pairs (1,2),(2,1),(3,4),(4,3),(5,6),(6,5): 15 pairs, 3 discordant -> τ = (12 - 3) / 15 = 0.6
+    out = correlation_ci([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], "kendall", seed=0, n_resamples=500)
+    assert out["r"] == pytest.approx(0.6) and out["ci_low"] <= 0.6 <= out["ci_high"] <= 1.0
+    tied = correlation_ci([1, 1, 1, 1, 2], [1, 2, 3, 4, 5], "kendall", seed=0, n_resamples=500)
+    assert tied["ci_low"] == tied["ci_low"] and tied["ci_high"] == pytest.approx(1.0)  # finite despite NaN resamples
+    assert math.isnan(correlation_ci([1, 1, 1], [1, 2, 3], "spearman", seed=0)["r"])

@@ -4,6 +4,7 @@ counts) and the minimum detectable effect — thin, documented wrappers over sta
 checked against hand-computed cases in tests/test_analysis_stats.py."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -142,3 +143,31 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.
     if n < 2 or not np.isfinite(sd) or sd <= 0:
         return float("nan")
     return float((t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * sd / np.sqrt(n))
+
+
+def correlation_ci(x: Sequence[float], y: Sequence[float], method: str, seed: int, n_resamples: int = 2000,
+                   level: float = 0.95) -> dict[str, float]:
+    """Rank correlation of paired values with a percentile pair-bootstrap CI (pairs resampled together;
+    scipy.stats.bootstrap with ``paired=True``, seeded). ``method``: ``spearman`` (Spearman's ρ) or ``kendall``
+    (Kendall's τ-b, which corrects for ties). Resamples where the coefficient is undefined (a constant side)
+    are dropped. Keys: n, r, p (scipy's test of r = 0), ci_low, ci_high (NaN when n < 3 or a side is constant)."""
+    from scipy.stats import bootstrap, kendalltau, spearmanr
+
+    coefficient = {"spearman": spearmanr, "kendall": kendalltau}[method]
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    out = {"n": len(x), "r": float("nan"), "p": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return out
+    result = coefficient(x, y)
+    out["r"], out["p"] = float(result.statistic), float(result.pvalue)
+
+    def statistic(a: np.ndarray, b: np.ndarray) -> float:
+        return float(coefficient(a, b).statistic) if len(set(a)) > 1 and len(set(b)) > 1 else float("nan")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns of the undefined resamples, dropped below
+        boot = bootstrap((x, y), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
+                         confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
+    tail = 100 * (1 - level) / 2
+    out["ci_low"], out["ci_high"] = map(float, np.nanpercentile(boot.bootstrap_distribution, [tail, 100 - tail]))
+    return out
