@@ -530,6 +530,14 @@ def load_alce_utility(path: Path = ALCE_UTILITY_FILE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def short_alce_system(run_name: str) -> str:
+    """A readable name for an ALCE run file: without the dataset prefix, the seed/azure suffix and the file
+    extension (``asqa-gpt-35-turbo-gtr-shot2-ndoc5-42-azure-sample4.json.rerank`` → ``gpt-35-turbo-gtr-shot2-
+    ndoc5-sample4-rerank``)."""
+    name = run_name.split("-", 1)[1] if run_name.split("-", 1)[0] in ALCE_DATASETS else run_name
+    return name.replace(".json.rerank", "-rerank").replace(".json", "").replace("-42-azure", "").replace("-42", "")
+
+
 MOVIES_DIR = paths.DATA / "movies"
 
 

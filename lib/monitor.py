@@ -3,8 +3,11 @@
 The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) with a ``queries`` table
 (id, ts ISO timestamp, system, query, contexts as a JSON list of strings, answer). ``run`` samples a day's
 queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on four metrics in one
-schema-constrained call (integers 0–3 per metric, stored /3 as 0–1; ``lib/prompts/monitor_judge.txt``), stores
-the judgments in the same database and prints the day's report. ``report`` prints the trend over the last days.
+schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``), stores the judgments in
+the same database and prints the day's report. Each metric's stored score is the probability-weighted score
+Σ_s p(s)·s / 3 from the score token's ``top_logprobs`` (G-Eval's reading, :mod:`lib.judges.logprobs`; chapter 03
+found the argmax grade of this model collapsing onto one value), or the written integer / 3 when the endpoint
+returns no logprobs (``scored_by`` says which). ``report`` prints the trend over the last days.
 
 * Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
@@ -38,6 +41,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from lib import paths
+from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 
@@ -46,7 +50,8 @@ DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "relevance": 0.8, "com
                                      "no_hallucination": 0.95}
 DEFAULT_DB = paths.OUTPUTS / "monitor" / "monitor.sqlite"
 EXIT_OK, EXIT_ALERT, EXIT_MALFORMED = 0, 1, 3
-SCALE_MAX = 3
+SCALE = [0, 1, 2, 3]
+TOP_LOGPROBS = 5
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -55,7 +60,7 @@ CREATE TABLE IF NOT EXISTS queries (
 CREATE TABLE IF NOT EXISTS judgments (
     query_id INTEGER PRIMARY KEY REFERENCES queries(id), day TEXT NOT NULL, ok INTEGER NOT NULL,
     groundedness REAL, relevance REAL, completeness REAL, no_hallucination REAL,
-    failure_kind TEXT, error TEXT, judge_model TEXT);
+    scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
 """
 
 
@@ -155,13 +160,22 @@ def judge_messages(row: LogRow) -> list[dict[str, str]]:
              + tail.format(answer=row.answer)}]
 
 
+def read_scores(value: MonitorScores, logprobs: list | None) -> tuple[dict[str, float], str]:
+    """Each metric on 0–1: Σ_s p(s)·s / 3 from the logprobs at its value token when every metric has them
+    (``logprobs``), else the written integers / 3 (``argmax``)."""
+    distributions = {m: score_distribution(logprobs, m, SCALE) for m in METRICS}
+    if all(distributions.values()):
+        return {m: expected_score(d) / max(SCALE) for m, d in distributions.items()}, "logprobs"  # type: ignore[arg-type]
+    return {m: getattr(value, m) / max(SCALE) for m in METRICS}, "argmax"
+
+
 def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, scores: Mapping[str, float] | None,
-           failure_kind: str | None, error: str | None, model: str | None) -> None:
+           scored_by: str | None, failure_kind: str | None, error: str | None, model: str | None) -> None:
     values = [scores[m] if scores else None for m in METRICS]
     connection.execute(
         "INSERT OR REPLACE INTO judgments (query_id, day, ok, groundedness, relevance, completeness, "
-        "no_hallucination, failure_kind, error, judge_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (query_id, day, int(ok), *values, failure_kind, error, model))
+        "no_hallucination, scored_by, failure_kind, error, judge_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (query_id, day, int(ok), *values, scored_by, failure_kind, error, model))
 
 
 @dataclass
@@ -193,17 +207,18 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
             todo.append(parse_row(by_id[query_id]))
         except MalformedRow as bad:
             malformed.append(str(bad))
-            _store(connection, query_id, day, False, None, "malformed_row", str(bad), None)
+            _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
     calls = [{"messages": judge_messages(row), "schema": MonitorScores, "label": f"monitor:{day}:{row.id}",
-              "max_tokens": 60} for row in todo]
+              "max_tokens": 60, "top_logprobs": TOP_LOGPROBS} for row in todo]
     failed = 0
     for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}")):
         if result.ok:
-            scores = {m: getattr(result.value, m) / SCALE_MAX for m in METRICS}
-            _store(connection, row.id, day, True, scores, None, None, gateway.endpoint.identity)
+            scores, scored_by = read_scores(result.value, result.logprobs)
+            _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
         else:
             failed += 1
-            _store(connection, row.id, day, False, None, result.failure_kind, result.error, gateway.endpoint.identity)
+            _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
+                   gateway.endpoint.identity)
     connection.commit()
     return DayRun(day, len(raw), len(chosen), len(todo) - failed, len(chosen) - len(todo) - len(malformed), failed,
                   malformed)

@@ -5,9 +5,10 @@ Three LLM steps, each schema-constrained JSON (nuggetizer parses a Python list w
 
 1. **Creation** (:func:`create_nuggets`): sources are read in windows of ``window`` (nuggetizer: 10); each call
    sees the query, the window's texts and the nuggets listed so far, and writes only *new* nuggets of 1–12
-   words, most important first. It stops when the list reaches ``max_nuggets`` (nuggetizer: 30), when a window
-   adds no new nugget, or when the sources are exhausted. (nuggetizer rewrites the whole list in each window;
-   asking for the new nuggets only keeps a small model's answers short.)
+   words, most important first. Passes over the windows repeat until one adds no new nugget or the list
+   reaches ``max_nuggets`` (nuggetizer: 30). (nuggetizer makes one pass and rewrites the whole list in each
+   window; asking for the new nuggets only keeps a small model's answers short, and repeating the pass lets a
+   model that writes few nuggets per call grow the list.)
 2. **Importance** (:func:`label_importance`): ``vital`` or ``okay``, ``window`` nuggets per call.
 3. **Assignment** (:func:`assign`): for one answer, each nugget ``support`` / ``partial_support`` /
    ``not_support`` (``grades=3``) or ``support`` / ``not_support`` (``grades=2``), ``window`` per call.
@@ -84,8 +85,8 @@ class BatchFailure:
 
 @dataclass
 class Creation:
-    """Nuggets created for one query: texts in order of creation, why creation stopped (``cap``, ``no_new``,
-    ``sources_done``), how many calls were made and which failed."""
+    """Nuggets created for one query: texts in order of creation, why creation stopped (``cap``: the list is
+    full; ``no_new``: a whole pass over the sources added nothing), how many calls were made and which failed."""
 
     nuggets: list[str]
     stopped: str
@@ -110,33 +111,42 @@ def creation_messages(query: str, sources: Sequence[str], known: Sequence[str], 
 
 def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_nuggets: int = MAX_NUGGETS,
                    window: int = WINDOW, call_label: str = "nuggets") -> Creation:
-    """Grow the nugget list of ``query`` from ``sources`` window by window (see the module docstring). Nuggets
-    that repeat a listed one (ignoring case, spaces and a final period) are not added. A failed window call is
-    recorded and creation moves on to the next window."""
+    """Grow the nugget list of ``query`` from ``sources`` (see the module docstring): pass over the windows of
+    ``window`` sources, each call adding new nuggets to the list, and pass again while a pass added any; stop
+    at ``max_nuggets`` (``cap``) or after a pass that added nothing (``no_new``). A nugget that repeats a listed
+    one (ignoring case, spaces and a final period) is not added. A failed call is recorded and counts as adding
+    nothing. A window is not asked again while the list is unchanged since it was last asked."""
     nuggets: list[str] = []
     failures: list[BatchFailure] = []
     calls = 0
-    for start in range(0, len(sources), window):
-        room = max_nuggets - len(nuggets)
-        if room <= 0:
-            return Creation(nuggets, "cap", calls, failures)
-        calls += 1
-        result = gateway.complete(creation_messages(query, sources[start:start + window], nuggets, room),
-                                  new_nuggets_schema(room), label=f"{call_label}:create:{start}", max_tokens=40 + 25 * room)
-        if not result.ok:
-            failures.append(BatchFailure("create", tuple(range(start, min(start + window, len(sources)))),
-                                         result.failure_kind or "unknown", result.error))
-            continue
-        seen = {_normal(n) for n in nuggets}
-        added = 0
-        for text in result.value.nuggets:
-            if text.strip() and _normal(text) not in seen:
-                nuggets.append(text.strip())
-                seen.add(_normal(text))
-                added += 1
-        if added == 0:
-            return Creation(nuggets, "no_new", calls, failures)
-    stopped = "cap" if len(nuggets) >= max_nuggets else "sources_done"
+    starts = list(range(0, len(sources), window))
+    asked_at: dict[int, int] = {}  # window start -> list length when it was last asked
+    while starts:
+        added_in_pass = 0
+        for start in starts:
+            room = max_nuggets - len(nuggets)
+            if room <= 0:
+                return Creation(nuggets, "cap", calls, failures)
+            if asked_at.get(start) == len(nuggets):
+                continue  # same window, same list: the (temperature 0) answer would be the same
+            asked_at[start] = len(nuggets)
+            calls += 1
+            result = gateway.complete(creation_messages(query, sources[start:start + window], nuggets, room),
+                                      new_nuggets_schema(room), label=f"{call_label}:create:{calls}",
+                                      max_tokens=40 + 25 * room)
+            if not result.ok:
+                failures.append(BatchFailure("create", tuple(range(start, min(start + window, len(sources)))),
+                                             result.failure_kind or "unknown", result.error))
+                continue
+            seen = {_normal(n) for n in nuggets}
+            for text in result.value.nuggets:
+                if text.strip() and _normal(text) not in seen:
+                    nuggets.append(text.strip())
+                    seen.add(_normal(text))
+                    added_in_pass += 1
+        if added_in_pass == 0:
+            break
+    stopped = "cap" if len(nuggets) >= max_nuggets else "no_new"
     return Creation(nuggets, stopped, calls, failures)
 
 

@@ -152,3 +152,24 @@ def test_installed_console_script_runs(tmp_path):
     assert script.exists(), f"{script} is not installed: run `make install` (pip install -e . declares it)"
     done = subprocess.run([str(script), "--db", str(tmp_path / "m.sqlite"), "report"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "no judged days yet"
+
+
+def test_scores_are_probability_weighted_when_logprobs_come_back():
+    import math
+    scores = monitor.MonitorScores(groundedness=3, relevance=2, completeness=3, no_hallucination=3)
+    tokens = []
+    text = '{"groundedness": 3, "relevance": 2, "completeness": 3, "no_hallucination": 3}'
+    # one token per character run, the value tokens with alternatives: p(3)=0.5, p(2)=0.5 for groundedness
+    for piece in ['{"groundedness": ', "3", ', "relevance": ', "2", ', "completeness": ', "3",
+                  ', "no_hallucination": ', "3", "}"]:
+        top = []
+        if piece == "3" and not tokens[1:]:
+            top = [{"token": "3", "logprob": math.log(0.5)}, {"token": "2", "logprob": math.log(0.5)}]
+        elif piece.isdigit():
+            top = [{"token": piece, "logprob": 0.0}]
+        tokens.append({"token": piece, "logprob": 0.0, "top_logprobs": top})
+    assert "".join(t["token"] for t in tokens) == text
+    read, how = monitor.read_scores(scores, tokens)
+    assert how == "logprobs" and read["groundedness"] == pytest.approx(2.5 / 3) and read["relevance"] == pytest.approx(2 / 3)
+    read, how = monitor.read_scores(scores, None)
+    assert how == "argmax" and read["groundedness"] == 1.0

@@ -69,3 +69,13 @@ def test_failed_scoring_leaves_the_leg_empty_not_zero(tmp_path):
     with FakeOpenAI(responder) as fake:
         legs, _ = triad.nuggetized_triad(gateway_for(fake, tmp_path), "q?", "An answer.", ["ctx"])
     assert legs["groundedness"] is None and legs["answer_relevance"] is None
+
+
+def test_empty_answer_is_irrelevant_without_a_call(tmp_path):
+    with FakeOpenAI(scripted) as fake:
+        gw = gateway_for(fake, tmp_path)
+        traditional = triad.traditional_triad(gw, "q?", "  ", None)
+        nuggetized, breakdown = triad.nuggetized_triad(gw, "q?", "", None)
+        sent = len(fake.requests)
+    assert traditional["answer_relevance"] == 0.0 and nuggetized["answer_relevance"] == 0.0
+    assert nuggetized["groundedness"] is None and breakdown.nuggets == [] and sent == 0

@@ -168,6 +168,8 @@ def correlation_ci(x: Sequence[float], y: Sequence[float], method: str, seed: in
         warnings.simplefilter("ignore")  # scipy warns of the undefined resamples, dropped below
         boot = bootstrap((x, y), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
                          confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
-    tail = 100 * (1 - level) / 2
-    out["ci_low"], out["ci_high"] = map(float, np.nanpercentile(boot.bootstrap_distribution, [tail, 100 - tail]))
+    distribution = np.asarray(boot.bootstrap_distribution)
+    if np.isfinite(distribution).any():
+        tail = 100 * (1 - level) / 2
+        out["ci_low"], out["ci_high"] = map(float, np.nanpercentile(distribution, [tail, 100 - tail]))
     return out

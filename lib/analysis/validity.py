@@ -235,3 +235,20 @@ def geval_correlations(frame: pd.DataFrame, group: str, human: str, scores: Sequ
                           for score in scores}).T
     table["documents_kept"] = [per_group_correlation(frame, group, human, s, coefficients[0])[1] for s in scores]
     return table
+
+
+def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str, seed: int,
+                      n_resamples: int = 2000) -> pd.DataFrame:
+    """Spearman's ρ and Kendall's τ-b of each column in ``scores`` with ``human`` over the rows where both are
+    present, per group of ``by`` and over all rows (group ``all``), each with its pair-bootstrap CI
+    (:func:`lib.analysis.stats.correlation_ci`). Index (by, score, method)."""
+    from lib.analysis.stats import correlation_ci
+
+    rows = []
+    for group, part in [*frame.groupby(by, sort=True), ("all", frame)]:
+        for column in scores:
+            both = part[[column, human]].dropna()
+            for method in ("spearman", "kendall"):
+                rows.append({by: group, "score": column, "method": method,
+                             **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples)})
+    return pd.DataFrame(rows).set_index([by, "score", "method"])

@@ -12,6 +12,9 @@ statements against one reference, schema-constrained to exactly one integer per 
   are scored per nugget, then combined as Σ w·s / Σ w with w(vital) = 2, w(okay) = 1. Context relevance does
   not involve the answer and is the traditional one.
 
+An empty answer states nothing: its answer relevance is 0 in both triads and its groundedness is None (no
+claim to ground), decided without a call — a judge shown an empty statement may rate it anything.
+
 A leg whose scores are incomplete (a failed call, a nugget without importance) is None, never 0. A leg that
 needs a context is None when no context is given (``context=None``), e.g. for ALCE, whose retrieved passages
 are not in this study's data.
@@ -108,9 +111,13 @@ def traditional_triad(gateway: Gateway, query: str, answer: str, context: Sequen
                       call_label: str = "triad") -> dict[str, float | None]:
     """The three traditional legs of one answer on 0–1 (module docstring); context legs None without context."""
     out: dict[str, float | None] = dict.fromkeys(LEGS)
-    out["answer_relevance"] = _mean01(score_statements(gateway, "answer_relevance", query, [answer], call_label))
     if context:
         out["context_relevance"] = _mean01(score_statements(gateway, "context_relevance", query, list(context), call_label))
+    if not answer.strip():
+        out["answer_relevance"] = 0.0
+        return out
+    out["answer_relevance"] = _mean01(score_statements(gateway, "answer_relevance", query, [answer], call_label))
+    if context:
         out["groundedness"] = _mean01(score_statements(gateway, "groundedness", context_text(context),
                                                        sentences(answer), call_label))
     return out
@@ -121,6 +128,9 @@ def nuggetized_triad(gateway: Gateway, query: str, answer: str, context: Sequenc
                      call_label: str = "triad") -> tuple[dict[str, float | None], NuggetBreakdown]:
     """The nuggetized legs of one answer on 0–1 (module docstring) and the per-nugget breakdown; context
     relevance is passed in (it is the traditional leg)."""
+    if not answer.strip():
+        return {"context_relevance": context_relevance, "groundedness": None, "answer_relevance": 0.0}, \
+            NuggetBreakdown([], [])
     created = nug.create_nuggets(gateway, query, [answer], max_nuggets=max_nuggets, call_label=f"{call_label}:answer")
     importance, _ = nug.label_importance(gateway, query, created.nuggets, call_label=call_label)
     breakdown = NuggetBreakdown(created.nuggets, importance)
