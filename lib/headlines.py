@@ -99,15 +99,17 @@ def primary_comparison(tables: Tables) -> str:
 
 @headline("05_nugget_evaluation", "nugget_scores", "monitor_days")
 def nugget_validity(tables: Tables) -> str:
-    """Rank correlation of the ALCE answers' vital nugget score with human utility, and whether the monitor's
-    overall mean separated the degraded day from the others."""
+    """How many ALCE answers have the declared vital score, the rank correlation of the all-nuggets score with
+    human utility, and whether the monitor's overall mean separated the degraded day from the others."""
     from lib.analysis.stats import correlation_ci
 
     scores, days = tables["nugget_scores"], tables["monitor_days"]
-    alce = scores[scores["dataset"].isin(["asqa", "eli5"])].dropna(subset=["vital", "utility"])
-    rho = correlation_ci(alce["vital"], alce["utility"], "spearman", seed=0)
+    alce = scores[scores["dataset"].isin(["asqa", "eli5"])]
+    rated = alce.dropna(subset=["all", "utility"])
+    rho = correlation_ci(rated["all"], rated["utility"], "spearman", seed=0)
     degraded, normal = days[days["degraded"]], days[~days["degraded"]]
-    return (f"ALCE: the vital nugget score ranks {int(rho['n'])} answers against human utility with Spearman ρ = "
-            f"{rho['r']:.2f} (95% CI {rho['ci_low']:.2f} to {rho['ci_high']:.2f}). Monitor: overall judge score "
-            f"{degraded['overall'].mean():.2f} on the degraded day vs {normal['overall'].min():.2f}–"
+    return (f"ALCE: {int(alce['vital'].notna().sum())} of {len(alce)} answers have a vital-nugget score (the judge "
+            f"labels few nuggets vital); the all-nuggets score ranks {int(rho['n'])} answers against human utility "
+            f"with Spearman ρ = {rho['r']:.2f} (95% CI {rho['ci_low']:.2f} to {rho['ci_high']:.2f}). Monitor: overall "
+            f"judge score {degraded['overall'].mean():.2f} on the degraded day vs {normal['overall'].min():.2f}–"
             f"{normal['overall'].max():.2f} on the {len(normal)} normal days.")
