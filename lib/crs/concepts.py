@@ -57,27 +57,27 @@ LANGUAGE_ALIASES: dict[str, str] = {"standard chinese": "mandarin", "mandarin ch
                                     "chinese": "mandarin", "yue chinese": "cantonese",
                                     "american english": "english", "british english": "english"}
 # The controlled plot vocabulary: canonical keyword → surface forms (normalised). The first form is how the
-# keyword is said ("about vampires"). Chosen by reading ReDial plot outlines: themes users ask for, each in at
+# keyword is said ("about vampires", "plot vampires"). Chosen by reading ReDial plot outlines: themes users ask for, each in at
 # least ten outlines, none a genre word (war, family, music, crime, … are genres, so not plot keywords).
 PLOT_VOCABULARY: dict[str, tuple[str, ...]] = {
     "vampire": ("vampires", "vampire"), "zombie": ("zombies", "zombie"),
     "alien": ("aliens", "alien", "extraterrestrial", "extraterrestrials"), "robot": ("robots", "robot", "android"),
-    "heist": ("a heist", "heist", "robbery", "bank robbery", "robbers"),
-    "murder": ("a murder", "murder", "murders", "murdered", "murderer"), "serial killer": ("a serial killer", "serial killer", "serial killers"),
-    "detective": ("a detective", "detective", "detectives", "investigator"),
+    "heist": ("heists", "heist", "robbery", "bank robbery", "robbers"),
+    "murder": ("murder", "murders", "murdered", "murderer"), "serial killer": ("serial killers", "serial killer"),
+    "detective": ("detectives", "detective", "investigator"),
     "outer space": ("outer space", "spaceship", "astronaut", "astronauts"),
     "revenge": ("revenge", "vengeance", "avenge"), "prison": ("prison", "jail", "inmate", "inmates", "prisoner"),
     "superhero": ("superheroes", "superhero", "super hero"), "ghost": ("ghosts", "ghost", "haunted", "haunting"),
-    "witch": ("witches", "witch", "witchcraft"), "wedding": ("a wedding", "wedding", "weddings"),
-    "christmas": ("christmas",), "dog": ("dogs", "dog"), "police": ("the police", "police", "cop", "cops", "policeman"),
+    "witch": ("witches", "witch", "witchcraft"), "wedding": ("weddings", "wedding"),
+    "christmas": ("christmas",), "dog": ("dogs", "dog"), "police": ("police", "cop", "cops", "policeman"),
     "spy": ("spies", "spy", "espionage"), "pirate": ("pirates", "pirate"), "dinosaur": ("dinosaurs", "dinosaur"),
     "monster": ("monsters", "monster"), "drugs": ("drugs", "drug", "cocaine", "heroin"),
-    "kidnapping": ("a kidnapping", "kidnapping", "kidnap", "kidnapped", "abducted", "abduction"),
-    "apocalypse": ("the apocalypse", "apocalypse", "apocalyptic", "end of the world"),
+    "kidnapping": ("kidnapping", "kidnap", "kidnapped", "abducted", "abduction"),
+    "apocalypse": ("apocalypse", "apocalyptic", "end of the world"),
     "college": ("college", "university"), "high school": ("high school",), "boxing": ("boxing", "boxer"),
     "football": ("football",), "baseball": ("baseball",), "basketball": ("basketball",),
-    "mafia": ("the mafia", "mafia", "mob", "mobster", "mobsters", "gangster", "gangsters"),
-    "lawyer": ("lawyers", "lawyer", "attorney"), "princess": ("a princess", "princess"),
+    "mafia": ("mafia", "mob", "mobster", "mobsters", "gangster", "gangsters"),
+    "lawyer": ("lawyers", "lawyer", "attorney"), "princess": ("princesses", "princess"),
     "terrorism": ("terrorists", "terrorist", "terrorism"), "hacker": ("hackers", "hacker", "hacking"),
     "assassin": ("assassins", "assassin", "hitman", "hit man"),
     "time travel": ("time travel", "time machine", "time traveling", "time travelling"),
@@ -85,8 +85,8 @@ PLOT_VOCABULARY: dict[str, tuple[str, ...]] = {
     "shark": ("sharks", "shark"), "soldier": ("soldiers", "soldier"), "journalist": ("journalists", "journalist", "reporter"),
     "teenager": ("teenagers", "teenager", "teenage", "teen", "teens"), "friendship": ("friendship",),
     "marriage": ("marriage", "married couple"), "divorce": ("divorce", "divorced"), "cancer": ("cancer",),
-    "island": ("an island", "island"), "road trip": ("a road trip", "road trip"), "dance": ("dancing", "dance", "dancer", "dancers"),
-    "singer": ("singers", "singer"), "fbi": ("the fbi", "fbi"), "cia": ("the cia", "cia"),
+    "island": ("islands", "island"), "road trip": ("road trips", "road trip"), "dance": ("dancing", "dance", "dancer", "dancers"),
+    "singer": ("singers", "singer"), "fbi": ("fbi",), "cia": ("cia",),
 }
 # Cue words before a person's name that say which field the name is mentioned in.
 PERSON_CUES: dict[str, str] = {
