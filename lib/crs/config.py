@@ -21,7 +21,7 @@ LegacyMethod = Literal["embedding", "jaccard"]
 @dataclass(frozen=True)
 class MetricConfig:
     """``ngram_orders``: the n of the copy ratio I (unigrams left out: a reply shares "a", "the" with anything);
-    ``recovery_threshold`` θ and ``window`` W: a shift is recovered when CC_t ≥ θ at one of the W system turns
+    ``recovery_threshold`` θ and ``window`` W: a shift is recovered when TAS_t ≥ θ at one of the W system turns
     from the shift on; ``legacy_method`` / ``legacy_threshold``: the legacy segmentation rule;
     ``boundary_tolerance``: how many turns apart a legacy boundary may be from a shift and still match it;
     ``top_k``: length of the missing / hallucinated concept lists."""

@@ -28,8 +28,9 @@ Per turn:
 A system turn with empty text (a failed LLM call) is not scored.
 
 Around each shift at user turn t_s (segment [t_s, b), b the next shift or the end): the recovery delay is the
-least k ≥ 0 with CC(t_s + k) ≥ θ inside the segment (none if no such turn); the shift is *recovered within W*
-when delay < W. Interference = the share of scored turns in [t_s, min(t_s + W, b)) with stale(t) ≠ ∅.
+least k ≥ 0 with TAS(t_s + k) ≥ θ inside the segment (none if no such turn); the shift is *recovered within W*
+when delay < W. TAS rather than CC alone, so that a reply that repeats the user's new wish word for word
+(TAS ≤ α + β − γ·I) does not count as recovering. Interference = the share of scored turns in [t_s, min(t_s + W, b)) with stale(t) ≠ ∅.
 Session: recovery rate = share of shifts recovered within W; recovery delay = mean delay of the recovered
 shifts; interference = mean over shifts; CAS = Σ_k w_k·component_k (``CAS_WEIGHTS``) over tas, recovery
 (rate) and stability (1 − interference), None without a shift.
@@ -147,13 +148,12 @@ def shift_table(turns: pd.DataFrame, shift_events: Sequence[Mapping[str, Any]], 
     censored (the segment ends before W turns), interference, and mean CC over the W turns before and after."""
     n_turns = len(turns)
     starts = [int(e["turn"]) for e in shift_events]
-    cc = turns.set_index("turn")["cc"]
-    stale = turns.set_index("turn")["stale"]
-    scored = turns.set_index("turn")["scored"]
+    by_turn = turns.set_index("turn")
+    cc, tas, stale, scored = by_turn["cc"], by_turn["tas"], by_turn["stale"], by_turn["scored"]
     rows = []
     for event, start, end in zip(shift_events, starts, [*starts[1:], n_turns]):
         segment = range(start, end)
-        delay = next((t - start for t in segment if scored[t] and cc[t] >= config.recovery_threshold), None)
+        delay = next((t - start for t in segment if scored[t] and tas[t] >= config.recovery_threshold), None)
         window = [t for t in range(start, min(start + config.window, end)) if scored[t]]
         before = [t for t in range(max(0, start - config.window), start) if scored[t]]
         rows.append({"turn": start, "from": event["from"], "to": event["to"], "delay": delay,

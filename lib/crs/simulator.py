@@ -235,8 +235,10 @@ def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tu
             preference.append(stated[0])
         else:
             kind, stated = "restate", [values[order[focus_index]]]
-        turns.append(TurnPlan(t, kind, order[focus_index], tuple(stated), tuple(sorted(preference)), dropped,
-                              target, _template(kind, stated, universe, rng)))
+        # A value stated again after the shift is wanted again: it is no longer abandoned.
+        turns.append(TurnPlan(t, kind, order[focus_index], tuple(stated), tuple(sorted(preference)),
+                              tuple(c for c in dropped if c not in preference), target,
+                              _template(kind, stated, universe, rng)))
     return Script(seed, true_genre, tuple(turns), tuple(events), tuple(targets))
 
 
