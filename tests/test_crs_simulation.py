@@ -170,11 +170,15 @@ def test_template_systems(tiny):
 
 
 def test_llm_crs_filters_titles_outside_the_universe(tiny, tmp_path):
-    replies = [Reply(json.dumps({"titles": ["Splash (1984)", "Made Up Movie (1999)"], "reason": "mermaid fun"})),
-               Reply(json.dumps({"titles": ["Heat (1995)"], "reason": "a classic"}))]
-    with FakeOpenAI(lambda body, n: replies[n]) as fake:
+    def answer(body, n):  # by content: the two calls run in parallel, in either order
+        if "genre comedy" in body["messages"][-1]["content"]:
+            return Reply(json.dumps({"titles": ["Splash (1984)", "Made Up Movie (1999)"], "reason": "mermaid fun"}))
+        return Reply(json.dumps({"titles": ["Heat (1995)"], "reason": "a classic"}))
+
+    with FakeOpenAI(answer) as fake:
         system = llm_crs(gateway_for(fake, tmp_path / "cache"), tiny)
-        first, second = system.respond([history("I want a comedy with Tom Hanks")] * 2, [0, 1])
+        first, second = system.respond([history("I want a comedy with Tom Hanks"),
+                                         history("I want a drama with Tom Hanks")], [0, 1])
     assert first.text == "Splash (1984): mermaid fun"
     assert (first.proposed, first.off_universe, first.off_candidates) == (2, 1, 0)
     assert second.text == "Heat (1995): a classic"  # in the universe but not retrieved: kept and counted
@@ -182,8 +186,8 @@ def test_llm_crs_filters_titles_outside_the_universe(tiny, tmp_path):
     assert first.constraints == ("actor=tom hanks", "genre=comedy")
     # One shared system message first, then the candidates: the server reuses the cached prefix.
     assert fake.requests[0]["messages"][0] == fake.requests[1]["messages"][0]
-    user = fake.requests[0]["messages"][1]["content"]
-    assert user.startswith("Candidates:\n") and set(candidate_titles(fake.requests[0])) == \
+    [comedy] = [r for r in fake.requests if "genre comedy" in r["messages"][1]["content"]]
+    assert comedy["messages"][1]["content"].startswith("Candidates:\n") and set(candidate_titles(comedy)) == \
         {"Big (1988)", "Splash (1984)", "Sleepless in Seattle (1993)"}
     assert fake.requests[0]["max_tokens"] <= 80
 

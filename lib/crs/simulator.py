@@ -22,7 +22,7 @@ guard against the leak of iEvaLM-style simulators, which are given the target ti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 from typing import Literal
@@ -130,7 +130,7 @@ class Script:
     true_genre: str
     turns: tuple[TurnPlan, ...]
     shift_events: tuple[ShiftEvent, ...]
-    targets: tuple[str, ...] = field(default=())
+    targets: tuple[str, ...]  # every target of the session, in order (the guard checks all of them)
 
 
 def describe(concepts: Sequence[str], universe: ItemUniverse) -> str:
@@ -204,7 +204,7 @@ def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tu
     target = next(pool[i] for i in rng.permutation(len(pool))
                   if len(stateable_values(universe, pool[i])) >= MIN_TARGET_FIELDS)
     values = _target_values(universe, target, rng)
-    order = list(rng.permutation(sorted(values)))
+    order = [str(f) for f in rng.permutation(sorted(values))]
     # The genre the user would state; every eligible target has one (stateable unless it spells the title).
     true_genre = split_concept(values["genre"])[1] if "genre" in values \
         else universe.items.loc[universe.position[target], "genre"][0]
