@@ -337,3 +337,32 @@ def test_judge_scores_and_failures(tmp_path):
     assert not failed.ok and failed.coherence is None and failed.failure_kind == "schema_violation"
     with pytest.raises(ValidationError):
         JudgeRecord(ok=True, coherence=4)
+
+
+def letter_embed(texts):
+    """A small fake of MiniLM: unit vectors of letter counts."""
+    vectors = np.array([[text.lower().count(ch) for ch in "abcdefghijklmnopqrstuvwxyz"] for text in texts], float)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_figure_tables_from_a_template_run(universe):
+    from lib.crs import tables
+
+    result = run_sessions(universe, [retrieval_template_crs(universe), stale_template_crs(universe), echo_crs()],
+                          SEEDS, embed=letter_embed, out_dir=None)
+    rows = result.rows
+    assert rows["legacy_pk"].notna().all()  # the injected embedding was used for the legacy segments
+    by_window = tables.recovery_by_window(result.shifts, [1, 2, 3, 5]).pivot(index="window", columns="model")
+    assert (by_window.diff().dropna() >= 0).all().all()  # a longer window never recovers fewer shifts
+    ablation = tables.ablation(result.turns).set_index(["model", "variant"])["tas"]
+    assert ablation["echo", "full"] == pytest.approx(rows.loc[rows["model"] == "echo", "tas"].mean(), abs=1e-6)
+    assert ablation["echo", "without_copy"] > ablation["stale_template", "without_copy"]  # I is what catches it
+    radar = tables.component_means(rows)
+    assert list(radar.index) == ["retrieval_template", "stale_template", "echo"]
+    assert radar.loc["echo", "no_copy"] == 0.0 and radar.loc["stale_template", "stability"] < 1
+    timeline = tables.turn_timeline(result.turns, "echo", "s0")
+    assert len(timeline) == 8 * 3 and timeline["shift"].sum() == 2 * 3
+    stale = tables.concept_errors(result.turns, "stale", k=2)
+    assert set(stale["model"]) <= {"retrieval_template", "stale_template"} and (stale["count"] > 0).all()
+    points, rho = tables.tas_vs_judge(rows)
+    assert points.empty and rho["n"] == 0  # nothing judged in this run
