@@ -318,7 +318,7 @@ def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: G
     if not positions:
         return out
     calls = [{"messages": utterance_messages(scripts[i].turns[t], universe), "schema": UserUtterance,
-              "label": f"crs-user:{scripts[i].seed}:{t}", "max_tokens": 60} for i, t in positions]
+              "label": f"crs-user:{scripts[i].seed}:{t}", "max_tokens": 64} for i, t in positions]
     for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances")):
         plan = scripts[i].turns[t]
         if result.ok and acceptable_utterance(result.value.text, plan, universe, scripts[i].targets):

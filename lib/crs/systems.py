@@ -205,7 +205,7 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
                 continue
             pending.append((i, constraints, found.item_ids))
             calls.append({"messages": recommend_messages(constraints, found.item_ids, texts[-1], universe),
-                          "schema": LLMRecommendation, "label": f"crs-{name}:{seed}", "max_tokens": 64})
+                          "schema": LLMRecommendation, "label": f"crs-{name}:{seed}", "max_tokens": 80})
         for (i, constraints, candidates), result in zip(pending, gateway.complete_many(calls, desc=f"CRS {name}")):
             if not result.ok:
                 replies[i] = SystemReply("", constraints, failure_kind=result.failure_kind)
