@@ -1,0 +1,57 @@
+"""LLM-judge rubric per conversation: coherence, personalisation and proactiveness, each an integer 1–5.
+
+One schema-constrained call per conversation (``{"coherence", "personalisation", "proactiveness"}``, each
+``Literal[1..5]``; prompt ``lib/prompts/crs_conversation_rubric.txt``, criteria in the system message so every
+call shares that prefix, the transcript after it). A call that returns no valid scores is a judgment with
+``ok=False`` and the gateway's ``failure_kind`` — never a default score. The judge is unvalidated against human
+ratings in this chapter: its scores are compared with TAS (Spearman ρ), not taken as ground truth.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from lib import prompts
+from lib.crs.records import JudgeRecord
+from lib.llm.gateway import Gateway
+
+RUBRIC_CRITERIA: tuple[str, ...] = ("coherence", "personalisation", "proactiveness")
+SPEAKER_NAMES = {"USER": "User", "SYSTEM": "Recommender"}
+FAILED_TEXT = "(no reply)"
+Scale = Literal[1, 2, 3, 4, 5]
+
+
+class ConversationRubric(BaseModel):
+    coherence: Scale
+    personalisation: Scale
+    proactiveness: Scale
+
+
+def transcript(conversation: Sequence[Mapping[str, Any]]) -> str:
+    """"User: …" / "Recommender: …" lines, one per turn; a failed system turn reads "(no reply)"."""
+    return "\n".join(f"{SPEAKER_NAMES[turn['speaker']]}: {turn['text'] or FAILED_TEXT}" for turn in conversation)
+
+
+def rubric_messages(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    system, user = prompts.parts("crs_conversation_rubric", 2)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": user.format(transcript=transcript(conversation))}]
+
+
+def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mapping[str, Any]]],
+                        labels: Sequence[str] | None = None) -> list[JudgeRecord]:
+    """One :class:`~lib.crs.records.JudgeRecord` per conversation, in order (``labels`` name the calls)."""
+    labels = labels or [str(i) for i in range(len(conversations))]
+    calls = [{"messages": rubric_messages(c), "schema": ConversationRubric, "label": f"crs-judge:{label}",
+              "max_tokens": 40} for c, label in zip(conversations, labels, strict=True)]
+    model = gateway.endpoint.identity
+    return [JudgeRecord(ok=True, model=model, **result.value.model_dump()) if result.ok
+            else JudgeRecord(ok=False, failure_kind=result.failure_kind or "unknown", model=model)
+            for result in gateway.complete_many(calls, desc="CRS judge")]
+
+
+def not_judged() -> JudgeRecord:
+    """The judgment of a run without a judge gateway: failed, with failure_kind ``not_judged``."""
+    return JudgeRecord(ok=False, failure_kind="not_judged")

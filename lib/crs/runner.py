@@ -1,0 +1,178 @@
+"""Run the simulation: scripts → utterances → conversations with every system → metrics → judge → JSONL files.
+
+:func:`run_sessions` is deterministic given its seeds (no clock, no random ids: ``session_id`` is ``s<seed>``);
+with a replayed LLM cache it rewrites the same bytes. Each system meets the same scripted user (same target,
+same shifts, same base utterances); only the feedback phrase before a refine turn depends on the system's last
+reply. Turns advance in lockstep over the sessions, so one system's LLM calls of a turn go to the gateway as
+one batch.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lib.crs.config import MetricConfig
+from lib.crs.judge import judge_conversations, not_judged
+from lib.crs.metrics import (boundary_agreement, legacy_boundaries, legacy_similarities, session_summary,
+                             shift_table, turn_table)
+from lib.crs.records import (CRS_OUTPUTS, LOG_FILE, RESULTS_FILE, JudgeRecord, ResultRow, SessionLog, read_jsonl,
+                             write_jsonl)
+from lib.crs.simulator import Phrasing, Script, SimulatorSettings, phrase_scripts, simulate_script, user_text
+from lib.crs.systems import CRS, SystemReply
+from lib.crs.universe import ItemUniverse
+from lib.embeddings import Embed
+from lib.llm.gateway import Gateway
+
+DIAGNOSTICS = ("titles_proposed", "titles_off_universe", "titles_off_candidates")
+DECIMALS = 6  # metric values are rounded so that files do not depend on the last bits of a float sum
+
+
+@dataclass
+class SimulationRun:
+    """What :func:`run_sessions` produced: the session logs and result rows (as written), and the per-turn and
+    per-shift metric tables (with ``model`` and ``session_id``)."""
+
+    logs: list[SessionLog]
+    results: list[ResultRow]
+    turns: pd.DataFrame
+    shifts: pd.DataFrame
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The results as a flat frame (judge fields as ``judge_<name>``)."""
+        return results_frame(self.results)
+
+
+def results_frame(results: Sequence[ResultRow]) -> pd.DataFrame:
+    return pd.json_normalize([r.record() for r in results], sep="_")
+
+
+def session_id(seed: int) -> str:
+    return f"s{seed}"
+
+
+def _user_meta(script: Script, turn: int, phrasing: Phrasing) -> dict[str, Any]:
+    plan = script.turns[turn]
+    return {"turn": plan.turn, "kind": plan.kind, "focus": plan.focus, "stated": list(plan.stated),
+            "preference": list(plan.preference), "dropped": list(plan.dropped), "shift": plan.shift,
+            "phrasing": phrasing, "target": plan.target}
+
+
+def converse(system: CRS, scripts: Sequence[Script], phrased: Sequence[Sequence[tuple[str, Phrasing]]],
+             universe: ItemUniverse) -> tuple[list[list[dict[str, Any]]], list[dict[str, int]]]:
+    """The conversations of ``system`` with every scripted user, and per session the counts of titles the system
+    proposed, dropped (outside the universe) and kept off the candidate list. The system sees speakers and
+    texts only."""
+    conversations: list[list[dict[str, Any]]] = [[] for _ in scripts]
+    counts = [dict.fromkeys(DIAGNOSTICS, 0) for _ in scripts]
+    for t in range(len(scripts[0].turns)):
+        for script, conversation, utterances in zip(scripts, conversations, phrased):
+            previous = script.turns[t - 1] if t else None
+            previous_text = conversation[-1]["text"] if t else None
+            text = user_text(script.turns[t], utterances[t][0], previous, previous_text, universe, script.targets)
+            conversation.append({"speaker": "USER", "text": text, "user_meta": _user_meta(script, t, utterances[t][1])})
+        views = [[{"speaker": turn["speaker"], "text": turn["text"]} for turn in c] for c in conversations]
+        replies: list[SystemReply] = system.respond(views, [s.seed * 1000 + t for s in scripts])
+        for conversation, reply, count in zip(conversations, replies, counts, strict=True):
+            conversation.append({"speaker": "SYSTEM", "text": reply.text, "constraints": list(reply.constraints)})
+            count["titles_proposed"] += reply.proposed
+            count["titles_off_universe"] += reply.off_universe
+            count["titles_off_candidates"] += reply.off_candidates
+    return conversations, counts
+
+
+def _number(value: Any) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return round(float(value), DECIMALS)
+
+
+def evaluate_logs(logs: Sequence[SessionLog], universe: ItemUniverse, config: MetricConfig = MetricConfig(),
+                  embed: Embed | None = None) -> tuple[list[dict[str, Any]], pd.DataFrame, pd.DataFrame]:
+    """Metrics of each log (:mod:`lib.crs.metrics`): one dict of ResultRow metric fields per log, and the
+    per-turn and per-shift tables. ``embed`` replaces MiniLM for the legacy segmentation (tests)."""
+    metrics, turn_frames, shift_frames = [], [], []
+    for log in logs:
+        record = log.record()
+        conversation, events = record["conversation"], record["shift_events"]
+        turns = turn_table(conversation, universe, config)
+        shifts = shift_table(turns, events, config)
+        summary = session_summary(turns, shifts, config)
+        users = conversation[0::2]
+        hypothesis = legacy_boundaries(legacy_similarities([u["text"] for u in users], config.legacy_method, embed),
+                                       config.legacy_cut)
+        agreement = boundary_agreement([e["turn"] for e in events], hypothesis, len(users), config.boundary_tolerance)
+        metrics.append({
+            **{k: (_number(v) if isinstance(v, float) or v is None else v) for k, v in summary.items()},
+            "n_turns": len(users), "n_shifts": len(events), "legacy_boundaries": list(hypothesis),
+            "legacy_tp": int(agreement["tp"]), "legacy_pk": _number(agreement["pk"]),
+            "llm_user_turns": sum(u["user_meta"]["phrasing"] == "llm" for u in users),
+            "template_fallback_turns": sum(u["user_meta"]["phrasing"] == "template_fallback" for u in users)})
+        identity = {"model": log.model_name, "session_id": log.session_id}
+        turn_frames.append(turns.assign(**identity))
+        shift_frames.append(shifts.assign(**identity))
+    return metrics, _stack(turn_frames), _stack(shift_frames)
+
+
+def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[["model", "session_id", *[c for c in frame.columns if c not in ("model", "session_id")]]]
+
+
+def result_rows(logs: Sequence[SessionLog], metrics: Sequence[Mapping[str, Any]], seeds: Sequence[int],
+                diagnostics: Sequence[Mapping[str, int]], judgments: Sequence[JudgeRecord]) -> list[ResultRow]:
+    """One validated :class:`~lib.crs.records.ResultRow` per log."""
+    return [ResultRow(model=log.model_name, session_id=log.session_id, seed=seed, **m, **d, judge=j)
+            for log, m, seed, d, j in zip(logs, metrics, seeds, diagnostics, judgments, strict=True)]
+
+
+def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence[int],
+                 simulator: SimulatorSettings = SimulatorSettings(), *, user_gateway: Gateway | None = None,
+                 llm_user_sessions: int = 0, judge_gateway: Gateway | None = None, judge_sessions: int | None = None,
+                 config: MetricConfig = MetricConfig(), embed: Embed | None = None,
+                 out_dir: Path | None = CRS_OUTPUTS) -> SimulationRun:
+    """Simulate one session per seed with every system, score them, judge them, and write the log and results.
+
+    ``llm_user_sessions``: how many sessions (the first ones) have LLM-phrased user turns (needs
+    ``user_gateway``; the others use templates). ``judge_gateway``: the rubric judge (None: every row's judge is
+    ``not_judged``); ``judge_sessions``: judge only the first that many sessions of each system. ``out_dir``:
+    where ``sessions.jsonl`` and ``results.jsonl`` go (None: nothing is written)."""
+    if len(set(seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct: each names a session")
+    scripts = [simulate_script(universe, simulator, seed) for seed in seeds]
+    phrased = phrase_scripts(scripts, universe, user_gateway, llm_user_sessions)
+    logs: list[SessionLog] = []
+    diagnostics: list[dict[str, int]] = []
+    for system in systems:
+        conversations, counts = converse(system, scripts, phrased, universe)
+        diagnostics.extend(counts)
+        logs.extend(SessionLog(session_id=session_id(s.seed), model_name=system.name, true_genre=s.true_genre,
+                               conversation=c, shift_events=[e.as_record() for e in s.shift_events])
+                    for s, c in zip(scripts, conversations))
+    judgments = [not_judged() for _ in logs]
+    if judge_gateway is not None:
+        # Logs are ordered system by system, sessions in seed order within each.
+        judged = [i for i in range(len(logs)) if judge_sessions is None or i % len(scripts) < judge_sessions]
+        verdicts = judge_conversations(judge_gateway, [logs[i].record()["conversation"] for i in judged],
+                                       [f"{logs[i].model_name}:{logs[i].session_id}" for i in judged])
+        for i, verdict in zip(judged, verdicts):
+            judgments[i] = verdict
+    metrics, turns, shifts = evaluate_logs(logs, universe, config, embed)
+    results = result_rows(logs, metrics, [s.seed for _ in systems for s in scripts], diagnostics, judgments)
+    if out_dir is not None:
+        write_jsonl(out_dir / LOG_FILE.name, logs, SessionLog)
+        write_jsonl(out_dir / RESULTS_FILE.name, results, ResultRow)
+    return SimulationRun(logs, results, turns, shifts)
+
+
+def read_run(out_dir: Path = CRS_OUTPUTS) -> tuple[list[SessionLog], list[ResultRow]]:
+    """The session logs and result rows of a run, validated line by line."""
+    return read_jsonl(out_dir / LOG_FILE.name, SessionLog), read_jsonl(out_dir / RESULTS_FILE.name, ResultRow)
