@@ -22,11 +22,15 @@ PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 
 
-def read_ledgers(folder: Path = paths.LEDGERS) -> pd.DataFrame:
+def read_ledgers(folder: Path = paths.LEDGERS, up_to: str | None = None) -> pd.DataFrame:
     """One row per ledger in ``folder`` (every chapter that called an LLM saves one), in notebook order: model,
-    calls, requests, failed_calls, prompt_tokens, completion_tokens, recorded_llm_time_s."""
+    calls, requests, failed_calls, prompt_tokens, completion_tokens, recorded_llm_time_s. ``up_to`` (a chapter
+    number such as ``"04"``) keeps the ledgers of that chapter and the ones before it, so a chapter's table does
+    not change when a later chapter runs."""
     rows = []
     for path in sorted(folder.glob("*.json")):
+        if up_to is not None and path.stem[:len(up_to)] > up_to:
+            continue
         ledger = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"notebook": path.stem, "model": ledger["model"], "calls": ledger["calls"],
                      "requests": ledger["requests"], "failed_calls": sum(ledger["failures"].values()),

@@ -188,6 +188,7 @@ def test_read_ledgers_picks_up_every_chapters_ledger(tmp_path):
                                                  "prompt_tokens": 100, "completion_tokens": 10,
                                                  "recorded_llm_time_s": 1.5}
     assert hosted_cost(table, {"m": (1.0, 10.0)}).loc["05_nuggets", "m"] == pytest.approx((100 + 100) / 1e6)
+    assert read_ledgers(tmp_path, up_to="04").index.tolist() == ["01_nudge_candidates"]  # a later chapter is left out
 
 
 def test_perturbation_text_at_zero_disagreement_says_nothing_was_tested():
