@@ -18,6 +18,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import display
 
+from lib.analysis.stats import correlation_text
+
 pio.templates.default = "simple_white"
 _plotlyjs_embedded = False
 _div_ids: set[str] = set()
@@ -142,13 +144,12 @@ def component_radar(means: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
 
 def correlation_scatter(points: pd.DataFrame, x: str, y: str, correlation: dict[str, float], systems: Sequence[str],
                         x_label: str, y_label: str) -> go.Figure:
-    """Paired values per session coloured by system, with Spearman's ρ and its CI in the title."""
+    """Paired values per session coloured by system, with Spearman's ρ and its CI
+    (:func:`lib.analysis.stats.correlation_ci`) in the title."""
     fig = px.scatter(points, x=x, y=y, color="model", labels={x: x_label, y: y_label},
                      category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
     fig.update_traces(marker={"size": 10, "opacity": 0.7})
-    fig.update_layout(title=f"{y_label} vs {x_label}: Spearman ρ = {correlation['r']:.2f} (95% CI "
-                            f"{correlation['ci_low']:.2f} to {correlation['ci_high']:.2f}), n = {correlation['n']}",
-                      height=420)
+    fig.update_layout(title=f"{y_label} vs {x_label}: Spearman {correlation_text(correlation)}", height=420)
     return fig
 
 

@@ -307,7 +307,7 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation("CAS: the stale template above the echo", "cas", ("stale_template",), ("echo",)),
     Expectation("the memoryless LLM recovers at least as often as the LLM", "recovery_rate", ("memoryless_llm",),
                 ("llm",), strict=False),
-    Expectation("the LLM keeps the whole preference better than the memoryless LLM (CC)", "cc", ("llm",),
+    Expectation("the LLM keeps the whole preference better than the memoryless LLM", "cc", ("llm",),
                 ("memoryless_llm",)),
 )
 
