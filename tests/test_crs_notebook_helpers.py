@@ -175,6 +175,9 @@ def test_scatter_names_the_correlation():
                                     ["a", "b"], "TAS", "judge mean")
     assert "ρ = 1.00 (95% CI 0.50 to 1.00), n = 3" in fig.layout.title.text
     assert sorted(x for t in fig.data for x in t.x) == [0.1, 0.5, 0.9]
+    undefined = {"n": 2, "r": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    assert "ρ undefined (n = 2" in plots.correlation_scatter(points[:2], "tas", "judge_mean", undefined, ["a", "b"],
+                                                             "TAS", "judge mean").layout.title.text
 
 
 def test_recovery_by_window_and_ablation_bars(run):

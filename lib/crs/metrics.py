@@ -71,8 +71,12 @@ def idf_cosine(a: frozenset[str] | set[str], b: frozenset[str] | set[str], idf: 
         return float("nan")
     if not a:
         return 0.0
-    dot = sum(idf(c) ** 2 for c in a & b)
-    return float(dot / (np.sqrt(sum(idf(c) ** 2 for c in a)) * np.sqrt(sum(idf(c) ** 2 for c in b))))
+    # Summed in sorted order: a set's iteration order follows the process's string hash seed, and a float sum
+    # in another order can differ in the last bit, which would make reruns write different bytes.
+    def squared_norm(concepts: frozenset[str] | set[str]) -> float:
+        return sum(idf(c) ** 2 for c in sorted(concepts))
+
+    return float(squared_norm(a & b) / (np.sqrt(squared_norm(a)) * np.sqrt(squared_norm(b))))
 
 
 def ngrams(words: Sequence[str], n: int) -> Counter:
