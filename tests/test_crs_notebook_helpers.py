@@ -115,6 +115,16 @@ def test_recovery_summary_separates_llm_phrased_sessions():
     assert summary.loc[("a", "template"), "recovered_later"] == 1
 
 
+def test_shift_cues_counts_each_session_once(run, universe):
+    cues = tables.shift_cues(run.logs)
+    assert cues.to_dict("index") == {"template": {"shift_turns": 6, "with_cue": 6}}  # 3 sessions × 2 shifts
+    record = run.logs[0].record()
+    shift = next(u for u in record["conversation"][0::2] if u["user_meta"]["shift"])
+    shift["text"], shift["user_meta"]["phrasing"] = "Now a horror movie, please.", "llm"
+    cues = tables.shift_cues([SessionLog.model_validate(record)])
+    assert cues.loc["llm"].to_dict() == {"shift_turns": 1, "with_cue": 0}
+
+
 def test_concept_error_table_puts_systems_side_by_side():
     turns = pd.DataFrame({"model": ["a", "a", "b"], "scored": [True, True, True],
                           "missing": [("genre=comedy", "year=1990"), ("genre=comedy",), ()]})

@@ -16,6 +16,7 @@ from lib.crs.judge import RUBRIC_CRITERIA
 from lib.crs.metrics import boundary_agreement, conversation_adaptation, turn_adaptation
 from lib.crs.records import SessionLog
 from lib.crs.simulator import names_title
+from lib.crs.systems import has_shift_cue
 from lib.crs.universe import ItemUniverse
 
 TURN_COMPONENTS = ("cc", "cr", "copy_ratio")
@@ -249,6 +250,22 @@ def recovery_summary(shifts: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                             "censored": grouped["censored"].sum()})
     summary.insert(2, "recovery_rate", summary["recovered_within_w"] / summary["shifts"])
     return summary
+
+
+def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns and how many carry a
+    shift cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`); once per session, the base
+    text being shared by every system. A shift said without a cue is reset by no tracker: only a new value on
+    the same field replaces the old one."""
+    rows, seen = [], set()
+    for log in logs:
+        if log.session_id in seen:
+            continue
+        seen.add(log.session_id)
+        rows.extend({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text)}
+                    for u in log.conversation[0::2] if u.user_meta.shift)
+    frame = pd.DataFrame(rows, columns=["phrasing", "with_cue"])
+    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"))
 
 
 def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricConfig().boundary_tolerance
