@@ -113,3 +113,18 @@ def nugget_validity(tables: Tables) -> str:
             f"with Spearman ρ = {rho['r']:.2f} (95% CI {rho['ci_low']:.2f} to {rho['ci_high']:.2f}). Monitor: overall "
             f"judge score {degraded['overall'].mean():.2f} on the degraded day vs {normal['overall'].min():.2f}–"
             f"{normal['overall'].max():.2f} on the {len(normal)} normal days.")
+
+
+@headline("06_crs_simulation", "crs_checks", "crs_sessions")
+def crs_known_behaviour(tables: Tables) -> str:
+    """How many differences between systems of known behaviour the adaptation metrics reproduce, and the LLM
+    recommender's recovery rate beside the adapting template's."""
+    checks, sessions = tables["crs_checks"], tables["crs_sessions"]
+    failing = checks.loc[~checks["holds"], "expectation"]
+    recovery = sessions.groupby("model")["recovery_rate"].mean()
+    llm = (f" The LLM recommender recovers from {recovery['llm']:.0%} of shifts within the window, the adapting "
+           f"template from {recovery['retrieval_template']:.0%}." if {"llm", "retrieval_template"} <= set(recovery.index)
+           else "")
+    return (f"Over {sessions['session_id'].nunique()} simulated users, the adaptation metrics reproduce "
+            f"{int(checks['holds'].sum())} of {len(checks)} expected differences between systems of known behaviour"
+            + (f" (not: {'; '.join(failing)})" if len(failing) else "") + f".{llm}")

@@ -20,3 +20,10 @@ PROMPTS: Path = Path(__file__).resolve().parent / "prompts"
 LOCAL_CACHE: Path = ROOT / ".cache"
 MODELS: Path = LOCAL_CACHE / "models"
 RUN: Path = LOCAL_CACHE / "run"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it, else as given: messages, tables and notebook
+    metadata carry no machine-specific prefix, and outputs outside the repository (``STUDY_OUTPUT_DIR``)
+    still work."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

@@ -12,10 +12,13 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import display
+
+from lib.analysis.stats import correlation_text
 
 pio.templates.default = "simple_white"
 _plotlyjs_embedded = False
@@ -85,4 +88,99 @@ def recall_curve(similarity: dict[str, np.ndarray], threshold: float) -> go.Figu
     fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"declared threshold {threshold:g}")
     fig.update_layout(title="Recall of human nuggets by embedding match", xaxis_title="cosine threshold t",
                       yaxis_title="recall", yaxis_range=[0, 1.02], height=380)
+    return fig
+
+
+def _colours(systems: Sequence[str]) -> dict[str, str]:
+    """One colour per system, by its position in ``systems``: the same system has the same colour in every
+    figure of a chapter, even in a figure where another system has no data."""
+    palette = px.colors.qualitative.Safe
+    return {name: palette[i % len(palette)] for i, name in enumerate(systems)}
+
+
+def _plain_facet_titles(fig: go.Figure) -> None:
+    """Facet titles "model=echo" → "echo"."""
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+
+
+def crs_timeline(timeline: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
+    """Per-turn metric lines of one session (``timeline``: model, turn, shift, metric, value), one panel per
+    system; dashed vertical lines at the user turns where the preference shifts."""
+    panels = [s for s in systems if s in set(timeline["model"])]
+    fig = px.line(timeline, x="turn", y="value", color="metric", facet_row="model", markers=True,
+                  category_orders={"model": panels}, labels={"turn": "user turn", "value": ""})
+    for turn in sorted(set(timeline.loc[timeline["shift"], "turn"])):
+        fig.add_vline(x=turn, line_dash="dash", line_color="grey", row="all", col="all")
+    _plain_facet_titles(fig)
+    fig.update_yaxes(range=[-0.05, 1.05])
+    fig.update_layout(title=f"Per-turn CC, CR and I, session {timeline['session_id'].iloc[0]} (dashed: shifts)",
+                      height=150 * len(panels) + 120)
+    return fig
+
+
+def component_violin(components: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
+    """Session-level values of each component (``components``: model, component, value) per system, as violins
+    with every session shown as a point."""
+    fig = px.violin(components, x="component", y="value", color="model", box=True, points="all",
+                    category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    fig.update_layout(title="Session means of CC, CR, I and TAS per system", violinmode="group",
+                      yaxis_title="session mean", height=420)
+    return fig
+
+
+def component_radar(means: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
+    """One closed polygon per system (``means``: systems × components, every axis higher-is-better)."""
+    fig = go.Figure()
+    colours = _colours(systems)
+    axes = list(means.columns)
+    for system, row in means.iterrows():
+        fig.add_scatterpolar(r=[*row.to_numpy(dtype=float), float(row.iloc[0])], theta=[*axes, axes[0]],
+                             name=str(system), line_color=colours[str(system)])
+    low = min(0.0, float(np.nanmin(means.to_numpy(dtype=float))))
+    fig.update_layout(title="Component means per system (every axis: higher is better)",
+                      polar={"radialaxis": {"range": [low, 1]}}, height=460)
+    return fig
+
+
+def correlation_scatter(points: pd.DataFrame, x: str, y: str, correlation: dict[str, float], systems: Sequence[str],
+                        x_label: str, y_label: str) -> go.Figure:
+    """Paired values per session coloured by system, with Spearman's ρ and its CI
+    (:func:`lib.analysis.stats.correlation_ci`) in the title."""
+    fig = px.scatter(points, x=x, y=y, color="model", labels={x: x_label, y: y_label},
+                     category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    fig.update_traces(marker={"size": 10, "opacity": 0.7})
+    fig.update_layout(title=f"{y_label} vs {x_label}: Spearman {correlation_text(correlation)}", height=420)
+    return fig
+
+
+def recovery_delay_histogram(delays: pd.DataFrame, systems: Sequence[str], window: int) -> go.Figure:
+    """Counts of recovery delays (``delays``: model, delay) per system; the dashed line separates the delays
+    that count as recovered within ``window`` turns."""
+    fig = px.histogram(delays, x="delay", color="model", barmode="group", category_orders={"model": list(systems)},
+                       color_discrete_map=_colours(systems), labels={"delay": "recovery delay (turns)"})
+    fig.add_vline(x=window - 0.5, line_dash="dash", annotation_text=f"recovered within W = {window}")
+    fig.update_xaxes(dtick=1)
+    fig.update_layout(title="Turns from a shift to the first reply with TAS ≥ θ (recovered shifts only)",
+                      yaxis_title="shifts", bargap=0.1, height=380)
+    return fig
+
+
+def recovery_by_window(rates: pd.DataFrame, systems: Sequence[str], window: int) -> go.Figure:
+    """Recovery rate per system as the window W grows (``rates``: model, window, recovery_rate); the declared W
+    is marked."""
+    fig = px.line(rates, x="window", y="recovery_rate", color="model", markers=True,
+                  category_orders={"model": list(systems)}, color_discrete_map=_colours(systems),
+                  labels={"window": "window W (turns)", "recovery_rate": "recovery rate"})
+    fig.add_vline(x=window, line_dash="dash", annotation_text=f"declared W = {window}")
+    fig.update_xaxes(dtick=1)
+    fig.update_layout(title="Share of shifts recovered within W turns", yaxis_range=[-0.02, 1.02], height=380)
+    return fig
+
+
+def ablation_bars(scores: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
+    """Mean score per variant (``scores``: model, variant, score), one bar per system."""
+    fig = px.bar(scores, x="variant", y="score", color="model", barmode="group",
+                 category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    fig.update_layout(title="System means under each ablation of TAS and CAS", yaxis_title="mean over sessions",
+                      height=400)
     return fig

@@ -159,6 +159,49 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "degraded": "the day on which the broken release was served",
         "model": "judge model identity",
     },
+    "crs_sessions": {
+        "model": "CRS system under test (lib.crs.systems.default_systems): llm, retrieval_template, memoryless_llm, "
+                 "stale_template, echo",
+        "session_id": "s<seed>: one simulated user; every system meets the same scripted user",
+        "seed": "the session's seed (script, phrasing variants, retrieval ties)",
+        "n_turns": "user turns of the conversation",
+        "n_shifts": "controlled preference shifts in it",
+        "scored_turns": "system turns with text (the metrics' n)",
+        "failed_turns": "system turns left empty by a failed LLM call (not scored)",
+        "cc": "mean concept consistency CC over scored turns, 0–1 (lib/crs/METHODOLOGY.md, Metrics)",
+        "cr": "mean concept relevance CR (IDF-weighted cosine with the last user turn), 0–1",
+        "copy_ratio": "mean copy ratio I (share of the reply's n-grams copied from the user turn), 0–1",
+        "tas": "mean turn adaptation score TAS = clip(0.5·CC + 0.5·CR − I, −1, 1)",
+        "recovery_rate": "share of shifts recovered within W turns (TAS ≥ θ)",
+        "recovery_delay": "mean delay of the recovered shifts, turns (null: none recovered)",
+        "interference": "mean share of the W turns after a shift whose reply carries an abandoned wish",
+        "cas": "conversation adaptation score: 0.5·TAS + 0.25·recovery rate + 0.25·(1 − interference)",
+        "reply_words": "mean words per scored system turn (the trivial baseline beside the judge)",
+        "llm_user_turns": "user turns phrased by the LLM and kept by the leak guard",
+        "template_fallback_turns": "LLM-phrased user turns replaced by the template (guard or failed call)",
+        "titles_proposed": "titles the LLM CRS proposed (0 for systems without an LLM)",
+        "titles_off_universe": "of those, titles outside the item universe (dropped)",
+        "titles_off_candidates": "of those, titles in the universe but not among the retrieved candidates (kept)",
+        "judge_ok": "the conversation rubric returned valid scores",
+        "judge_coherence": "rubric score 1–5 (null when not judged or failed); unvalidated against human ratings",
+        "judge_personalisation": "rubric score 1–5",
+        "judge_proactiveness": "rubric score 1–5",
+        "judge_mean": "mean of the three rubric scores",
+        "judge_failure_kind": "why there is no score (not_judged, invalid_json, …), else null",
+        "judge_model": "judge model identity (null when not judged)",
+        "generator_model": "identity of the model behind the LLM systems and the LLM-phrased user turns",
+    },
+    "crs_checks": {
+        "expectation": "a difference the systems' built-in behaviour implies (lib.crs.tables.EXPECTATIONS)",
+        "metric": "the crs_sessions column compared",
+        "above": "systems expected higher",
+        "below": "systems expected lower",
+        "mean_above": "lowest mean over sessions among the above systems",
+        "mean_below": "highest mean among the below systems",
+        "holds": "mean_above > mean_below (≥ for the expectations stated with 'at least')",
+        "sessions_holding": "sessions in which the same comparison holds on that session's values",
+        "sessions": "sessions where every system compared has a value",
+    },
 }
 
 
@@ -170,7 +213,7 @@ def write_table(frame: pd.DataFrame, name: str) -> str:
     paths.TABLES.mkdir(parents=True, exist_ok=True)
     path = paths.TABLES / f"{name}.parquet"
     frame[expected].to_parquet(path, index=False)
-    return str(path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path)
+    return paths.shown(path)
 
 
 def read_table(name: str) -> pd.DataFrame:

@@ -41,6 +41,28 @@ def test_idf_weighted_cosine():
     assert idf_cosine(set(), {"x"}, idf) == 0.0 and math.isnan(idf_cosine({"x"}, set(), idf))
 
 
+HASH_SEED_PROBE = """
+import math
+from lib.crs.metrics import idf_cosine
+idf = {f"c{i}": math.log(1 + 7919 / (1 + i * i * 37 % 101)) + 1 for i in range(40)}.__getitem__
+print(repr(idf_cosine(frozenset(f"c{i}" for i in range(40)), frozenset(f"c{i}" for i in range(0, 40, 3)), idf)))
+"""
+
+
+def test_idf_weighted_cosine_does_not_depend_on_the_hash_seed():
+    # Set iteration follows PYTHONHASHSEED; summed in that order these sets gave values one ulp apart.
+    import os
+    import subprocess
+    import sys
+
+    from lib import paths
+
+    values = {subprocess.run([sys.executable, "-c", HASH_SEED_PROBE], capture_output=True, text=True, check=True,
+                             env=dict(os.environ, PYTHONHASHSEED=str(seed), PYTHONPATH=str(paths.ROOT))).stdout
+              for seed in range(1, 7)}
+    assert len(values) == 1
+
+
 def test_copy_ratio_is_the_max_over_orders_of_clipped_ngram_precision():
     # bigrams ab bc cd vs ab bc cx: 2/3; trigrams abc bcd vs abc bcx: 1/2; the max is 2/3.
     assert copy_ratio("a b c d".split(), "a b c x".split(), (2, 3)) == pytest.approx(2 / 3)

@@ -354,9 +354,11 @@ def test_figure_tables_from_a_template_run(universe):
     assert rows["legacy_pk"].notna().all()  # the injected embedding was used for the legacy segments
     by_window = tables.recovery_by_window(result.shifts, [1, 2, 3, 5]).pivot(index="window", columns="model")
     assert (by_window.diff().dropna() >= 0).all().all()  # a longer window never recovers fewer shifts
-    ablation = tables.ablation(result.turns).set_index(["model", "variant"])["tas"]
-    assert ablation["echo", "full"] == pytest.approx(rows.loc[rows["model"] == "echo", "tas"].mean(), abs=1e-6)
-    assert ablation["echo", "without_copy"] > ablation["stale_template", "without_copy"]  # I is what catches it
+    ablation = tables.ablation(result.turns, rows).set_index(["model", "variant"])["score"]
+    assert ablation["echo", "tas"] == pytest.approx(rows.loc[rows["model"] == "echo", "tas"].mean(), abs=1e-6)
+    assert ablation["echo", "cas"] == pytest.approx(rows.loc[rows["model"] == "echo", "cas"].mean(), abs=1e-6)
+    assert ablation["echo", "cc_only"] == pytest.approx(rows.loc[rows["model"] == "echo", "cc"].mean(), abs=1e-6)
+    assert ablation["echo", "tas_without_copy"] > ablation["stale_template", "tas_without_copy"]  # I catches it
     radar = tables.component_means(rows)
     assert list(radar.index) == ["retrieval_template", "stale_template", "echo"]
     assert radar.loc["echo", "no_copy"] == 0.0 and radar.loc["stale_template", "stability"] < 1

@@ -49,3 +49,17 @@ def test_headline_05_counts_vital_scores_and_compares_the_degraded_day():
     assert "1 of 4 answers have a vital-nugget score" in sentence
     assert "ranks 4 answers against human utility with Spearman ρ = 1.00" in sentence
     assert "0.50 on the degraded day vs 0.80–0.90 on the 2 normal days" in sentence
+
+
+def test_headline_06_counts_the_known_differences_and_names_the_failures():
+    checks = pd.DataFrame({"expectation": ["the echo copies the most", "the stale template recovers less"],
+                           "holds": [True, False]})
+    sessions = pd.DataFrame({"model": ["llm", "llm", "retrieval_template", "retrieval_template"],
+                             "session_id": ["s0", "s1", "s0", "s1"], "recovery_rate": [0.5, 0.0, 1.0, 1.0]})
+    sentence = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks, "crs_sessions": sessions})
+    assert "Over 2 simulated users, the adaptation metrics reproduce 1 of 2 expected differences" in sentence
+    assert "(not: the stale template recovers less)" in sentence
+    assert "from 25% of shifts within the window, the adapting template from 100%" in sentence
+    without_llm = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks.iloc[:1],
+                                                           "crs_sessions": sessions.iloc[2:]})
+    assert without_llm.endswith("systems of known behaviour.")

@@ -173,3 +173,14 @@ def correlation_ci(x: Sequence[float], y: Sequence[float], method: str, seed: in
         tail = 100 * (1 - level) / 2
         out["ci_low"], out["ci_high"] = map(float, np.nanpercentile(distribution, [tail, 100 - tail]))
     return out
+
+
+def correlation_text(correlation: dict[str, float], symbol: str = "ρ") -> str:
+    """A :func:`correlation_ci` result in words: "ρ = 0.42 (95% CI 0.10 to 0.68), n = 23"; an undefined
+    coefficient or interval is said to be undefined rather than printed as nan."""
+    n = int(correlation["n"])
+    if not np.isfinite(correlation["r"]):
+        return f"{symbol} undefined (n = {n}: fewer than 3 pairs or a constant side)"
+    low, high = correlation["ci_low"], correlation["ci_high"]
+    interval = f"95% CI {low:.2f} to {high:.2f}" if np.isfinite(low) and np.isfinite(high) else "CI undefined"
+    return f"{symbol} = {correlation['r']:.2f} ({interval}), n = {n}"

@@ -71,8 +71,12 @@ def idf_cosine(a: frozenset[str] | set[str], b: frozenset[str] | set[str], idf: 
         return float("nan")
     if not a:
         return 0.0
-    dot = sum(idf(c) ** 2 for c in a & b)
-    return float(dot / (np.sqrt(sum(idf(c) ** 2 for c in a)) * np.sqrt(sum(idf(c) ** 2 for c in b))))
+    # Summed in sorted order: a set's iteration order follows the process's string hash seed, and a float sum
+    # in another order can differ in the last bit, which would make reruns write different bytes.
+    def squared_norm(concepts: frozenset[str] | set[str]) -> float:
+        return sum(idf(c) ** 2 for c in sorted(concepts))
+
+    return float(squared_norm(a & b) / (np.sqrt(squared_norm(a)) * np.sqrt(squared_norm(b))))
 
 
 def ngrams(words: Sequence[str], n: int) -> Counter:
@@ -227,6 +231,17 @@ def _mean(values: pd.Series) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
+def conversation_adaptation(tas: float | None, recovery_rate: float | None, interference: float | None,
+                            weights: Mapping[str, float]) -> float | None:
+    """CAS = Σ_k w_k·component_k over the components ``weights`` names: tas, recovery (rate) and stability
+    (1 − interference); None when one of them is undefined."""
+    components = {"tas": tas, "recovery": recovery_rate,
+                  "stability": None if interference is None else 1 - interference}
+    if any(components[k] is None for k in weights):
+        return None
+    return float(sum(w * components[k] for k, w in weights.items()))
+
+
 def session_summary(turns: pd.DataFrame, shifts: pd.DataFrame, config: MetricConfig) -> dict[str, Any]:
     """The session's metrics: means of cc, cr, copy_ratio, tas over scored turns; recovery_rate, recovery_delay,
     interference, cas (None without a shift or without a recovered shift for the delay); totals of missing and
@@ -237,11 +252,8 @@ def session_summary(turns: pd.DataFrame, shifts: pd.DataFrame, config: MetricCon
     summary["recovery_rate"] = float(shifts["recovered"].mean()) if has_shift else None
     summary["recovery_delay"] = _mean(shifts.loc[shifts["recovered"], "delay"].astype(float)) if has_shift else None
     summary["interference"] = _mean(shifts["interference"]) if has_shift else None
-    components = {"tas": summary["tas"], "recovery": summary["recovery_rate"],
-                  "stability": None if summary["interference"] is None else 1 - summary["interference"]}
-    weights = config.cas_weights
-    summary["cas"] = (float(sum(w * components[k] for k, w in weights.items()))
-                      if all(components[k] is not None for k in weights) else None)
+    summary["cas"] = conversation_adaptation(summary["tas"], summary["recovery_rate"], summary["interference"],
+                                             config.cas_weights)
     summary["missing"] = int(scored["missing"].map(len).sum())
     summary["hallucinated"] = int(scored["hallucinated"].map(len).sum())
     summary["scored_turns"] = int(len(scored))

@@ -4,7 +4,8 @@ system, :attr:`lib.crs.runner.SimulationRun.rows`), per-turn metrics (``turns``)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -12,12 +13,21 @@ import pandas as pd
 from lib.analysis.stats import correlation_ci
 from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
-from lib.crs.metrics import turn_adaptation
+from lib.crs.metrics import boundary_agreement, conversation_adaptation, turn_adaptation
+from lib.crs.records import SessionLog
+from lib.crs.simulator import names_title
+from lib.crs.systems import has_shift_cue
+from lib.crs.universe import ItemUniverse
 
 TURN_COMPONENTS = ("cc", "cr", "copy_ratio")
 SESSION_COMPONENTS = ("cc", "cr", "copy_ratio", "tas")
-# Variants of the ablation: each sets one TAS weight to 0.
-ABLATIONS = {"full": None, "without_cc": "alpha", "without_cr": "beta", "without_copy": "gamma"}
+# Variants of the ablation: the TAS weights (α, β, γ) or CAS weights that replace the declared ones (None: the
+# declared weights). CC-only and CR-only give the component its full weight, so their session score is the
+# component's mean; CAS without recovery keeps the other two declared weights.
+TAS_VARIANTS: Mapping[str, Mapping[str, float] | None] = {
+    "tas": None, "tas_without_copy": {"gamma": 0.0}, "cc_only": {"alpha": 1.0, "beta": 0.0, "gamma": 0.0},
+    "cr_only": {"alpha": 0.0, "beta": 1.0, "gamma": 0.0}}
+CAS_VARIANTS: Mapping[str, Mapping[str, float] | None] = {"cas": None, "cas_without_recovery": {"recovery": 0.0}}
 
 
 def _order(frame: pd.DataFrame) -> list[str]:
@@ -59,11 +69,15 @@ def system_summary(rows: pd.DataFrame) -> pd.DataFrame:
     return summary.loc[_order(rows)]
 
 
+def judge_mean(rows: pd.DataFrame) -> pd.Series:
+    """The judge's mean score over its criteria per row (NaN where it did not judge)."""
+    return rows[[f"judge_{c}" for c in RUBRIC_CRITERIA]].astype(float).mean(axis=1, skipna=False)
+
+
 def tas_vs_judge(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> tuple[pd.DataFrame, dict[str, float]]:
     """The judged sessions with TAS and the judge's mean score over its three criteria (scatter figure), and
     Spearman's ρ between them with a pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`)."""
-    judged = rows[rows["judge_ok"] & rows["tas"].notna()].copy()
-    judged["judge_mean"] = judged[[f"judge_{c}" for c in RUBRIC_CRITERIA]].astype(float).mean(axis=1)
+    judged = rows[rows["judge_ok"] & rows["tas"].notna()].assign(judge_mean=judge_mean)
     points = judged[["model", "session_id", "tas", "judge_mean"]].reset_index(drop=True)
     return points, correlation_ci(points["tas"], points["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples)
 
@@ -84,20 +98,48 @@ def recovery_by_window(shifts: pd.DataFrame, windows: Sequence[int]) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def ablation(turns: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
-    """Mean session TAS per system with all components and with each weight in turn set to 0 (ablation bars):
-    TAS(t) is recomputed from the stored CC, CR, I with the changed weights, averaged per session, then over
-    sessions."""
+def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
+    """Mean session score per system under each variant of :data:`TAS_VARIANTS` and :data:`CAS_VARIANTS`
+    (ablation bars). TAS(t) is recomputed from the stored CC, CR, I with the variant's weights, averaged per
+    session, then over sessions; CAS from each session's TAS, recovery rate and interference, with the
+    variant's weights divided by their sum so that every CAS variant is a weighted mean on one scale (the
+    declared weights sum to 1)."""
     scored = turns[turns["scored"]]
-    rows = []
-    for variant, weight in ABLATIONS.items():
-        weights = dict(config.tas_weights) | ({weight: 0.0} if weight else {})
+    out = []
+    for variant, change in TAS_VARIANTS.items():
+        weights = dict(config.tas_weights) | dict(change or {})
         tas = [turn_adaptation(cc, cr, copy, weights) for cc, cr, copy in
                zip(scored["cc"], scored["cr"], scored["copy_ratio"])]
         per_session = scored.assign(tas=tas).groupby(["model", "session_id"], sort=False)["tas"].mean()
-        for model, value in per_session.groupby(level="model", sort=False).mean().items():
-            rows.append({"model": model, "variant": variant, "tas": float(value)})
-    return pd.DataFrame(rows)
+        out.extend({"model": model, "variant": variant, "score": float(value)}
+                   for model, value in per_session.groupby(level="model", sort=False).mean().items())
+    for variant, change in CAS_VARIANTS.items():
+        weights = {k: w for k, w in (dict(config.cas_weights) | dict(change or {})).items() if w}
+        total = sum(weights.values())
+        weights = {k: w / total for k, w in weights.items()}
+        cas = [conversation_adaptation(*(None if pd.isna(v) else float(v) for v in values), weights)
+               for values in zip(rows["tas"], rows["recovery_rate"], rows["interference"])]
+        means = rows.assign(cas=pd.array(cas, dtype="Float64")).groupby("model", sort=False)["cas"].mean()
+        out.extend({"model": model, "variant": variant, "score": float(value)} for model, value in means.items())
+    return pd.DataFrame(out)
+
+
+def ablation_orders(ablation_frame: pd.DataFrame) -> pd.DataFrame:
+    """Per variant of :func:`ablation`, the systems from the highest mean score to the lowest (ties in table
+    order) and whether that order differs from the order under the declared weights (``tas`` for the TAS
+    variants, ``cas`` for the CAS variants)."""
+    systems = _order(ablation_frame)
+
+    def order(variant: str) -> list[str]:
+        scores = ablation_frame[ablation_frame["variant"] == variant].set_index("model")["score"]
+        return sorted(scores.index, key=lambda m: (-scores[m] if pd.notna(scores[m]) else np.inf, systems.index(m)))
+
+    rows = []
+    for variants in (TAS_VARIANTS, CAS_VARIANTS):
+        reference = order(next(iter(variants)))
+        rows.extend({"variant": v, "order": " > ".join(order(v)), "changed": order(v) != reference,
+                     "echo_rank": order(v).index("echo") + 1 if "echo" in systems else None} for v in variants)
+    return pd.DataFrame(rows).set_index("variant")
 
 
 def concept_errors(turns: pd.DataFrame, kind: str, k: int = MetricConfig().top_k) -> pd.DataFrame:
@@ -133,3 +175,182 @@ def title_filter(rows: pd.DataFrame) -> pd.DataFrame:
     return sums.assign(off_universe_share=sums["titles_off_universe"] / proposed,
                        off_candidates_share=sums["titles_off_candidates"] / proposed).loc[_order(rows)]
 
+
+
+def conversation_frame(log: SessionLog, universe: ItemUniverse) -> pd.DataFrame:
+    """One row per turn of a logged conversation: the text, and for a user turn the simulator's state (turn
+    kind, focus, stated concepts, how it was phrased, the hidden target's title); for a system turn the
+    constraints it acted on."""
+    rows = []
+    for turn in log.record()["conversation"]:
+        meta = turn.get("user_meta")
+        rows.append({"turn": meta["turn"] if meta else rows[-1]["turn"], "speaker": turn["speaker"], "text": turn["text"],
+                     "kind": meta["kind"] if meta else "", "stated": ", ".join(meta["stated"]) if meta else "",
+                     "phrasing": meta["phrasing"] if meta else "",
+                     "hidden_target": universe.names[meta["target"]] if meta else "",
+                     "constraints": "" if meta else ", ".join(turn["constraints"])})
+    return pd.DataFrame(rows)
+
+
+def target_mentions(logs: Sequence[SessionLog], universe: ItemUniverse) -> int:
+    """User turns, over every log, that name the title of one of their session's hidden targets (the leak guard
+    keeps this at 0)."""
+    count = 0
+    for log in logs:
+        users = log.record()["conversation"][0::2]
+        targets = {u["user_meta"]["target"] for u in users}
+        count += sum(any(names_title(u["text"], universe, t) for t in targets) for u in users)
+    return count
+
+
+def reply_words(logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """Mean length in whitespace-separated words of each session's scored system turns (a trivial baseline
+    beside the judge's scores)."""
+    rows = []
+    for log in logs:
+        texts = [t["text"] for t in log.record()["conversation"][1::2] if t["text"]]
+        rows.append({"model": log.model_name, "session_id": log.session_id,
+                     "reply_words": float(np.mean([len(t.split()) for t in texts])) if texts else np.nan})
+    return pd.DataFrame(rows)
+
+
+def session_frame(rows: pd.DataFrame, logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """The results rows with each session's mean reply length (:func:`reply_words`) and the judge's mean over
+    its criteria (``judge_mean``, NaN when not judged); judge scores as floats."""
+    frame = rows.merge(reply_words(logs), on=["model", "session_id"], how="left", validate="one_to_one")
+    criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
+    frame[criteria] = frame[criteria].astype(float)
+    return frame.assign(judge_mean=judge_mean(frame))
+
+
+def judge_correlations(sessions: pd.DataFrame, columns: Sequence[str], seed: int = 0,
+                       n_resamples: int = 2000) -> pd.DataFrame:
+    """Spearman's ρ between the judge's mean score and each column over the judged sessions
+    (:func:`session_frame` rows), with a pair-bootstrap CI: the metrics beside trivial baselines such as
+    the reply length."""
+    judged = sessions[sessions["judge_ok"]]
+    out = {}
+    for column in columns:
+        both = judged[[column, "judge_mean"]].astype(float).dropna()
+        out[column] = correlation_ci(both[column], both["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples)
+    return pd.DataFrame(out).T[["n", "r", "ci_low", "ci_high", "p"]].rename_axis("against the judge's mean")
+
+
+def recovery_summary(shifts: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per system and user phrasing (sessions with LLM-phrased user turns apart from template-only ones): shifts,
+    shifts recovered within W, the recovery rate, shifts recovered later in their segment, shifts never
+    recovered, and censored shifts (segment shorter than W)."""
+    phrasing = rows.set_index(["model", "session_id"])["llm_user_turns"].gt(0).map({True: "llm-phrased",
+                                                                                  False: "template"})
+    frame = shifts.join(phrasing.rename("user"), on=["model", "session_id"])
+    grouped = frame.groupby(["model", "user"], sort=False)
+    summary = pd.DataFrame({"shifts": grouped.size(), "recovered_within_w": grouped["recovered"].sum(),
+                            "recovered_later": grouped["delay"].count() - grouped["recovered"].sum(),
+                            "never_recovered": grouped["delay"].apply(lambda d: int(d.isna().sum())),
+                            "censored": grouped["censored"].sum()})
+    summary.insert(2, "recovery_rate", summary["recovered_within_w"] / summary["shifts"])
+    return summary
+
+
+def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns and how many carry a
+    shift cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`); once per session, the base
+    text being shared by every system. A shift said without a cue is reset by no tracker: only a new value on
+    the same field replaces the old one."""
+    rows, seen = [], set()
+    for log in logs:
+        if log.session_id in seen:
+            continue
+        seen.add(log.session_id)
+        rows.extend({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text)}
+                    for u in log.conversation[0::2] if u.user_meta.shift)
+    frame = pd.DataFrame(rows, columns=["phrasing", "with_cue"])
+    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"))
+
+
+def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricConfig().boundary_tolerance
+                           ) -> pd.DataFrame:
+    """Rows shaped like the results (for :func:`segmentation_agreement`) of two trivial segmenters, once per
+    session: no boundary at all, and a boundary before every user turn but the first."""
+    rows, seen = [], set()
+    for log in logs:
+        if log.session_id in seen:
+            continue
+        seen.add(log.session_id)
+        n_turns = len(log.conversation) // 2
+        shifts = [e.turn for e in log.shift_events]
+        for name, boundaries in (("baseline: no boundary", []), ("baseline: every turn", list(range(1, n_turns)))):
+            agreement = boundary_agreement(shifts, boundaries, n_turns, tolerance)
+            rows.append({"model": name, "session_id": log.session_id, "n_shifts": len(shifts),
+                         "legacy_boundaries": boundaries, "legacy_tp": int(agreement["tp"]),
+                         "legacy_pk": agreement["pk"]})
+    return pd.DataFrame(rows)
+
+
+def concept_error_table(turns: pd.DataFrame, kind: str, k: int = MetricConfig().top_k) -> pd.DataFrame:
+    """:func:`concept_errors` side by side: one column per system, its ``k`` most frequent concepts of ``kind``
+    as "concept (count)", most frequent first."""
+    errors = concept_errors(turns, kind, k)
+    cells = {model: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"])]
+             for model, part in errors.groupby("model", sort=False)}
+    grid = pd.DataFrame({m: pd.Series(v, index=range(1, len(v) + 1), dtype=object) for m, v in cells.items()},
+                        index=pd.RangeIndex(1, k + 1, name="rank"))
+    return grid.dropna(how="all").fillna("")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A difference the systems' known behaviour implies: on ``metric``, the lowest mean of the ``above``
+    systems exceeds (``strict``) or equals at least the highest mean of the ``below`` systems."""
+
+    text: str
+    metric: str
+    above: tuple[str, ...]
+    below: tuple[str, ...]
+    strict: bool = True
+
+
+_NOT_ECHO = ("llm", "retrieval_template", "memoryless_llm", "stale_template")
+# METHODOLOGY.md, "Validation by known differences". The last two need the real LLM to mean anything.
+EXPECTATIONS: tuple[Expectation, ...] = (
+    Expectation("the echo copies the user the most", "copy_ratio", ("echo",), _NOT_ECHO),
+    Expectation("the copy penalty puts the echo's TAS last", "tas", _NOT_ECHO, ("echo",)),
+    Expectation("TAS: the template above the stale template", "tas", ("retrieval_template",), ("stale_template",)),
+    Expectation("the template recovers more often than the stale template", "recovery_rate",
+                ("retrieval_template",), ("stale_template",)),
+    Expectation("the stale template carries more abandoned wishes", "interference", ("stale_template",),
+                ("retrieval_template",)),
+    Expectation("CAS: the template above the stale template", "cas", ("retrieval_template",), ("stale_template",)),
+    Expectation("CAS: the stale template above the echo", "cas", ("stale_template",), ("echo",)),
+    Expectation("the memoryless LLM recovers at least as often as the LLM", "recovery_rate", ("memoryless_llm",),
+                ("llm",), strict=False),
+    Expectation("the LLM keeps the whole preference better than the memoryless LLM", "cc", ("llm",),
+                ("memoryless_llm",)),
+)
+
+
+def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS) -> pd.DataFrame:
+    """Whether each expectation holds on the systems' means, and in how many sessions it holds on that session's
+    values (sessions where every system compared has a value). Systems absent from ``rows`` are left out of an
+    expectation, and an expectation with nobody left on one side is left out."""
+    present = _order(rows)
+    out = []
+    for e in expectations:
+        above = [s for s in present if s in e.above]
+        below = [s for s in present if s in e.below]
+        if not above or not below:
+            continue
+        values = rows.pivot(index="session_id", columns="model", values=e.metric).astype(float)
+        means = values.mean()
+
+        def holds(high: pd.Series | float, low: pd.Series | float) -> pd.Series | bool:
+            return high > low if e.strict else high >= low
+
+        per_session = values[above + below].dropna()
+        out.append({"expectation": e.text, "metric": e.metric, "above": ", ".join(above), "below": ", ".join(below),
+                    "mean_above": means[above].min(), "mean_below": means[below].max(),
+                    "holds": bool(holds(means[above].min(), means[below].max())),
+                    "sessions_holding": int(holds(per_session[above].min(axis=1), per_session[below].max(axis=1)).sum()),
+                    "sessions": len(per_session)})
+    return pd.DataFrame(out, columns=["expectation", "metric", "above", "below", "mean_above", "mean_below", "holds",
+                                      "sessions_holding", "sessions"])

@@ -221,7 +221,8 @@ class ItemUniverse:
         if not pool:
             return Recommendation((), False, ())
         met = [frozenset(c for c, ids in zip(wanted, sets) if item in ids) for item in pool]
-        score = np.array([sum(self.idf(c) for c in m) for m in met])
+        # Sorted: a float sum in set order could differ in the last bit between processes and break a tie.
+        score = np.array([sum(self.idf(c) for c in sorted(m)) for m in met])
         tie = np.random.default_rng(seed).random(len(pool))
         order = np.lexsort((tie, -score))[:k]
         return Recommendation(tuple(pool[i] for i in order), bool(exact_ids), tuple(met[i] for i in order))

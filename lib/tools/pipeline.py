@@ -24,6 +24,7 @@ import nbformat
 import yaml
 
 from lib import paths
+from lib.paths import shown
 from lib.tools import front_page
 
 PARAMS_FILE = paths.ROOT / "params.yaml"
@@ -51,12 +52,6 @@ class Folders:
 
 class NotebookFailed(RuntimeError):
     """A cell of a notebook raised; the message names the notebook, the cell and the exception."""
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the repository when inside it, else as given: messages and notebook metadata
-    carry no machine-specific prefix, and outputs outside the repository (``STUDY_OUTPUT_DIR``) still work."""
-    return str(path.relative_to(paths.ROOT)) if path.is_relative_to(paths.ROOT) else str(path)
 
 
 def notebook_names(notebooks: Path = paths.NOTEBOOKS) -> list[str]:
