@@ -41,7 +41,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from lib import paths
-from lib.judges.logprobs import expected_score, score_distribution
+from lib.judges.logprobs import weighted_fields
 from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 
@@ -161,12 +161,10 @@ def judge_messages(row: LogRow) -> list[dict[str, str]]:
 
 
 def read_scores(value: MonitorScores, logprobs: list | None) -> tuple[dict[str, float], str]:
-    """Each metric on 0–1: Σ_s p(s)·s / 3 from the logprobs at its value token when every metric has them
-    (``logprobs``), else the written integers / 3 (``argmax``)."""
-    distributions = {m: score_distribution(logprobs, m, SCALE) for m in METRICS}
-    if all(distributions.values()):
-        return {m: expected_score(d) / max(SCALE) for m, d in distributions.items()}, "logprobs"  # type: ignore[arg-type]
-    return {m: getattr(value, m) / max(SCALE) for m in METRICS}, "argmax"
+    """Each metric on 0–1: the probability-weighted score (or, without logprobs, the written integer) / 3
+    (:func:`lib.judges.logprobs.weighted_fields`)."""
+    scores, scored_by = weighted_fields(value, logprobs, METRICS, SCALE)
+    return {m: s / max(SCALE) for m, s in scores.items()}, scored_by
 
 
 def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, scores: Mapping[str, float] | None,

@@ -331,6 +331,7 @@ def test_judge_scores_and_failures(tmp_path):
     with FakeOpenAI(always('{"coherence": 4, "personalisation": 2, "proactiveness": 5}')) as fake:
         [ok] = judge_conversations(gateway_for(fake, tmp_path / "a"), [conversation])
     assert (ok.ok, ok.coherence, ok.personalisation, ok.proactiveness, ok.model) == (True, 4, 2, 5, "fake")
+    assert ok.scored_by == "argmax" and fake.requests[0]["top_logprobs"] == 5  # the fake sends no logprobs
     assert "Recommender: a comedy" in fake.requests[0]["messages"][1]["content"]
     with FakeOpenAI(always('{"coherence": 9, "personalisation": 2, "proactiveness": 5}')) as fake:
         [failed] = judge_conversations(gateway_for(fake, tmp_path / "b"), [conversation])

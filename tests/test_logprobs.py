@@ -48,3 +48,18 @@ def test_after_a_prefill_the_value_is_the_first_generated_token():
     assert value_token_index(continuation, "grade", prefill='{"grade": ') == 0
     dist = score_distribution(continuation, "grade", [0, 1, 2], prefill='{"grade": ')
     assert dist == pytest.approx({0: 0.2, 1: 0.6, 2: 0.2})
+
+
+def test_weighted_fields_reads_every_field_or_none():
+    import math
+    from types import SimpleNamespace
+    from lib.judges.logprobs import weighted_fields
+
+    value = SimpleNamespace(a=3, b=1)
+    pieces = [('{"a": ', []), ("3", [("3", 0.75), ("1", 0.25)]), (', "b": ', []), ("1", [("1", 1.0)]), ("}", [])]
+    tokens = [{"token": t, "logprob": 0.0, "top_logprobs": [{"token": d, "logprob": math.log(p)} for d, p in top]}
+              for t, top in pieces]
+    scores, how = weighted_fields(value, tokens, ["a", "b"], [1, 2, 3])
+    assert how == "logprobs" and scores == {"a": pytest.approx(2.5), "b": pytest.approx(1.0)}
+    scores, how = weighted_fields(value, tokens[:2], ["a", "b"], [1, 2, 3])  # b has no logprobs: no mixing
+    assert how == "argmax" and scores == {"a": 3.0, "b": 1.0}

@@ -1,8 +1,11 @@
-"""LLM-judge rubric per conversation: coherence, personalisation and proactiveness, each an integer 1–5.
+"""LLM-judge rubric per conversation: coherence, personalisation and proactiveness, each on 1–5.
 
 One schema-constrained call per conversation (``{"coherence", "personalisation", "proactiveness"}``, each
 ``Literal[1..5]``; prompt ``lib/prompts/crs_conversation_rubric.txt``, criteria in the system message so every
-call shares that prefix, the transcript after it). A call that returns no valid scores is a judgment with
+call shares that prefix, the transcript after it). Each stored score is G-Eval's probability-weighted score
+Σ_s p(s)·s from the score token's ``top_logprobs`` (the study's reading of rubric scores, chapter 03), or the
+written integer when the endpoint returns no logprobs (``scored_by``;
+:func:`lib.judges.logprobs.weighted_fields`). A call that returns no valid scores is a judgment with
 ``ok=False`` and the gateway's ``failure_kind`` — never a default score. The judge is unvalidated against human
 ratings in this chapter: its scores are compared with TAS (Spearman ρ), not taken as ground truth.
 """
@@ -15,12 +18,14 @@ from pydantic import BaseModel
 
 from lib import prompts
 from lib.crs.records import JudgeRecord
+from lib.judges.logprobs import weighted_fields
 from lib.llm.gateway import Gateway
 
 RUBRIC_CRITERIA: tuple[str, ...] = ("coherence", "personalisation", "proactiveness")
 SPEAKER_NAMES = {"USER": "User", "SYSTEM": "Recommender"}
 FAILED_TEXT = "(no reply)"
 Scale = Literal[1, 2, 3, 4, 5]
+TOP_LOGPROBS = 5
 
 
 class ConversationRubric(BaseModel):
@@ -45,11 +50,16 @@ def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mappi
     """One :class:`~lib.crs.records.JudgeRecord` per conversation, in order (``labels`` name the calls)."""
     labels = labels or [str(i) for i in range(len(conversations))]
     calls = [{"messages": rubric_messages(c), "schema": ConversationRubric, "label": f"crs-judge:{label}",
-              "max_tokens": 40} for c, label in zip(conversations, labels, strict=True)]
+              "max_tokens": 40, "top_logprobs": TOP_LOGPROBS} for c, label in zip(conversations, labels, strict=True)]
     model = gateway.endpoint.identity
-    return [JudgeRecord(ok=True, model=model, **result.value.model_dump()) if result.ok
-            else JudgeRecord(ok=False, failure_kind=result.failure_kind or "unknown", model=model)
-            for result in gateway.complete_many(calls, desc="CRS judge")]
+    records = []
+    for result in gateway.complete_many(calls, desc="CRS judge"):
+        if result.ok:
+            scores, scored_by = weighted_fields(result.value, result.logprobs, RUBRIC_CRITERIA, list(Scale.__args__))
+            records.append(JudgeRecord(ok=True, model=model, scored_by=scored_by, **scores))
+        else:
+            records.append(JudgeRecord(ok=False, failure_kind=result.failure_kind or "unknown", model=model))
+    return records
 
 
 def not_judged() -> JudgeRecord:

@@ -32,7 +32,7 @@ RESULTS_FILE: Path = CRS_OUTPUTS / "results.jsonl"
 
 Concept = Annotated[str, StringConstraints(pattern=CONCEPT_PATTERN)]
 FieldName = Literal[FIELDS]  # type: ignore[valid-type]
-Score = Annotated[int, Field(ge=1, le=5)]
+Score = Annotated[float, Field(ge=1, le=5)]
 
 
 class Strict(BaseModel):
@@ -101,12 +101,14 @@ class SessionLog(Strict):
 
 
 class JudgeRecord(Strict):
-    """The conversation rubric (:mod:`lib.crs.judge`): three 1–5 scores when ``ok``, else none and why."""
+    """The conversation rubric (:mod:`lib.crs.judge`): three 1–5 scores when ``ok`` (probability-weighted, or
+    the written integers: ``scored_by``), else none and why."""
 
     ok: bool
     coherence: Score | None = None
     personalisation: Score | None = None
     proactiveness: Score | None = None
+    scored_by: Literal["logprobs", "argmax"] | None = None
     failure_kind: str | None = None
     model: str | None = None
 

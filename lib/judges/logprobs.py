@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -51,3 +52,14 @@ def score_distribution(tokens: list[dict[str, Any]] | None, field: str, allowed:
 def expected_score(distribution: dict[int, float]) -> float:
     """Σ_s p(s)·s."""
     return float(sum(score * p for score, p in distribution.items()))
+
+
+def weighted_fields(value: Any, tokens: list[dict[str, Any]] | None, fields: Sequence[str], allowed: list[int]
+                    ) -> tuple[dict[str, float], str]:
+    """Scores of a JSON answer with several integer fields (``value``: the validated answer): Σ_s p(s)·s per
+    field from the logprobs at its value token when every field has them (``"logprobs"``), else the written
+    integers (``"argmax"``), so one answer is never read half one way and half the other."""
+    distributions = {name: score_distribution(tokens, name, allowed) for name in fields}
+    if all(distributions.values()):
+        return {name: expected_score(d) for name, d in distributions.items()}, "logprobs"  # type: ignore[arg-type]
+    return {name: float(getattr(value, name)) for name in fields}, "argmax"
