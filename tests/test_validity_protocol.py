@@ -144,6 +144,14 @@ def test_split_is_by_group_disjoint_seeded_and_covers_the_groups():
         calibration.Split("qid", ("q1",), ("q1", "q2"), 0)
 
 
+def test_sample_per_group_is_seeded_by_id_and_keeps_small_groups_whole():
+    frame = pd.concat([passages(n_queries=3, per_query=5), pd.DataFrame({"qid": ["q9"], "docid": ["x"]})])
+    sample = calibration.sample_per_group(frame, "qid", "docid", k=2, seed=3)
+    assert sample.groupby("qid").size().to_dict() == {"q0": 2, "q1": 2, "q2": 2, "q9": 1}
+    assert sample.equals(calibration.sample_per_group(frame.iloc[::-1], "qid", "docid", 2, 3).iloc[::-1])
+    assert not sample.equals(calibration.sample_per_group(frame, "qid", "docid", 2, 4))
+
+
 def test_thresholds_apply_and_fit_by_hand():
     assert calibration.apply_thresholds([0.2, 0.5, 1.7, 2.5, None], [0.5, 1.5, 2.5], (0, 1, 2, 3)).tolist() == \
         [0, 1, 2, 3, pd.NA]

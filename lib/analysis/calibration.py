@@ -2,6 +2,7 @@
 
 * :func:`split_groups` / :class:`Split` — a seeded split of whole groups (queries, documents), so the items of
   one query never straddle dev and test; drawn from the ids alone, before any judgment is looked at.
+  :func:`sample_per_group` draws a seeded sample of items inside each group (e.g. 6 passages per query).
 * :func:`fit_thresholds` / :func:`apply_thresholds` — ordinal cuts on a continuous score (a judge's expected
   grade, a BM25 score, a cosine) that map it to grades; fit on dev by maximising quadratic-weighted κ with the
   human grades, then applied unchanged to test. :func:`fit_on_dev` does both and hands the fit only dev rows.
@@ -57,6 +58,19 @@ def split_groups(frame: pd.DataFrame, group: str, n_dev: int, seed: int, n_test:
     dev = sorted((ids[i] for i in order[:n_dev]), key=key)
     test = sorted((ids[i] for i in order[n_dev:n_dev + n_test]), key=key)
     return Split(group, tuple(dev), tuple(test), seed)
+
+
+def sample_per_group(frame: pd.DataFrame, group: str, item: str, k: int, seed: int) -> pd.DataFrame:
+    """Up to ``k`` rows of each group, drawn by id alone: per group (in sorted order, the i-th), ``k`` distinct
+    ``item`` ids from its sorted ids with ``default_rng([seed, i])`` (all of them when it has fewer); the rows
+    in ``frame`` order."""
+    chosen = set()
+    for i, (_, part) in enumerate(frame.groupby(group, sort=True)):
+        ids = sorted(set(part[item]))
+        picked = ids if len(ids) <= k else np.random.default_rng([seed, i]).choice(ids, size=k, replace=False)
+        chosen |= {(part[group].iloc[0], x) for x in picked}
+    keep = [(g, x) in chosen for g, x in zip(frame[group], frame[item])]
+    return frame[keep]
 
 
 def apply_thresholds(scores: Sequence[float], cuts: Sequence[float], scale: Sequence[int]) -> pd.array:
