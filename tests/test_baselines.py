@@ -47,3 +47,11 @@ def test_rouge1_f_measure_by_hand():
     assert baselines.rouge1(["the cat sat", "cats"], ["the cat ran", "cat"]) == pytest.approx([2 / 3, 1.0])
     with pytest.raises(ValueError, match="1 summaries against 2"):
         baselines.rouge1(["x"], ["y", "z"])
+
+
+def test_summeval_rows_carry_the_reference_for_rouge():
+    from lib.data import load_summeval
+
+    table = load_summeval()
+    assert table.reference.str.strip().ne("").all()
+    assert table.groupby("doc_id").reference.nunique().eq(1).all()  # one reference per document

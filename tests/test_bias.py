@@ -40,7 +40,8 @@ def test_listwise_swap_catches_a_position_biased_judge(tmp_path):
     pools = make_pools(items, ["q1"] * 3 + ["q2"] * 3)
     with FakeOpenAI(first_shown_is_best) as fake:
         swap = bias.listwise_swap(gateway_for(fake, tmp_path), pools, relevance.PASSAGE_PROMPTS)
-    assert shown_passages(fake.requests[2]) == ["p2", "p1", "p0"]  # the reversed calls follow the given ones
+    shown = sorted(shown_passages(body) for body in fake.requests)
+    assert shown == [["p0", "p1", "p2"], ["p2", "p1", "p0"], ["r0", "r1", "r2"], ["r2", "r1", "r0"]]
     assert swap.grade_given.tolist() == [2, 0, 0, 2, 0, 0] and swap.grade_reversed.tolist() == [0, 0, 2, 0, 0, 2]
     result = bias.listwise_consistency(swap, seed=0)
     assert result.value == pytest.approx(2 / 6) and result.n == 6 and result.statistic == "position consistency"

@@ -133,3 +133,16 @@ def test_pool_ndcg_by_hand_and_pools_without_relevant_passages_left_out():
     expected = (1 / math.log2(3) + 1) / (2 + 1 / math.log2(3))
     values = methods.pool_ndcg(scored, "score", cutoff=3)
     assert values.to_dict() == {"p": pytest.approx(expected)}
+
+
+def test_summeval_rubrics_have_study_steps_and_the_no_cot_ablation_drops_the_steps_section():
+    from lib.judges import geval
+
+    assert [r.scale for r in geval.SUMMEVAL_RUBRICS.values()] == [(1, 5), (1, 5), (1, 3), (1, 5)]
+    for rubric in geval.SUMMEVAL_RUBRICS.values():
+        assert geval.evaluation_steps(rubric, "study").startswith("1. ")
+    item = JudgeItem("An article.", "A summary.")
+    with_steps = geval.form_messages(geval.FLUENCY, "1. Read.", item)[0]["content"]
+    without = geval.form_messages(geval.FLUENCY, "", item)[0]["content"]
+    assert with_steps.endswith("Evaluation Steps:\n\n1. Read.") and "Evaluation Steps" not in without
+    assert with_steps.startswith(without) and without.endswith("easy to read and follow.")
