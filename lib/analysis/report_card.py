@@ -47,7 +47,8 @@ GEVAL_PAPER = "Liu et al., G-Eval, EMNLP 2023, Table 1 (summary level)"
 UMBRELA_PAPER = "Upadhyay et al., UMBRELA, arXiv:2406.06519 (2024)"
 LLMJUDGE_PAPER = "Rahmani et al., LLMJudge challenge, LLM4Eval @ SIGIR 2024, arXiv:2408.08896"
 MTBENCH_PAPER = "Zheng et al., Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena, NeurIPS 2023, Table 2"
-VOORHEES_PAPER = "Voorhees, Variations in relevance judgments and the measurement of retrieval effectiveness, IP&M 36(5), 2000"
+VOORHEES_PAPER = ("Voorhees, Variations in relevance judgments and the measurement of retrieval effectiveness, "
+                  "IP&M 36(5), 2000")
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,8 @@ def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricCon
     tas = ablation(turns, config).pivot(index="model", columns="variant", values="tas")
     weights = config.cas_weights
     kept = {k: w for k, w in weights.items() if k != "recovery"}
-    cas_without = (kept.get("tas", 0) * rows["tas"] + kept.get("stability", 0) * (1 - rows["interference"])) / sum(kept.values())
+    cas_without = ((kept.get("tas", 0) * rows["tas"] + kept.get("stability", 0) * (1 - rows["interference"]))
+                   / sum(kept.values()))
     sessions = rows.assign(cas_without_recovery=cas_without.where(rows["cas"].notna()))
     means = pd.DataFrame({
         "TAS": tas["full"], "TAS without copy penalty": tas["without_copy"],

@@ -50,7 +50,8 @@ def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
 @lru_cache(maxsize=None)
 def grades_schema(n: int, scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     name = f"Grades{n}" if scale == GRADES else f"Grades{n}of{min(scale)}to{max(scale)}"
-    return create_model(name, grades=(Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
+    grade_list = Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]
+    return create_model(name, grades=(grade_list, ...))
 
 
 @dataclass(frozen=True)
