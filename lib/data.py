@@ -416,20 +416,21 @@ SUMMEVAL_DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
 
 
 def load_summeval(path: Path = SUMMEVAL_FILE) -> pd.DataFrame:
-    """SummEval as used by G-Eval: one row per (doc_id, system_id) with ``source``, ``system_output`` and the
-    mean expert rating (1–5) of each dimension as a column."""
+    """SummEval as used by G-Eval: one row per (doc_id, system_id) with ``source``, ``reference`` (the
+    CNN/DailyMail highlights of the document, for reference-based metrics such as ROUGE), ``system_output`` and
+    the mean expert rating (1–5) of each dimension as a column."""
     rows = []
     for location, (index,), record in _json_records(path, (list,)):
         what = f"record {index}"
         _check_fields(path, location, record, {"doc_id": _NonEmptyStr, "system_id": _NonEmptyStr, "source": str,
-                                               "system_output": str, "scores": dict}, what=what)
+                                               "reference": str, "system_output": str, "scores": dict}, what=what)
         scores = record["scores"]
         _check_fields(path, location, scores, dict.fromkeys(SUMMEVAL_DIMENSIONS, (int, float)), what=f"{what} scores")
         for dimension in SUMMEVAL_DIMENSIONS:
             if not 1 <= scores[dimension] <= 5:
                 raise DataFormatError(f"{path}:{location}: {what} {dimension} {scores[dimension]} is outside 1–5")
         rows.append({"doc_id": record["doc_id"], "system_id": record["system_id"], "source": record["source"],
-                     "system_output": record["system_output"],
+                     "reference": record["reference"], "system_output": record["system_output"],
                      **{dimension: float(scores[dimension]) for dimension in SUMMEVAL_DIMENSIONS}})
     return pd.DataFrame(rows)
 

@@ -11,6 +11,9 @@ sensitivity to the judge, judge validity, and the statistics under them. No LLM 
   weighted κ, per-group correlation, consistency, position effect and repeatability.
 * :mod:`~lib.analysis.stats` — Cohen's κ, Krippendorff's α, bootstrap CIs, exact sign and sign-flip tests,
   MDE.
+* :mod:`~lib.analysis.calibration` — the dev/test split by group and ordinal thresholds fit on dev (chapter 07).
+* :mod:`~lib.analysis.report_card` — chapter 07's report card: published anchors, one table of every judge
+  against human labels, threats to validity from the numbers (its plan: ``CHAPTER07.md`` in this folder).
 
 Vocabulary (one word per concept, in code, tables and prose):
 
@@ -37,6 +40,12 @@ rubric
     *score*. Outcome scores (``lib.judges.outcomes``) come from records of user actions.
 call label
     the gateway's name of one LLM call (progress bars, cache-miss messages); it is not part of the cache key.
+dev / test split
+    disjoint sets of whole groups (queries, documents) drawn from ids before anything is judged; methods and
+    thresholds are chosen on *dev*, the chosen one is reported once on *test*.
+anchor
+    a published number shown beside the study's own (``report_card.ANCHORS``), with its source and whether it
+    was checked in the paper itself.
 
 Column names of tables and result frames are snake_case (``mean_diff``, ``ci_low``, ``p_holm_permutation``).
 """

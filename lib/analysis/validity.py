@@ -4,7 +4,12 @@
   bootstrap CIs; the label chapter 04 uses is the definition with the highest quadratic-weighted κ.
   :func:`constant_baselines` gives what "always grade g" scores on the same items, :func:`confusion` the
   human × judge table, :func:`near_cut` how many expected grades sit next to a rounding cut.
-* :func:`per_group_correlation` / :func:`geval_correlations` — G-Eval's summary-level correlation protocol.
+* :func:`per_group_correlation` / :func:`geval_correlations` — G-Eval's summary-level correlation protocol;
+  :func:`summary_level` and :func:`system_level` add CIs by resampling documents, :func:`geval_protocol` is
+  the long table of both levels for several dimensions and their average.
+* :func:`relevance_agreement` — the agreement set of a relevance judge on one scale: κ, quadratic-weighted κ,
+  binarised κ (:func:`binarise`), Krippendorff's α (:func:`alpha_ci`), Spearman of the expected grade, each
+  with its item-bootstrap CI.
 * :func:`judge_consistency` — listwise position bias and pointwise vs listwise agreement.
 * :func:`repeatability` / :func:`repeat_disagreement` — the chosen label of the same candidates judged again
   under a perturbation (another prompt layout).
@@ -12,7 +17,7 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -214,17 +219,26 @@ def first_position_rate(grades: pd.Series, first_rows: Sequence[int], top: int =
             "all_items_top_share": float((every == top).mean()) if len(every) else float("nan")}
 
 
-def per_group_correlation(frame: pd.DataFrame, group: str, x: str, y: str, coefficient: str = "spearman"
-                          ) -> tuple[float, int]:
-    """G-Eval's summary-level protocol (meta_eval_summeval.py in nlpyang/geval): correlate x and y inside
-    each group, skip groups where either is constant, and average over the groups kept.
-    ``coefficient``: spearman, pearson or kendall (scipy; Kendall is τ-b). Returns (mean, groups kept)."""
+def document_correlations(frame: pd.DataFrame, group: str, x: str, y: str, coefficient: str = "spearman"
+                          ) -> pd.Series:
+    """The correlation of x and y inside each group (document) where neither is constant, indexed by group;
+    groups with fewer than two rows or a constant side are left out (G-Eval's rule).
+    ``coefficient``: spearman, pearson or kendall (scipy; Kendall is τ-b)."""
     from scipy import stats as sps
 
     func = {"spearman": sps.spearmanr, "pearson": sps.pearsonr, "kendall": sps.kendalltau}[coefficient]
-    values = [func(g[x], g[y]).statistic for _, g in frame.groupby(group)
-              if g[x].nunique() > 1 and g[y].nunique() > 1]
-    return (float(np.mean(values)) if values else float("nan")), len(values)
+    values = {name: float(func(g[x], g[y]).statistic) for name, g in frame.groupby(group, sort=True)
+              if g[x].nunique() > 1 and g[y].nunique() > 1}
+    return pd.Series(values, dtype=float, name=f"{coefficient}({x}, {y})").rename_axis(group)
+
+
+def per_group_correlation(frame: pd.DataFrame, group: str, x: str, y: str, coefficient: str = "spearman"
+                          ) -> tuple[float, int]:
+    """G-Eval's summary-level protocol (meta_eval_summeval.py in nlpyang/geval): correlate x and y inside
+    each group, skip groups where either is constant, and average over the groups kept
+    (:func:`document_correlations`). Returns (mean, groups kept)."""
+    values = document_correlations(frame, group, x, y, coefficient)
+    return (float(values.mean()) if len(values) else float("nan")), len(values)
 
 
 def geval_correlations(frame: pd.DataFrame, group: str, human: str, scores: Sequence[str],
@@ -252,3 +266,160 @@ def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by
                 rows.append({by: group, "score": column, "method": method,
                              **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples)})
     return pd.DataFrame(rows).set_index([by, "score", "method"])
+
+
+def _resample_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """How often each of ``n_units`` units is drawn in each of ``n_resamples`` bootstrap resamples (numpy
+    ``default_rng(seed)``, n draws with replacement per resample): an (n_resamples × n_units) count matrix."""
+    drawn = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
+    counts = np.zeros((n_resamples, n_units))
+    np.add.at(counts, (np.arange(n_resamples)[:, None], drawn), 1.0)
+    return counts
+
+
+def _percentile_ci(distribution: np.ndarray, level: float) -> tuple[float, float]:
+    """Percentile interval of the finite bootstrap values (Efron & Tibshirani 1993, §13.3); NaN when none."""
+    finite = distribution[np.isfinite(distribution)]
+    if not len(finite):
+        return float("nan"), float("nan")
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, str]], coefficient: str, seed: int,
+                  n_resamples: int = 2000, level: float = 0.95) -> dict[str, float]:
+    """G-Eval's summary-level correlation, averaged over ``pairs`` of (human, score) columns (one pair: the
+    per-dimension number; the four SummEval dimensions: G-Eval's AVG column), with a document-bootstrap CI.
+
+    value = mean over pairs p of mean over the documents kept for p of corr_d(p) (:func:`document_correlations`:
+    documents where either side is constant are skipped, per pair). CI: documents are resampled with
+    replacement (all pairs together, so the average keeps its dependence between dimensions); in a resample
+    each pair's mean is taken over its kept documents as drawn (with multiplicity); percentile interval.
+    Keys: value, documents (distinct documents kept by some pair), ci_low, ci_high."""
+    per_document = pd.concat([document_correlations(frame, group, human, score, coefficient).rename(i)
+                              for i, (human, score) in enumerate(pairs)], axis=1)
+    if per_document.empty:
+        return {"value": float("nan"), "documents": 0, "ci_low": float("nan"), "ci_high": float("nan")}
+    values = per_document.to_numpy(dtype=float)
+    kept = ~np.isnan(values)
+    counts = _resample_counts(len(values), seed, n_resamples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (counts @ np.where(kept, values, 0.0)) / (counts @ kept)
+    distribution = means.mean(axis=1)
+    value = float(np.mean([np.nanmean(values[:, j]) for j in range(values.shape[1])]))
+    low, high = _percentile_ci(distribution, level)
+    return {"value": value, "documents": int(kept.any(axis=1).sum()), "ci_low": low, "ci_high": high}
+
+
+def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score: str, coefficient: str, seed: int,
+                 n_resamples: int = 2000, level: float = 0.95) -> dict[str, float]:
+    """System-level correlation: each system's mean score over the documents is correlated with its mean human
+    score (what a leaderboard user reads), with a CI from resampling documents (a resample draws documents with
+    replacement; each system's two means are recomputed over the drawn documents, with multiplicity, over the
+    rows where the score is present). ``coefficient``: spearman or kendall (τ-b). Keys: value, systems,
+    documents, ci_low, ci_high."""
+    from scipy import stats as sps
+
+    func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
+    rows = frame.dropna(subset=[score, human])
+    scores = rows.pivot_table(index=group, columns=system, values=score, aggfunc="mean")
+    humans = rows.pivot_table(index=group, columns=system, values=human, aggfunc="mean").loc[scores.index, scores.columns]
+    s, h = scores.to_numpy(dtype=float), humans.to_numpy(dtype=float)
+    present = ~np.isnan(s)
+
+    def correlation(score_means: np.ndarray, human_means: np.ndarray) -> float:
+        ok = ~np.isnan(score_means) & ~np.isnan(human_means)
+        a, b = score_means[ok], human_means[ok]
+        return float(func(a, b).statistic) if ok.sum() > 2 and np.ptp(a) > 0 and np.ptp(b) > 0 else float("nan")
+
+    value = correlation(np.nanmean(s, axis=0), np.nanmean(h, axis=0)) if len(s) else float("nan")
+    counts = _resample_counts(len(s), seed, n_resamples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = counts @ present
+        score_means = (counts @ np.where(present, s, 0.0)) / n
+        human_means = (counts @ np.where(present, h, 0.0)) / n
+    distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means)])
+    low, high = _percentile_ci(distribution, level)
+    return {"value": value, "systems": int(scores.shape[1]), "documents": int(len(s)), "ci_low": low, "ci_high": high}
+
+
+def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: str = "doc_id",
+                   system: str = "system_id", seed: int = 0, n_resamples: int = 2000,
+                   coefficients: Sequence[str] = ("spearman", "kendall")) -> pd.DataFrame:
+    """G-Eval's table for one score variant: per dimension (``dimensions`` maps the human column to the score
+    column) and for their average (``average``, summary level only, as G-Eval's AVG), the summary-level
+    (:func:`summary_level`) and system-level (:func:`system_level`) correlations with CIs by resampling
+    documents. Long table: dimension, level, coefficient, value, ci_low, ci_high, n (documents kept at summary
+    level, systems at system level)."""
+    rows = []
+    for coefficient in coefficients:
+        for human, score in dimensions.items():
+            summary = summary_level(frame, group, [(human, score)], coefficient, seed, n_resamples)
+            rows.append({"dimension": human, "level": "summary", "coefficient": coefficient,
+                         "value": summary["value"], "ci_low": summary["ci_low"], "ci_high": summary["ci_high"],
+                         "n": summary["documents"]})
+            systems = system_level(frame, group, system, human, score, coefficient, seed, n_resamples)
+            rows.append({"dimension": human, "level": "system", "coefficient": coefficient,
+                         "value": systems["value"], "ci_low": systems["ci_low"], "ci_high": systems["ci_high"],
+                         "n": systems["systems"]})
+        if len(dimensions) > 1:
+            average = summary_level(frame, group, list(dimensions.items()), coefficient, seed, n_resamples)
+            rows.append({"dimension": "average", "level": "summary", "coefficient": coefficient,
+                         "value": average["value"], "ci_low": average["ci_low"], "ci_high": average["ci_high"],
+                         "n": average["documents"]})
+    return pd.DataFrame(rows)
+
+
+def binarise(grades: Sequence, relevant_from: int) -> pd.array:
+    """1 where grade ≥ ``relevant_from`` (TREC DL's binary relevance: 2 and 3 of 0–3), else 0; missing stays
+    missing (nullable Int64)."""
+    values = pd.array(list(grades), dtype="Int64")
+    return pd.array([None if pd.isna(g) else int(g >= relevant_from) for g in values], dtype="Int64")
+
+
+def alpha_ci(a: Sequence[float], b: Sequence[float], seed: int, level_of_measurement: str = "ordinal",
+             n_resamples: int = 2000, level: float = 0.95) -> dict[str, float]:
+    """Krippendorff's α of two raters (:func:`lib.analysis.stats.krippendorff_alpha`) with a percentile
+    item-bootstrap CI: items resampled with replacement, the two ratings of an item kept together (seeded
+    numpy draws); resamples where α is undefined (a single value in the resample) are dropped.
+    Keys alpha, alpha_ci_low, alpha_ci_high."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+    def alpha(x: np.ndarray, y: np.ndarray) -> float:
+        if len(np.unique(np.concatenate([x, y]))) < 2:
+            return float("nan")
+        return krippendorff_alpha([x.tolist(), y.tolist()], level=level_of_measurement)
+
+    drawn = np.random.default_rng(seed).integers(0, len(a), size=(n_resamples, len(a)))
+    low, high = _percentile_ci(np.array([alpha(a[i], b[i]) for i in drawn]), level)
+    return {"alpha": alpha(a, b), "alpha_ci_low": low, "alpha_ci_high": high}
+
+
+def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_grade",
+                        expected: str | None = "expected_grade", scale: Sequence[int] = GRADES,
+                        relevant_from: int = 2, seed: int = 0, n_resamples: int = 2000) -> dict[str, float]:
+    """The agreement set of a relevance judge with human grades on one ``scale`` (the judge's and the humans'
+    grades must share it), over the items with both grades: n, failed (items without a judge grade), exact
+    agreement, Cohen's κ and quadratic-weighted κ (:func:`agreement` with :func:`agreement_ci`), κ of the
+    grades binarised at ``relevant_from`` (:func:`binarise`) with its CI (keys binary_kappa, binary_kappa_ci_*),
+    Krippendorff's α (ordinal, :func:`alpha_ci`), and Spearman's ρ of the ``expected`` grade with the human grade
+    with its pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`; keys expected_rho, expected_n,
+    expected_rho_ci_*). Every CI is seeded with ``seed``."""
+    from lib.analysis.stats import correlation_ci
+
+    both = frame[human].notna() & frame[judge].notna()
+    a, b = frame.loc[both, human].astype(int).to_numpy(), frame.loc[both, judge].astype(int).to_numpy()
+    out: dict[str, float] = {"failed": int(frame[judge].isna().sum()), **agreement(a, b, scale),
+                             **agreement_ci(a, b, seed, n_resamples, categories=scale)}
+    binary_a, binary_b = (binarise(x, relevant_from).astype(int) for x in (a, b))
+    binary = agreement_ci(binary_a, binary_b, seed, n_resamples, categories=(0, 1))
+    out |= {"binary_kappa": cohen_kappa(list(binary_a), list(binary_b), (0, 1)),
+            "binary_kappa_ci_low": binary["kappa_ci_low"], "binary_kappa_ci_high": binary["kappa_ci_high"]}
+    out |= alpha_ci(a, b, seed, "ordinal", n_resamples)
+    if expected is not None:
+        present = frame[[expected, human]].dropna()
+        rho = correlation_ci(present[expected], present[human], "spearman", seed, n_resamples)
+        out |= {"expected_rho": rho["r"], "expected_n": rho["n"], "expected_rho_ci_low": rho["ci_low"],
+                "expected_rho_ci_high": rho["ci_high"]}
+    return out

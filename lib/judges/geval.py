@@ -110,15 +110,51 @@ CULTURAL_SENSITIVITY = register(Rubric(
 ))
 
 
+SUMMARY_TASK_INTRO = ("You will be given one summary written for a news article. Your task is to rate the summary on "
+                      "one metric.")
+
+# The SummEval rubrics with the G-Eval paper's criteria (its prompts/summeval/*_detailed.txt and, for consistency,
+# the criterion of con_scorer.txt), for the validity checks of chapters 03 and 07. Fluency keeps the paper's
+# 1–3 scale and anchors. Consistency, Fluency and Relevance have study-written steps only, so they are not in
+# RUBRICS (whose every rubric has committed model steps); `python -m lib.judges.geval steps Consistency` writes
+# their model steps when wanted.
 COHERENCE = register(Rubric(
     name="Coherence", scale=(1, 5),
-    task_intro="You will be given one summary written for a news article. Your task is to rate the summary on "
-               "one metric.",
-    # The G-Eval paper's coherence criterion (its prompts/summeval/coh_detailed.txt), for the SummEval check.
+    task_intro=SUMMARY_TASK_INTRO,
     criteria="the collective quality of all sentences. The summary should be well-structured and "
              "well-organized. The summary should not just be a heap of related information, but should build "
              "from sentence to sentence to a coherent body of information about a topic.",
 ))
+
+CONSISTENCY = Rubric(
+    name="Consistency", scale=(1, 5),
+    task_intro=SUMMARY_TASK_INTRO,
+    criteria="the factual alignment between the summary and the summarized source. A factually consistent summary "
+             "contains only statements that are entailed by the source document. Annotators were also asked to "
+             "penalize summaries that contained hallucinated facts.",
+)
+
+FLUENCY = Rubric(
+    name="Fluency", scale=(1, 3),
+    task_intro=SUMMARY_TASK_INTRO,
+    criteria="the quality of the summary in terms of grammar, spelling, punctuation, word choice, and sentence "
+             "structure. 1: Poor. The summary has many errors that make it hard to understand or sound unnatural. "
+             "2: Fair. The summary has some errors that affect the clarity or smoothness of the text, but the main "
+             "points are still comprehensible. 3: Good. The summary has few or no errors and is easy to read and "
+             "follow.",
+)
+
+RELEVANCE = Rubric(
+    name="Relevance", scale=(1, 5),
+    task_intro=SUMMARY_TASK_INTRO,
+    criteria="selection of important content from the source. The summary should include only important "
+             "information from the source document. Annotators were instructed to penalize summaries which "
+             "contained redundancies and excess information.",
+)
+
+# SummEval's human dimension (load_summeval column) -> the rubric that scores it.
+SUMMEVAL_RUBRICS: dict[str, Rubric] = {"coherence": COHERENCE, "consistency": CONSISTENCY, "fluency": FLUENCY,
+                                       "relevance": RELEVANCE}
 
 
 @lru_cache(maxsize=None)
@@ -157,14 +193,21 @@ def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -
     return path
 
 
+STEPS_HEADING = "Evaluation Steps:"
+
+
 def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str, str]]:
     """System: intro, criteria, steps (shared by every call of the rubric); user: the context under the
-    rubric's ``context_label`` (if it has one), the source, then the output."""
+    rubric's ``context_label`` (if it has one), the source, then the output. Empty ``steps`` leave the steps
+    section out (G-Eval's "−CoT" ablation)."""
     system, user = prompts.parts("geval_form", 2)
     low, high = rubric.scale
     context_block = f"{rubric.context_label}:\n\n{item.context}\n\n" if rubric.context_label else ""
-    return [{"role": "system", "content": system.format(task_intro=rubric.task_intro, name=rubric.name, low=low,
-                                                        high=high, criteria=rubric.criteria, steps=steps)},
+    system_text = system.format(task_intro=rubric.task_intro, name=rubric.name, low=low, high=high,
+                                criteria=rubric.criteria, steps=steps)
+    if not steps.strip():
+        system_text = system_text.rsplit(STEPS_HEADING, 1)[0].rstrip()
+    return [{"role": "system", "content": system_text},
             {"role": "user", "content": user.format(context_block=context_block, source=item.source,
                                                     output=item.output, name=rubric.name, low=low, high=high)}]
 
@@ -240,17 +283,19 @@ def score_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m lib.judges.geval steps [RUBRIC ...] [--force]``: write the evaluation steps of the named
-    rubrics (default: every registered rubric without stored steps) with the LLM of the environment."""
+    rubrics (registered or SummEval's; default: every registered rubric without stored steps) with the LLM of
+    the environment."""
     parser = argparse.ArgumentParser(prog="python -m lib.judges.geval")
     sub = parser.add_subparsers(dest="command", required=True)
     steps_cmd = sub.add_parser("steps", help="generate and store G-Eval evaluation steps")
-    steps_cmd.add_argument("rubrics", nargs="*", metavar="RUBRIC", help=f"one of {', '.join(RUBRICS)}")
+    known = {**RUBRICS, **{r.name: r for r in SUMMEVAL_RUBRICS.values()}}
+    steps_cmd.add_argument("rubrics", nargs="*", metavar="RUBRIC", help=f"one of {', '.join(known)}")
     steps_cmd.add_argument("--force", action="store_true", help="regenerate steps that are already stored")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.rubrics) - set(RUBRICS))
+    unknown = sorted(set(args.rubrics) - set(known))
     if unknown:
-        parser.error(f"unknown rubric(s) {', '.join(unknown)}; registered: {', '.join(RUBRICS)}")
-    chosen = [RUBRICS[name] for name in args.rubrics or RUBRICS]
+        parser.error(f"unknown rubric(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    chosen = [known[name] for name in args.rubrics or RUBRICS]
     todo = [r for r in chosen if args.force or not steps_path(r).exists()]
     for rubric in chosen:
         if rubric not in todo:

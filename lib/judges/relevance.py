@@ -7,8 +7,11 @@ and its top log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)�
 of the whitespace the model happened to write) and *listwise* (one call grades a
 whole :class:`~lib.judges.items.JudgePool`; argmax grades only). Two wordings of the rubric: nudges for a
 journal entry and a persona (``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to
-measure the judge against human qrels). Each prompt file is split by ``---`` into the system part, the shared
-context (written first so the server reuses its cached prefix) and the item(s).
+measure the judge against human qrels). A wording carries its grade scale: ``PASSAGE_4POINT_PROMPTS`` grades
+passages 0–3 as TREC DL's assessors did (UMBRELA's scale), pointwise only. Each prompt file is split by ``---``
+into the system part, the shared context (written first so the server reuses its cached prefix) and the item(s).
+:func:`judge_messages` sends prepared pointwise messages (few-shot, criteria, perturbed prompts of
+``lib.judges.methods`` and ``lib.judges.bias``) through the same pre-filled, logprob-reading call.
 """
 from __future__ import annotations
 
@@ -36,20 +39,35 @@ class Grade(BaseModel):
 
 
 @lru_cache(maxsize=None)
-def grades_schema(n: int) -> type[BaseModel]:
-    return create_model(f"Grades{n}", grades=(Annotated[list[Literal[GRADES]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
+def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
+    """The pointwise answer schema ``{"grade": g}`` with g on ``scale`` (:class:`Grade` for the study's scale, so
+    its requests and cache keys are those of earlier chapters)."""
+    if scale == GRADES:
+        return Grade
+    return create_model(f"Grade{min(scale)}to{max(scale)}", grade=(Literal[scale], ...))  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=None)
+def grades_schema(n: int, scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
+    name = f"Grades{n}" if scale == GRADES else f"Grades{n}of{min(scale)}to{max(scale)}"
+    grade_list = Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]
+    return create_model(name, grades=(grade_list, ...))
 
 
 @dataclass(frozen=True)
 class RelevancePrompts:
-    """File stems in ``lib/prompts`` of the pointwise and listwise wording of one rubric."""
+    """File stems in ``lib/prompts`` of the pointwise and listwise wording of one rubric (``listwise`` None: the
+    wording has no listwise form), and the grade scale the wording asks for."""
 
     pointwise: str
-    listwise: str
+    listwise: str | None
+    scale: tuple[int, ...] = GRADES
 
 
 NUDGE_PROMPTS = RelevancePrompts("relevance_pointwise", "relevance_listwise")
 PASSAGE_PROMPTS = RelevancePrompts("passage_relevance_pointwise", "passage_relevance_listwise")
+# TREC DL's 4-point scale (0 irrelevant, 1 related, 2 highly relevant, 3 perfectly relevant; UMBRELA's wording).
+PASSAGE_4POINT_PROMPTS = RelevancePrompts("passage_relevance_4point_pointwise", None, scale=(0, 1, 2, 3))
 
 
 @dataclass(frozen=True)
@@ -59,7 +77,7 @@ class Judgment:
     ok: bool
     grade: int | None = None
     expected_grade: float | None = None
-    p_grade: tuple[float, ...] | None = None  # p(g) for g in GRADES; None without usable logprobs
+    p_grade: tuple[float, ...] | None = None  # p(g) for g on the prompt's scale; None without usable logprobs
     failure_kind: str | None = None
 
 
@@ -94,6 +112,8 @@ def pointwise_messages(item: JudgeItem, prompts: RelevancePrompts = NUDGE_PROMPT
 
 
 def listwise_messages(pool: JudgePool, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
+    if prompts.listwise is None:
+        raise ValueError(f"the wording {prompts.pointwise!r} has no listwise form")
     system, shared, template = prompt_parts(prompts.listwise, 3)
     listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(pool.outputs, start=1))
     return [{"role": "system", "content": system},
@@ -105,20 +125,28 @@ def judge_pointwise(gateway: Gateway, items: Sequence[JudgeItem], call_label: st
                     temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS,
                     layout: Layout = DEFAULT_LAYOUT) -> list[Judgment]:
     """Grade each item in its own call, with logprobs for the expected grade."""
-    calls = [{"messages": pointwise_messages(item, prompts, layout), "schema": Grade, "label": f"{call_label}:{i}",
-              "max_tokens": 4, "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed,
-              "prefill": GRADE_PREFILL}
-             for i, item in enumerate(items)]
+    return judge_messages(gateway, [pointwise_messages(item, prompts, layout) for item in items], call_label,
+                          temperature, seed, prompts.scale)
+
+
+def judge_messages(gateway: Gateway, messages: Sequence[list[dict[str, str]]], call_label: str = "relevance",
+                   temperature: float = 0.0, seed: int = 0, scale: tuple[int, ...] = GRADES) -> list[Judgment]:
+    """One pointwise call per prepared message list: the answer pre-filled up to ``{"grade": ``, the grade on
+    ``scale`` read at that fixed position, p(g) renormalised over the scale's tokens among the top
+    log-probabilities (:func:`lib.judges.logprobs.score_distribution`) and E[g] = Σ_g p(g)·g."""
+    calls = [{"messages": m, "schema": grade_schema(scale), "label": f"{call_label}:{i}", "max_tokens": 4,
+              "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed, "prefill": GRADE_PREFILL}
+             for i, m in enumerate(messages)]
     judgments = []
     for result in gateway.complete_many(calls, desc=call_label):
         if not result.ok:
             judgments.append(Judgment(ok=False, failure_kind=result.failure_kind))
             continue
-        dist = score_distribution(result.logprobs, "grade", list(GRADES), prefill=GRADE_PREFILL)
+        dist = score_distribution(result.logprobs, "grade", list(scale), prefill=GRADE_PREFILL)
         judgments.append(Judgment(
             ok=True, grade=result.value.grade,
             expected_grade=expected_score(dist) if dist else None,
-            p_grade=tuple(dist[g] for g in GRADES) if dist else None))
+            p_grade=tuple(dist[g] for g in scale) if dist else None))
     return judgments
 
 
@@ -131,7 +159,7 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
     if rows != list(range(len(rows))):
         raise ValueError("the pools' rows must cover 0..n-1 exactly once")
     shown = shown_pools(pools, order_seed)
-    calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows)),
+    calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows), prompts.scale),
               "label": f"{call_label}:{i}", "max_tokens": 12 + 4 * len(pool.rows)} for i, pool in enumerate(shown)]
     judgments: list[Judgment] = [Judgment(ok=False)] * len(rows)
     for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label)):
@@ -165,13 +193,13 @@ def grades(judgments: Sequence[Judgment]) -> pd.api.extensions.ExtensionArray:
     return pd.array([j.grade for j in judgments], dtype="Int64")
 
 
-def judgments_frame(judgments: Sequence[Judgment]) -> pd.DataFrame:
-    """Columns grade, expected_grade, p_grade_<g> for g in GRADES, rounded_expected, failed, failure_kind
+def judgments_frame(judgments: Sequence[Judgment], scale: tuple[int, ...] = GRADES) -> pd.DataFrame:
+    """Columns grade, expected_grade, p_grade_<g> for g on ``scale``, rounded_expected, failed, failure_kind
     (one row per judgment)."""
     return pd.DataFrame({
         "grade": grades(judgments),
         "expected_grade": [j.expected_grade if j.expected_grade is not None else np.nan for j in judgments],
-        **{f"p_grade_{g}": [j.p_grade[i] if j.p_grade else np.nan for j in judgments] for i, g in enumerate(GRADES)},
+        **{f"p_grade_{g}": [j.p_grade[i] if j.p_grade else np.nan for j in judgments] for i, g in enumerate(scale)},
         "rounded_expected": pd.array([rounded_expected(j) for j in judgments], dtype="Int64"),
         "failed": [not j.ok for j in judgments],
         "failure_kind": [j.failure_kind for j in judgments],

@@ -1,0 +1,143 @@
+"""Choosing on a dev split, reporting once on a disjoint test split: the split and the ordinal thresholds.
+
+* :func:`split_groups` / :class:`Split` — a seeded split of whole groups (queries, documents), so the items of
+  one query never straddle dev and test; drawn from the ids alone, before any judgment is looked at.
+  :func:`sample_per_group` draws a seeded sample of items inside each group (e.g. 6 passages per query).
+* :func:`fit_thresholds` / :func:`apply_thresholds` — ordinal cuts on a continuous score (a judge's expected
+  grade, a BM25 score, a cosine) that map it to grades; fit on dev by maximising quadratic-weighted κ with the
+  human grades, then applied unchanged to test. :func:`fit_on_dev` does both and hands the fit only dev rows.
+
+Cuts c_1 ≤ … ≤ c_{K−1} on scores s give the grade g(s) = g_0 + #{k : s ≥ c_k} on the scale g_0 < … < g_{K−1}
+(ordinal regression by thresholds, as in McCullagh 1980, fit here by direct search rather than a likelihood).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+
+@dataclass(frozen=True)
+class Split:
+    """Disjoint dev and test group ids (sorted) of the ``group`` column, and the seed that drew them."""
+
+    group: str
+    dev: tuple[Hashable, ...]
+    test: tuple[Hashable, ...]
+    seed: int
+
+    def __post_init__(self) -> None:
+        if set(self.dev) & set(self.test):
+            raise ValueError(f"dev and test share groups: {sorted(set(self.dev) & set(self.test))}")
+
+    def dev_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` whose group is in dev."""
+        return frame[frame[self.group].isin(self.dev)]
+
+    def test_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` whose group is in test."""
+        return frame[frame[self.group].isin(self.test)]
+
+
+def split_groups(frame: pd.DataFrame, group: str, n_dev: int, seed: int, n_test: int | None = None,
+                 key: Callable | None = None) -> Split:
+    """A seeded split of the distinct values of ``frame[group]``: a random permutation of the sorted ids
+    (``key`` orders them, e.g. ``int``; numpy ``default_rng(seed)``); the first ``n_dev`` are dev, the next
+    ``n_test`` (default: all the rest) are test. Only ids are read, never grades or judgments."""
+    ids = sorted(set(frame[group]), key=key)
+    if n_dev < 1 or n_dev >= len(ids):
+        raise ValueError(f"n_dev must be between 1 and {len(ids) - 1} ({len(ids)} groups), not {n_dev}")
+    n_test = len(ids) - n_dev if n_test is None else n_test
+    if n_test < 1 or n_dev + n_test > len(ids):
+        raise ValueError(f"n_dev + n_test = {n_dev + n_test} groups asked for, {len(ids)} exist")
+    order = np.random.default_rng(seed).permutation(len(ids))
+    dev = sorted((ids[i] for i in order[:n_dev]), key=key)
+    test = sorted((ids[i] for i in order[n_dev:n_dev + n_test]), key=key)
+    return Split(group, tuple(dev), tuple(test), seed)
+
+
+def sample_per_group(frame: pd.DataFrame, group: str, item: str, k: int, seed: int) -> pd.DataFrame:
+    """Up to ``k`` rows of each group, drawn by id alone: per group (in sorted order, the i-th), ``k`` distinct
+    ``item`` ids from its sorted ids with ``default_rng([seed, i])`` (all of them when it has fewer); the rows
+    in ``frame`` order."""
+    chosen = set()
+    for i, (_, part) in enumerate(frame.groupby(group, sort=True)):
+        ids = sorted(set(part[item]))
+        picked = ids if len(ids) <= k else np.random.default_rng([seed, i]).choice(ids, size=k, replace=False)
+        chosen |= {(part[group].iloc[0], x) for x in picked}
+    keep = [(g, x) in chosen for g, x in zip(frame[group], frame[item])]
+    return frame[keep]
+
+
+def apply_thresholds(scores: Sequence[float], cuts: Sequence[float], scale: Sequence[int]) -> pd.array:
+    """g(s) = scale[#{k : s ≥ cuts[k]}] for each score (nullable Int64; a missing score gives a missing grade).
+    ``cuts`` must be non-decreasing and one fewer than the grades of ``scale``."""
+    cuts, scale = np.asarray(cuts, dtype=float), list(scale)
+    if len(cuts) != len(scale) - 1 or np.any(np.diff(cuts) < 0):
+        raise ValueError(f"need {len(scale) - 1} non-decreasing cuts for the scale {scale}, got {cuts.tolist()}")
+    values = np.asarray(pd.to_numeric(pd.Series(scores), errors="coerce"), dtype=float)
+    index = np.searchsorted(cuts, values, side="right")
+    return pd.array([None if np.isnan(v) else scale[i] for v, i in zip(values, index)], dtype="Int64")
+
+
+def candidate_cuts(scores: np.ndarray, grid_size: int) -> np.ndarray:
+    """The midpoints between consecutive distinct scores (every way of separating the observed scores), thinned
+    to at most ``grid_size`` evenly spaced ones (by rank) when there are more."""
+    distinct = np.unique(scores)
+    midpoints = (distinct[:-1] + distinct[1:]) / 2
+    if len(midpoints) > grid_size:
+        midpoints = midpoints[np.unique(np.linspace(0, len(midpoints) - 1, grid_size).round().astype(int))]
+    return midpoints
+
+
+def fit_thresholds(scores: Sequence[float], human: Sequence[int], scale: Sequence[int], grid_size: int = 40
+                   ) -> tuple[float, ...]:
+    """The non-decreasing cuts (:func:`apply_thresholds`) that maximise quadratic-weighted κ (Cohen 1968)
+    between the thresholded ``scores`` and the ``human`` grades over the pairs where both are present.
+    Exhaustive search over every non-decreasing choice of K − 1 cuts from :func:`candidate_cuts`, plus one
+    cut below and one above every score (so a grade may stay unused); the first best in lexicographic order of
+    the cuts wins a tie. With 40 candidates and 4 grades that is C(44, 3) = 13,244 evaluations."""
+    scores = np.asarray(pd.to_numeric(pd.Series(scores), errors="coerce"), dtype=float)
+    human = np.asarray(pd.to_numeric(pd.Series(human), errors="coerce"), dtype=float)
+    both = ~np.isnan(scores) & ~np.isnan(human)
+    scores, human = scores[both], human[both].astype(int)
+    if len(scores) < 2:
+        raise ValueError(f"{len(scores)} scored pairs: too few to fit thresholds")
+    scale = list(scale)
+    grid = np.concatenate([[scores.min() - 1.0], candidate_cuts(scores, grid_size), [scores.max() + 1.0]])
+    weights = (np.subtract.outer(np.arange(len(scale)), np.arange(len(scale))) ** 2).astype(float)
+    human_index = np.searchsorted(scale, human)
+    best, best_cuts = -np.inf, None
+    for cuts in itertools.combinations_with_replacement(grid, len(scale) - 1):
+        kappa = _weighted_kappa(human_index, np.searchsorted(cuts, scores, side="right"), weights)
+        if kappa > best + 1e-12:
+            best, best_cuts = kappa, cuts
+    return tuple(float(c) for c in best_cuts)
+
+
+def _weighted_kappa(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> float:
+    """κ_w = 1 − Σ w·O / Σ w·E on category indices (the fit's fast path; equals
+    :func:`lib.analysis.stats.cohen_kappa` with ``weights="quadratic"``, checked in the tests). −inf when the
+    expected disagreement is 0 (κ undefined), so such cuts never win."""
+    k = len(weights)
+    observed = np.bincount(a * k + b, minlength=k * k).reshape(k, k) / len(a)
+    expected = np.outer(observed.sum(1), observed.sum(0))
+    disagreement = (weights * expected).sum()
+    return float(1 - (weights * observed).sum() / disagreement) if disagreement > 0 else -np.inf
+
+
+def fit_on_dev(frame: pd.DataFrame, split: Split, score: str, human: str, scale: Sequence[int],
+               fit: Callable[..., tuple[float, ...]] = fit_thresholds) -> tuple[tuple[float, ...], pd.DataFrame]:
+    """Cuts fit on the dev rows only (``fit(scores, human, scale)``), and the test rows with the thresholded
+    grade in column ``<score>_grade`` (the cuts applied unchanged). The test rows' grades are never passed to
+    ``fit``."""
+    dev = split.dev_rows(frame)
+    cuts = fit(dev[score].to_numpy(), dev[human].to_numpy(), scale)
+    test = split.test_rows(frame).copy()
+    test[f"{score}_grade"] = apply_thresholds(test[score].to_numpy(), cuts, scale)
+    return tuple(cuts), test
+

@@ -1,0 +1,230 @@
+"""Chapter 07's report card: every judge against human labels in one table, each number beside its published
+anchor, and the threats to validity written from the measured numbers.
+
+* ``ANCHORS`` — the published numbers a reader compares with, one declarative :class:`Anchor` each, with its
+  source and whether the value was checked in the paper itself (``checked_in_paper``); the chapter marks the
+  unchecked ones.
+* :func:`agreement_rows`, :func:`protocol_rows`, :func:`correlation_rows` — card rows from
+  :func:`lib.analysis.validity.relevance_agreement`, :func:`lib.analysis.validity.geval_protocol` and
+  :func:`lib.analysis.validity.correlation_table` (chapters 05 and 06 summarised with their CIs);
+  :func:`report_card` stacks them and puts the anchors beside them (:func:`with_anchors`, which also serves the
+  bias battery's table).
+* :func:`threats_to_validity` — Markdown generated from the card, the bias battery and the sizes.
+
+Card columns (``CARD_COLUMNS``): judge (judge and method, e.g. "G-Eval, study steps, weighted"), model (the judge
+model's identity; "—" for a non-LLM baseline), dataset, criterion (SummEval dimension, "relevance", a CRS
+metric, …), statistic (``STATISTICS``), level (item, summary, system), n, value, ci_low, ci_high (95 %,
+bootstrap), failed (items without a judgment).
+
+The notebook's plan (split sizes, reused cache, order of operations) is in ``lib/analysis/CHAPTER07.md``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from lib.report import describe_model
+
+CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
+                "failed")
+
+# Statistic names used in the card and the anchors (one name per statistic).
+KAPPA = "Cohen κ"
+WEIGHTED_KAPPA = "quadratic-weighted κ"
+BINARY_KAPPA = "Cohen κ, binarised"
+ALPHA = "Krippendorff α (ordinal)"
+EXPECTED_RHO = "Spearman ρ of E[g]"
+SPEARMAN = "Spearman ρ"
+KENDALL = "Kendall τ"
+POSITION_CONSISTENCY = "position consistency"
+STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY)
+COEFFICIENT_NAMES = {"spearman": SPEARMAN, "kendall": KENDALL}
+
+GEVAL_PAPER = "Liu et al., G-Eval, EMNLP 2023, Table 1 (summary level)"
+UMBRELA_PAPER = "Upadhyay et al., UMBRELA, arXiv:2406.06519 (2024)"
+LLMJUDGE_PAPER = "Rahmani et al., LLMJudge challenge, LLM4Eval @ SIGIR 2024, arXiv:2408.08896"
+MTBENCH_PAPER = "Zheng et al., Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena, NeurIPS 2023, Table 2"
+VOORHEES_PAPER = ("Voorhees, Variations in relevance judgments and the measurement of retrieval effectiveness, "
+                  "IP&M 36(5), 2000")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A published number: which ``judge`` (family and model) scored ``value`` (``upper``: the top of a reported
+    range) of ``statistic`` at ``level`` on ``measured_on``; it is shown beside the card rows of ``shown_with``
+    (our data set; None: any) and ``criterion``. ``checked_in_paper`` is True only when the value was read in
+    the paper's own text; ``note`` says what is known about it otherwise."""
+
+    judge: str
+    measured_on: str
+    shown_with: str | None
+    criterion: str
+    statistic: str
+    level: str
+    value: float
+    source: str
+    checked_in_paper: bool
+    upper: float | None = None
+    note: str = ""
+
+    def text(self) -> str:
+        """"judge value (source)", the value a range when ``upper`` is set, with a * when not checked."""
+        value = f"{self.value:.3f}" if self.upper is None else f"{self.value:.2f}–{self.upper:.2f}"
+        return f"{self.judge} {value}{'' if self.checked_in_paper else '*'} ({self.source.split(',')[0]})"
+
+
+def _geval(judge: str, criterion: str, rho: float, tau: float | None, checked_rho: bool = False, note: str = ""
+           ) -> list[Anchor]:
+    common = {"judge": judge, "measured_on": "SummEval (G-Eval's file)", "shown_with": "SummEval",
+              "criterion": criterion, "level": "summary", "source": GEVAL_PAPER, "note": note}
+    anchors = [Anchor(statistic=SPEARMAN, value=rho, checked_in_paper=checked_rho, **common)]
+    if tau is not None:
+        anchors.append(Anchor(statistic=KENDALL, value=tau, checked_in_paper=False, **common))
+    return anchors
+
+
+_FLUENCY_NOTE = ("the study's transcription in data/human_judgments/summeval_geval/SOURCE.md reads .506/.455 for this "
+                 "cell; versions of the paper may differ")
+_ISSUE_NOTE = "as given in the chapter's issue; not read in the paper's own text here"
+
+ANCHORS: tuple[Anchor, ...] = (
+    *_geval("G-Eval (GPT-4)", "coherence", 0.582, 0.457, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-4)", "consistency", 0.507, 0.425, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-4)", "fluency", 0.455, 0.378, note=_FLUENCY_NOTE),
+    *_geval("G-Eval (GPT-4)", "relevance", 0.547, 0.433, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-4)", "average", 0.514, 0.418, checked_rho=True,
+            note="ρ = 0.514 is stated in the paper's abstract; τ as given in the issue"),
+    *_geval("G-Eval (GPT-3.5)", "average", 0.401, 0.320, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-3.5), argmax (no probabilities)", "average", 0.346, None, note=_ISSUE_NOTE),
+    *_geval("ROUGE-1", "average", 0.192, 0.150, note=_ISSUE_NOTE),
+    Anchor("UMBRELA (GPT-4o)", "TREC DL 2019–2023", "TREC DL19", "relevance", KAPPA, "item", 0.31, UMBRELA_PAPER,
+           False, upper=0.37, note=_ISSUE_NOTE),
+    Anchor("LLMJudge best (GPT-4o)", "TREC DL 2023 (LLMJudge)", "TREC DL19", "relevance", KAPPA, "item", 0.286,
+           LLMJUDGE_PAPER, False, note=_ISSUE_NOTE),
+    Anchor("LLMJudge zero-shot Llama-3-8B", "TREC DL 2023 (LLMJudge)", "TREC DL19", "relevance", KAPPA, "item",
+           0.18, LLMJUDGE_PAPER, False, note=_ISSUE_NOTE + " (≈)"),
+    Anchor("LLMJudge best", "TREC DL 2023 (LLMJudge)", "TREC DL19", "relevance", BINARY_KAPPA, "item", 0.428,
+           LLMJUDGE_PAPER, False, note=_ISSUE_NOTE),
+    Anchor("LLMJudge submissions", "TREC DL 2023 (LLMJudge)", "TREC DL19", "relevance", KENDALL, "system", 0.90,
+           LLMJUDGE_PAPER, False, upper=0.95, note=_ISSUE_NOTE + "; system rankings under the LLM labels"),
+    Anchor("two trained TREC assessor groups", "TREC ad hoc (Voorhees)", "TREC DL19", "relevance", BINARY_KAPPA,
+           "item", 0.52, VOORHEES_PAPER, False,
+           note="human ceiling as given in the issue (≈); the paper is known for overlap of relevant sets, the κ "
+                "value was not checked"),
+    Anchor("MT-Bench judge GPT-4", "MT-Bench pairs", None, "pairwise", POSITION_CONSISTENCY, "item", 0.65,
+           MTBENCH_PAPER, False, note=_ISSUE_NOTE),
+    Anchor("MT-Bench judge GPT-3.5", "MT-Bench pairs", None, "pairwise", POSITION_CONSISTENCY, "item", 0.46,
+           MTBENCH_PAPER, False, note=_ISSUE_NOTE),
+)
+
+
+def anchors_table(anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
+    """The registry as a table (one row per anchor), for the chapter's list of sources."""
+    return pd.DataFrame([a.__dict__ for a in anchors])
+
+
+def with_anchors(table: pd.DataFrame, anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
+    """``table`` (columns dataset, criterion, statistic, level) with ``anchors`` (the texts of every anchor of
+    the same criterion, statistic and level shown with the row's data set, "; "-joined, "—" when none) and
+    ``anchor_unchecked`` (some of them not checked in the paper)."""
+    def matching(row: pd.Series) -> list[Anchor]:
+        return [a for a in anchors if a.shown_with in (None, row["dataset"]) and a.criterion == row["criterion"]
+                and a.statistic == row["statistic"] and a.level == row["level"]]
+
+    found = table.apply(matching, axis=1) if len(table) else pd.Series(dtype=object)
+    return table.assign(anchors=[("; ".join(a.text() for a in m) or "—") for m in found],
+                        anchor_unchecked=[any(not a.checked_in_paper for a in m) for m in found])
+
+
+def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, level: str, n: float, value: float,
+         ci_low: float, ci_high: float, failed: float = 0) -> dict[str, object]:
+    return dict(zip(CARD_COLUMNS, (judge, model, dataset, criterion, statistic, level, n, value, ci_low, ci_high,
+                                   failed)))
+
+
+def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, dataset: str,
+                   criterion: str = "relevance") -> list[dict[str, object]]:
+    """Card rows of one :func:`lib.analysis.validity.relevance_agreement` result: κ, quadratic-weighted κ,
+    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level."""
+    a = agreement
+    common = (judge, model, dataset, criterion)
+    rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], a["failed"]),
+            _row(*common, WEIGHTED_KAPPA, "item", a["n"], a["weighted_kappa"], a["weighted_kappa_ci_low"],
+                 a["weighted_kappa_ci_high"], a["failed"]),
+            _row(*common, BINARY_KAPPA, "item", a["n"], a["binary_kappa"], a["binary_kappa_ci_low"],
+                 a["binary_kappa_ci_high"], a["failed"]),
+            _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], a["failed"])]
+    if "expected_rho" in a:
+        rows.append(_row(*common, EXPECTED_RHO, "item", a["expected_n"], a["expected_rho"], a["expected_rho_ci_low"],
+                         a["expected_rho_ci_high"], a["failed"]))
+    return rows
+
+
+def protocol_rows(protocol: pd.DataFrame, judge: str, model: str, dataset: str, failed: int = 0
+                  ) -> list[dict[str, object]]:
+    """Card rows of one :func:`lib.analysis.validity.geval_protocol` table (one per dimension, level and
+    coefficient; n = documents kept at summary level, systems at system level)."""
+    return [_row(judge, model, dataset, r.dimension, COEFFICIENT_NAMES[r.coefficient], r.level, r.n, r.value,
+                 r.ci_low, r.ci_high, failed) for r in protocol.itertuples()]
+
+
+def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, level: str, group: str = "all",
+                     failed: int = 0) -> list[dict[str, object]]:
+    """Card rows of the ``group`` rows of a :func:`lib.analysis.validity.correlation_table` (index by, score,
+    method): one per score column and coefficient, the score column as the criterion."""
+    part = table.xs(group, level=0)
+    return [_row(judge, model, dataset, str(score), COEFFICIENT_NAMES[method], level, r["n"], r["r"], r["ci_low"],
+                 r["ci_high"], failed) for (score, method), r in part.iterrows()]
+
+
+def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
+    """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`)."""
+    card = pd.DataFrame(list(rows), columns=list(CARD_COLUMNS))
+    unknown = sorted(set(card.statistic) - set(STATISTICS))
+    if unknown:
+        raise ValueError(f"unknown statistic(s) {unknown}; use one of STATISTICS")
+    return with_anchors(card, anchors)
+
+
+def _interval(row: Mapping) -> str:
+    low, high = row["ci_low"], row["ci_high"]
+    return (f"{row['value']:.2f} (95% CI {low:.2f} to {high:.2f})" if np.isfinite(low) and np.isfinite(high)
+            else f"{row['value']:.2f} (CI undefined)")
+
+
+def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
+                        crs_sessions: int | None = None) -> str:
+    """Markdown list of the threats to chapter 07's conclusions, every number taken from the tables passed in:
+    the judge model (``describe_model``) beside the anchors' models; the card rows whose CI includes 0 and the
+    widest CI with its n; the bias battery's measured numbers (``bias``: columns bias, statistic, value, ci_low,
+    ci_high, n); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter
+    06 (``crs_sessions``, None when the CRS rows are not in the card)."""
+    lines = [f"- **A small judge.** Every LLM number here comes from {describe_model(model)}; the anchors beside "
+             f"them come from GPT-4-class models, so a gap is expected and says how far this judge can be used, "
+             f"not that the protocol differs."]
+    llm = card[card.model != "—"]
+    spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
+    if len(spans_zero):
+        listed = "; ".join(f"{r.judge} on {r.dataset} ({r.criterion}, {r.statistic}, {r.level}): {_interval(r._asdict())}"
+                           for r in spans_zero.itertuples())
+        lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of {len(llm)} LLM-judge numbers "
+                     f"have a 95% CI that includes 0: {listed}.")
+    widths = (card.ci_high - card.ci_low).dropna()
+    if len(widths):
+        widest = card.loc[widths.idxmax()]
+        lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
+                     f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
+                     f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
+    for r in bias.itertuples():
+        lines.append(f"- **Judge bias — {r.bias}.** {r.statistic}: {_interval(r._asdict())} over n = {int(r.n)}.")
+    lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
+                 f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
+                 f"won on dev can lose on test by chance, which the test interval shows.")
+    if crs_sessions is not None:
+        lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
+                     f"{crs_sessions} simulated sessions, not against people: convergent validity with an unvalidated "
+                     f"judge is agreement between two instruments, not accuracy.")
+    return "\n".join(lines)

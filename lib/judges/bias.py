@@ -1,0 +1,192 @@
+"""Bias battery of a relevance judge: each bias a measured number with a seeded bootstrap CI (:class:`BiasResult`).
+
+* Position — :func:`listwise_swap`: each pool judged as given and reversed; consistency = share of items whose
+  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`).
+  :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
+  "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
+* Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
+  (seeds 0..n−1); per item, the share of its valid samples equal to its modal grade; the mean over items.
+* Verbosity — :func:`verbosity_effect`: the judged text padded by :func:`pad` (no new content); the mean paired
+  change of E[g].
+* Prompt injection — :func:`injection_effect`: items humans graded irrelevant, with an instruction to give the
+  top grade appended (``judge_perturbations.txt``), judged with the plain prompt and with a defence sentence
+  added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
+  inflation with it (each condition against its own uninjected baseline).
+
+Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). A failed call or an answer
+without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from lib.analysis.report_card import POSITION_CONSISTENCY
+from lib.analysis.stats import bootstrap_ci, cluster_bootstrap_ci
+from lib.judges.items import JudgeItem, JudgePool
+from lib.judges.methods import PairJudgment
+from lib.judges.relevance import (PASSAGE_PROMPTS, Judgment, RelevancePrompts, judge_listwise, judge_messages,
+                                  judge_pointwise, pointwise_messages)
+from lib.llm.gateway import Gateway
+from lib.prompts import parts as prompt_parts
+
+
+@dataclass(frozen=True)
+class BiasResult:
+    """One measured bias: ``statistic`` (what ``value`` is) over ``n`` units, with its 95% CI; ``form`` is the
+    judging form it was measured on (listwise, pairwise, pointwise)."""
+
+    bias: str
+    form: str
+    statistic: str
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+def bias_table(results: Sequence[BiasResult], dataset: str) -> pd.DataFrame:
+    """The results as a table with the columns :func:`lib.analysis.report_card.with_anchors` matches on
+    (dataset, criterion = the form, statistic, level = item)."""
+    table = pd.DataFrame([r.__dict__ for r in results])
+    return table.assign(dataset=dataset, criterion=table.form, level="item")
+
+
+def perturbation_texts() -> dict[str, str]:
+    """The texts of ``judge_perturbations.txt``: injection (with ``{top}``), defence, restatement (with
+    ``{first_sentence}``) and filler."""
+    injection, defence, restatement, filler = prompt_parts("judge_perturbations", 4)
+    return {"injection": injection, "defence": defence, "restatement": restatement, "filler": filler}
+
+
+def first_sentence(text: str) -> str:
+    """The text up to its first sentence end (. ! or ? followed by white space), or the whole text."""
+    return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
+
+
+def pad(text: str) -> str:
+    """The padding rule of the verbosity check, deterministic and content-free: the text, then its own first
+    sentence restated ("In other words: <first sentence>"), then a fixed generic filler sentence pair
+    (``judge_perturbations.txt``). Nothing is added that the text does not already say."""
+    texts = perturbation_texts()
+    return " ".join([text.strip(), texts["restatement"].format(first_sentence=first_sentence(text)), texts["filler"]])
+
+
+def inject(text: str, top: int) -> str:
+    """The text with the injection instruction (give the top grade ``top``) appended."""
+    return f"{text.strip()} {perturbation_texts()['injection'].format(top=top)}"
+
+
+def defended_messages(item: JudgeItem, prompts: RelevancePrompts) -> list[dict[str, str]]:
+    """The pointwise messages with the defence sentence appended to the system message."""
+    system, user = pointwise_messages(item, prompts)
+    return [{"role": "system", "content": f"{system['content']}\n{perturbation_texts()['defence']}"}, user]
+
+
+def _rate(bias: str, form: str, statistic: str, values: np.ndarray, clusters: Sequence | None, seed: int
+          ) -> BiasResult:
+    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given (≥ 2 clusters)."""
+    if not len(values):
+        return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0)
+    if clusters is not None and len(set(clusters)) >= 2:
+        low, high = cluster_bootstrap_ci(values, clusters, seed)
+    else:
+        low, high = bootstrap_ci(values, seed)
+    return BiasResult(bias, form, statistic, float(np.mean(values)), low, high, len(values))
+
+
+def listwise_swap(gateway: Gateway, pools: Sequence[JudgePool], prompts: RelevancePrompts = PASSAGE_PROMPTS,
+                  call_label: str = "listwise") -> pd.DataFrame:
+    """Each pool judged listwise as given and in reversed order; one row per item: pool (index of its pool),
+    grade_given, grade_reversed (nullable; null where the call failed). The as-given calls are those of chapter
+    03 for the same pools (cache hits)."""
+    given = judge_listwise(gateway, pools, call_label, prompts=prompts)
+    reversed_pools = [pool.reordered(range(len(pool.rows) - 1, -1, -1)) for pool in pools]
+    swapped = judge_listwise(gateway, reversed_pools, f"{call_label}-reversed", prompts=prompts)
+    pool_of = {row: k for k, pool in enumerate(pools) for row in pool.rows}
+    return pd.DataFrame({"pool": [pool_of[row] for row in range(len(given))],
+                         "grade_given": pd.array([j.grade for j in given], dtype="Int64"),
+                         "grade_reversed": pd.array([j.grade for j in swapped], dtype="Int64")})
+
+
+def listwise_consistency(swap: pd.DataFrame, seed: int) -> BiasResult:
+    """Share of items (graded in both orders) with the same grade as given and reversed; CI resampling pools."""
+    both = swap.dropna(subset=["grade_given", "grade_reversed"])
+    same = (both.grade_given == both.grade_reversed).to_numpy(dtype=float)
+    return _rate("position", "listwise", POSITION_CONSISTENCY, same, both.pool.tolist(), seed)
+
+
+def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasResult]:
+    """Over the complete pairs: the share whose winner is the same in both orders (CI resampling pools), and the
+    share of answers that chose the passage shown first (0.5 without a position preference; CI likewise)."""
+    complete = [p for p in pairs if p.complete]
+    consistent = np.array([p.consistent for p in complete], dtype=float)
+    first_chosen = np.array([(p.first_order == p.i) + (p.second_order == p.j) for p in complete], dtype=float) / 2
+    pools = [p.pool for p in complete]
+    return [_rate("position", "pairwise", POSITION_CONSISTENCY, consistent, pools, seed),
+            _rate("position", "pairwise", "share of answers choosing the first-shown passage", first_chosen, pools,
+                  seed)]
+
+
+def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_samples: int = 5,
+                     temperature: float = 1.0, prompts: RelevancePrompts = PASSAGE_PROMPTS,
+                     call_label: str = "self-consistency") -> BiasResult:
+    """Per item, the share of its valid samples (seeds 0..n_samples−1 at ``temperature``) equal to its modal
+    grade (the smallest grade on a tie; 1 means the judge always answered the same); mean over items with at
+    least two valid samples, CI resampling items."""
+    samples = pd.DataFrame({s: [j.grade for j in judge_pointwise(gateway, items, f"{call_label}:{s}", temperature,
+                                                                 s, prompts)]
+                            for s in range(n_samples)})
+    shares = []
+    for row in samples.itertuples(index=False):
+        valid = [g for g in row if g is not None and not pd.isna(g)]
+        if len(valid) >= 2:
+            counts = pd.Series(valid).value_counts()
+            shares.append(counts.max() / len(valid))
+    return _rate("self-consistency", "pointwise", f"agreement with the modal grade over {n_samples} samples at "
+                 f"T = {temperature}", np.array(shares, dtype=float), None, seed)
+
+
+def _expected(judgments: Sequence[Judgment]) -> np.ndarray:
+    return np.array([np.nan if j.expected_grade is None else j.expected_grade for j in judgments], dtype=float)
+
+
+def _paired_change(bias: str, statistic: str, after: np.ndarray, before: np.ndarray, seed: int) -> BiasResult:
+    both = ~np.isnan(after) & ~np.isnan(before)
+    return _rate(bias, "pointwise", statistic, after[both] - before[both], None, seed)
+
+
+def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
+                     prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "verbosity") -> BiasResult:
+    """Mean paired change of E[g] when the judged text is padded (:func:`pad`) — positive: padding is rewarded.
+    The unpadded calls are the judge's ordinary ones (cache hits when chapter 03 judged the same items)."""
+    plain = judge_pointwise(gateway, items, call_label, prompts=prompts)
+    padded = judge_pointwise(gateway, [replace(item, output=pad(item.output)) for item in items],
+                             f"{call_label}-padded", prompts=prompts)
+    return _paired_change("verbosity", "mean change of E[g] when padded", _expected(padded), _expected(plain), seed)
+
+
+def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
+                     prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "injection") -> list[BiasResult]:
+    """On ``items`` (texts humans graded irrelevant): inflation of E[g] by the injected instruction without and
+    with the defence, and what the defence recovers (per item: (injected − clean) − (defended injected −
+    defended clean)). Four calls per item, the clean one the judge's ordinary call."""
+    top = max(prompts.scale)
+    injected_items = [replace(item, output=inject(item.output, top)) for item in items]
+    clean = _expected(judge_pointwise(gateway, items, call_label, prompts=prompts))
+    injected = _expected(judge_pointwise(gateway, injected_items, f"{call_label}-injected", prompts=prompts))
+    defended_clean = _expected(judge_messages(gateway, [defended_messages(i, prompts) for i in items],
+                                              f"{call_label}-defended", scale=prompts.scale))
+    defended_injected = _expected(judge_messages(gateway, [defended_messages(i, prompts) for i in injected_items],
+                                                 f"{call_label}-defended-injected", scale=prompts.scale))
+    inflation = injected - clean
+    defended_inflation = defended_injected - defended_clean
+    return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, seed),
+            _paired_change("prompt injection", "mean inflation of E[g], with the defence", defended_injected,
+                           defended_clean, seed),
+            _paired_change("prompt injection", "inflation recovered by the defence", inflation, defended_inflation,
+                           seed)]

@@ -1,0 +1,199 @@
+"""Methods that the literature reports to help a small relevance judge, for chapter 07's dev/test comparison.
+
+Every method sends its calls through :func:`lib.judges.relevance.judge_messages` (pre-filled grade, logprobs) or,
+for pairs, the same gateway; a failed call is a failed judgment, never a grade.
+
+1. *Expected grade over the scale's tokens*: E[g] = Σ_g p(g)·g with p renormalised over the grade tokens among
+   the top log-probabilities — what :func:`lib.judges.relevance.judge_pointwise` already returns
+   (``expected_grade``); rounded (``rounded_expected``) or thresholded (2).
+2. *Ordinal thresholds on E[g]* fit on dev: :func:`lib.analysis.calibration.fit_on_dev`.
+3. *Few-shot*: :func:`fewshot_examples` draws one graded example per grade from the dev rows by a seeded rule;
+   :func:`judge_fewshot` shows them before the query (the examples are the same in every call, so they are part
+   of the shared prompt prefix).
+4. *Criteria decomposition*: each criterion of ``CRITERIA`` (after UMBRELA's intent-match aspect, Upadhyay et al.
+   2024 / Thomas et al. 2024, and the topicality and exactness criteria of Farzi & Dietz 2024, "Best in Tau@
+   LLMJudge") graded 0–3 in its own short call; :func:`combine_criteria` averages their expected grades.
+5. *Pairwise ranking prompting in both orders* (PRP, Qin et al., NAACL 2024 Findings): :func:`judge_pairs` asks
+   which of two passages is more relevant with each shown first; :func:`prp_scores` counts a win only when
+   both orders agree and half a point to each for a tie (the orders disagree), s_i = Σ_j 1[i beats j] +
+   ½·1[tie]; :func:`pool_ndcg` measures the within-pool ranking against human grades (ir_measures nDCG@k).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import ir_measures
+import numpy as np
+import pandas as pd
+from ir_measures import Qrel, ScoredDoc
+from pydantic import BaseModel
+
+from lib.judges.items import JudgeItem
+from lib.judges.relevance import (PASSAGE_4POINT_PROMPTS, Judgment, RelevancePrompts, judge_messages,
+                                  pointwise_messages, truncate)
+from lib.llm.gateway import Gateway
+from lib.prompts import parts as prompt_parts
+
+# Criterion -> the question its call asks (graded 0–3: fully, mostly, slightly, not at all).
+CRITERIA: dict[str, str] = {
+    "Topicality": "is the passage about the subject of the query?",
+    "Intent match": "does the passage give what the person searching most likely wants to know?",
+    "Exactness": "does the passage state the exact answer to the query, not only related facts?",
+}
+CRITERION_SCALE = (0, 1, 2, 3)
+PAIR_PREFILL = '{"better": "'
+
+
+class Preference(BaseModel):
+    better: Literal["A", "B"]
+
+
+def fewshot_examples(dev: pd.DataFrame, scale: Sequence[int], seed: int, human: str = "human_grade",
+                     order: Sequence[str] = ("qid", "docid")) -> pd.DataFrame:
+    """One example per grade of ``scale``, drawn from the ``dev`` rows only: the rows of each grade sorted by
+    ``order``, one chosen by ``default_rng([seed, grade])``; returned lowest grade first. A grade without a dev
+    row is an error (the prompt would silently lack it)."""
+    rows = []
+    for grade in scale:
+        pool = dev[dev[human] == grade].sort_values(list(order))
+        if pool.empty:
+            raise ValueError(f"no dev row has grade {grade}: cannot draw a few-shot example for it")
+        rows.append(pool.iloc[int(np.random.default_rng([seed, grade]).integers(len(pool)))])
+    return pd.DataFrame(rows)
+
+
+def examples_block(examples: pd.DataFrame, max_chars: int, human: str = "human_grade") -> str:
+    """The examples as shown (``passage_relevance_examples.txt``): a heading, then query, passage (cut at
+    ``max_chars`` by :func:`lib.judges.relevance.truncate`) and grade of each."""
+    heading, template = prompt_parts("passage_relevance_examples", 2)
+    shown = [template.format(source=r["query"], output=truncate(r["passage"], max_chars), grade=int(r[human]))
+             for _, r in examples.iterrows()]
+    return "\n\n".join([heading, *shown])
+
+
+def fewshot_messages(item: JudgeItem, block: str, prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS
+                     ) -> list[dict[str, str]]:
+    """The pointwise messages of ``prompts`` with the examples ``block`` before the query in the user message."""
+    system, user = pointwise_messages(item, prompts)
+    return [system, {"role": "user", "content": f"{block}\n\n{user['content']}"}]
+
+
+def judge_fewshot(gateway: Gateway, items: Sequence[JudgeItem], examples: pd.DataFrame, max_chars: int = 300,
+                  prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS, call_label: str = "fewshot") -> list[Judgment]:
+    """Pointwise judgments with the few-shot ``examples`` (:func:`fewshot_examples`) in every prompt."""
+    block = examples_block(examples, max_chars)
+    return judge_messages(gateway, [fewshot_messages(item, block, prompts) for item in items], call_label,
+                          scale=prompts.scale)
+
+
+def criterion_messages(item: JudgeItem, criterion: str) -> list[dict[str, str]]:
+    system, shared, template = prompt_parts("passage_relevance_criterion", 3)
+    question = CRITERIA[criterion]
+    return [{"role": "system", "content": system.format(criterion=criterion, question=question)},
+            {"role": "user", "content": shared.format(source=item.source) + "\n"
+             + template.format(output=item.output, criterion=criterion)}]
+
+
+def judge_criteria(gateway: Gateway, items: Sequence[JudgeItem], criteria: Sequence[str] = tuple(CRITERIA),
+                   call_label: str = "criteria") -> dict[str, list[Judgment]]:
+    """Per criterion, one pointwise judgment (0–3, with E[g]) per item; all calls of a criterion share its system
+    prompt, so they are sent criterion after criterion."""
+    return {c: judge_messages(gateway, [criterion_messages(item, c) for item in items], f"{call_label}:{c}",
+                              scale=CRITERION_SCALE) for c in criteria}
+
+
+def combine_criteria(judgments: dict[str, list[Judgment]]) -> pd.Series:
+    """Mean over the criteria of each item's expected grade (on 0–3); NaN where any criterion has no E[g] (a
+    failure is never averaged away)."""
+    frame = pd.DataFrame({c: [j.expected_grade if j.expected_grade is not None else np.nan for j in js]
+                          for c, js in judgments.items()})
+    return frame.mean(axis=1, skipna=False).rename("criteria_mean")
+
+
+def pair_messages(source: str, first: str, second: str) -> list[dict[str, str]]:
+    system, shared, template = prompt_parts("passage_relevance_pairwise", 3)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": shared.format(source=source) + "\n" + template.format(first=first, second=second)}]
+
+
+@dataclass(frozen=True)
+class PairJudgment:
+    """Which passage won the pair (i, j) of a pool when i was shown first (``first_order``) and when j was
+    (``second_order``): "i", "j", or None for a failed call."""
+
+    pool: str
+    i: str
+    j: str
+    first_order: str | None
+    second_order: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.first_order is not None and self.second_order is not None
+
+    @property
+    def consistent(self) -> bool:
+        """Both orders chose the same passage."""
+        return self.complete and self.first_order == self.second_order
+
+
+def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", call_label: str = "prp"
+                ) -> list[PairJudgment]:
+    """Every unordered pair of passages within each pool (``pools``: columns pool, query, docid and ``text``),
+    asked in both orders (2·C(k, 2) calls for a pool of k). The calls of one pool follow each other (shared
+    query prefix)."""
+    calls, pairs = [], []
+    for pool, part in pools.groupby("pool", sort=True):
+        query = part["query"].iloc[0]
+        docs = part.sort_values("docid")
+        for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text]), 2):
+            pairs.append((str(pool), str(i), str(j)))
+            for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
+                calls.append({"messages": pair_messages(query, a, b), "schema": Preference, "max_tokens": 4,
+                              "prefill": PAIR_PREFILL, "label": f"{call_label}:{pool}:{i}:{j}:{order}"})
+    results = gateway.complete_many(calls, desc=call_label)
+    judged = []
+    for k, (pool, i, j) in enumerate(pairs):
+        first, second = results[2 * k], results[2 * k + 1]
+        judged.append(PairJudgment(pool, i, j,
+                                   first_order=({"A": i, "B": j}[first.value.better] if first.ok else None),
+                                   second_order=({"A": j, "B": i}[second.value.better] if second.ok else None)))
+    return judged
+
+
+def prp_scores(pairs: Sequence[PairJudgment]) -> pd.DataFrame:
+    """PRP-Allpair scores (Qin et al. 2024): per pool and passage, wins (both orders chose it), ties (the orders
+    disagree: ½ each), score = wins + ½·ties over the complete pairs; pairs with a failed call add nothing and
+    are counted (failed_pairs). Columns pool, docid, wins, ties, failed_pairs, score."""
+    rows: dict[tuple[str, str], dict[str, float]] = {}
+    for p in pairs:
+        for doc in (p.i, p.j):
+            rows.setdefault((p.pool, doc), {"wins": 0, "ties": 0, "failed_pairs": 0})
+        if not p.complete:
+            rows[(p.pool, p.i)]["failed_pairs"] += 1
+            rows[(p.pool, p.j)]["failed_pairs"] += 1
+        elif p.consistent:
+            rows[(p.pool, p.first_order)]["wins"] += 1
+        else:
+            rows[(p.pool, p.i)]["ties"] += 1
+            rows[(p.pool, p.j)]["ties"] += 1
+    table = pd.DataFrame([{"pool": pool, "docid": doc, **counts} for (pool, doc), counts in rows.items()])
+    return table.assign(score=table.wins + 0.5 * table.ties)
+
+
+def pool_ndcg(scored: pd.DataFrame, score: str, human: str = "human_grade", cutoff: int = 5) -> pd.Series:
+    """nDCG@``cutoff`` (Järvelin & Kekäläinen 2002, trec_eval's linear gains; ir_measures) of each pool ranked
+    by ``score`` (higher first; rows without a score left out), the human grades as gains. ``scored``: columns
+    pool, docid, ``score``, ``human``. Ties in ``score`` are broken by trec_eval's rule (docid, descending).
+    A pool without a passage of grade > 0 has no ideal ranking (IDCG = 0) and is left out, as in
+    :mod:`lib.analysis.ranking`."""
+    scored = scored[scored.groupby("pool")[human].transform("max") > 0]
+    qrels = [Qrel(str(r.pool), str(r.docid), int(getattr(r, human))) for r in scored.itertuples()]
+    ranked = scored.dropna(subset=[score])
+    run = [ScoredDoc(str(r.pool), str(r.docid), float(getattr(r, score))) for r in ranked.itertuples()]
+    measure = ir_measures.nDCG @ cutoff
+    values = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    return pd.Series(values, name=f"nDCG@{cutoff} by {score}").rename_axis("pool").sort_index()

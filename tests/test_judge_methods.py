@@ -1,0 +1,148 @@
+"""Chapter 07's lifting methods against the fake OpenAI server: few-shot examples from dev only, criteria
+decomposition, PRP in both orders and the within-pool nDCG."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from lib.analysis.calibration import split_groups
+from lib.judges import methods, relevance
+from lib.judges.items import JudgeItem
+from tests.fakes import FakeOpenAI, Reply, always
+from tests.test_judges import digit_logprobs, gateway_for
+
+
+def dl_like():
+    """Three queries with four passages each, one per NIST grade 0–3; passage text names its grade."""
+    return pd.DataFrame([{"qid": f"q{q}", "query": f"query {q}", "docid": f"d{q}{g}", "human_grade": g,
+                          "passage": f"passage of grade {g} for query {q}. " + "more words " * 80}
+                         for q in range(3) for g in range(4)])
+
+
+def test_fewshot_examples_come_from_dev_one_per_grade_seeded():
+    frame = dl_like()
+    split = split_groups(frame, "qid", n_dev=1, seed=0)
+    examples = methods.fewshot_examples(split.dev_rows(frame), (0, 1, 2, 3), seed=4)
+    assert examples.human_grade.tolist() == [0, 1, 2, 3] and set(examples.qid) <= set(split.dev)
+    assert examples.equals(methods.fewshot_examples(split.dev_rows(frame), (0, 1, 2, 3), seed=4))
+    with pytest.raises(ValueError, match="no dev row has grade 3"):
+        methods.fewshot_examples(frame[frame.human_grade < 3], (0, 1, 2, 3), seed=0)
+
+
+def test_fewshot_prompt_puts_the_examples_before_the_query_and_reads_a_4_point_grade(tmp_path):
+    frame = dl_like()
+    examples = methods.fewshot_examples(frame[frame.qid == "q0"], (0, 1, 2, 3), seed=0)
+    reply = always('{"grade": 3}', logprobs=digit_logprobs({3: 0.5, 2: 0.25, 1: 0.25}))
+    with FakeOpenAI(reply) as fake:
+        [judgment] = methods.judge_fewshot(gateway_for(fake, tmp_path), [JudgeItem("query 1", "a passage")], examples,
+                                           max_chars=40)
+    assert judgment.grade == 3 and judgment.expected_grade == pytest.approx(0.5 * 3 + 0.25 * 2 + 0.25 * 1)
+    system, user = fake.requests[0]["messages"][:2]
+    assert system == relevance.pointwise_messages(JudgeItem("query 1", "a passage"), relevance.PASSAGE_4POINT_PROMPTS)[0]
+    text = user["content"]
+    assert text.startswith("Examples of graded passages:")
+    assert [f"Grade: {g}" in text for g in range(4)] == [True] * 4
+    assert text.index("Grade: 3") < text.index('Query: "query 1"') < text.index('Passage: "a passage"')
+    assert "more words more words more words more words" not in text  # example passages cut at 40 characters
+    # Grade 3 is valid on the 4-point scale (the 0–2 schema would refuse it); 4 is not.
+    with FakeOpenAI(always('{"grade": 4}')) as fake:
+        [judgment] = methods.judge_fewshot(gateway_for(fake, tmp_path / "4"), [JudgeItem("q", "p")], examples)
+    assert not judgment.ok and judgment.failure_kind == "schema_violation"
+
+
+def grade_by_criterion(body, n):
+    """Topicality 3, Intent match 2, Exactness 1 (certain); a passage containing "broken" fails Exactness."""
+    system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+    criterion = next(c for c in methods.CRITERIA if f"aspect of the passage, {c}," in system)
+    if criterion == "Exactness" and "broken" in user:
+        return Reply('{"grade": "x"}')
+    grade = {"Topicality": 3, "Intent match": 2, "Exactness": 1}[criterion]
+    return Reply(json.dumps({"grade": grade}), logprobs=digit_logprobs({grade: 1.0}))
+
+
+def test_criteria_are_judged_separately_and_averaged_without_hiding_failures(tmp_path):
+    items = [JudgeItem("q", "a fine passage"), JudgeItem("q", "a broken passage")]
+    with FakeOpenAI(grade_by_criterion) as fake:
+        judged = methods.judge_criteria(gateway_for(fake, tmp_path), items)
+    assert list(judged) == list(methods.CRITERIA)
+    assert [j.grade for j in judged["Topicality"]] == [3, 3]
+    combined = methods.combine_criteria(judged)
+    assert combined.iloc[0] == pytest.approx((3 + 2 + 1) / 3) and math.isnan(combined.iloc[1])
+    assert not judged["Exactness"][1].ok
+    # Calls of one criterion share its system prompt and come one after the other.
+    systems = [r["messages"][0]["content"] for r in fake.requests]
+    assert len(fake.requests) == 3 * 2 + 2  # the broken Exactness call is asked again (max_attempts)
+    assert "Topicality" in systems[0] and "Topicality" in systems[1]
+
+
+def pools_frame():
+    return pd.DataFrame({"pool": ["p"] * 3, "query": ["q"] * 3, "docid": ["a", "b", "c"],
+                         "passage": ["good text", "bad text", "okay text"], "human_grade": [2, 0, 1]})
+
+
+def prefer_by_quality(body, n):
+    """Prefers the better passage by its text: good > okay > bad, whatever the order shown."""
+    user = body["messages"][1]["content"]
+    first = user.split('Passage A: "')[1].split('"')[0]
+    second = user.split('Passage B: "')[1].split('"')[0]
+    rank = {"good text": 2, "okay text": 1, "bad text": 0}
+    return Reply(json.dumps({"better": "A" if rank[first] > rank[second] else "B"}))
+
+
+def test_prp_in_both_orders_with_a_consistent_judge(tmp_path):
+    with FakeOpenAI(prefer_by_quality) as fake:
+        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
+    assert len(pairs) == 3 and len(fake.requests) == 6 and all(p.consistent for p in pairs)
+    assert fake.requests[0]["messages"][-1] == {"role": "assistant", "content": methods.PAIR_PREFILL}
+    scores = methods.prp_scores(pairs).set_index("docid")
+    assert scores.score.to_dict() == {"a": 2.0, "b": 0.0, "c": 1.0}
+    ndcg = methods.pool_ndcg(pools_frame().merge(scores.reset_index()[["docid", "score"]], on="docid"), "score",
+                             cutoff=3)
+    assert ndcg["p"] == pytest.approx(1.0)
+
+
+def test_prp_with_a_judge_that_always_picks_the_first_passage_gives_ties(tmp_path):
+    with FakeOpenAI(always('{"better": "A"}')) as fake:
+        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
+    assert not any(p.consistent for p in pairs)
+    scores = methods.prp_scores(pairs)
+    assert scores.wins.sum() == 0 and scores.ties.tolist() == [2, 2, 2] and scores.score.tolist() == [1.0] * 3
+
+
+def test_prp_failed_call_adds_nothing_and_is_counted(tmp_path):
+    def fail_on_pair_ab(body, n):
+        user = body["messages"][1]["content"]
+        if "good text" in user and "bad text" in user:
+            return Reply('{"better": "C"}')
+        return prefer_by_quality(body, n)
+
+    with FakeOpenAI(fail_on_pair_ab) as fake:
+        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
+    scores = methods.prp_scores(pairs).set_index("docid")
+    assert scores.failed_pairs.to_dict() == {"a": 1, "b": 1, "c": 0}
+    assert scores.score.to_dict() == {"a": 1.0, "b": 0.0, "c": 1.0}  # a beats c; c beats b; a–b unknown
+
+
+def test_pool_ndcg_by_hand_and_pools_without_relevant_passages_left_out():
+    scored = pd.DataFrame({"pool": ["p", "p", "p", "z", "z"], "docid": ["a", "b", "c", "x", "y"],
+                           "human_grade": [2, 0, 1, 0, 0], "score": [1.0, 3.0, 2.0, 1.0, 2.0]})
+    # Ranking b, c, a: DCG@3 = 0 + 1/log2(3) + 2/log2(4); IDCG@3 = 2 + 1/log2(3).
+    expected = (1 / math.log2(3) + 1) / (2 + 1 / math.log2(3))
+    values = methods.pool_ndcg(scored, "score", cutoff=3)
+    assert values.to_dict() == {"p": pytest.approx(expected)}
+
+
+def test_summeval_rubrics_have_study_steps_and_the_no_cot_ablation_drops_the_steps_section():
+    from lib.judges import geval
+
+    assert [r.scale for r in geval.SUMMEVAL_RUBRICS.values()] == [(1, 5), (1, 5), (1, 3), (1, 5)]
+    for rubric in geval.SUMMEVAL_RUBRICS.values():
+        assert geval.evaluation_steps(rubric, "study").startswith("1. ")
+    item = JudgeItem("An article.", "A summary.")
+    with_steps = geval.form_messages(geval.FLUENCY, "1. Read.", item)[0]["content"]
+    without = geval.form_messages(geval.FLUENCY, "", item)[0]["content"]
+    assert with_steps.endswith("Evaluation Steps:\n\n1. Read.") and "Evaluation Steps" not in without
+    assert with_steps.startswith(without) and without.endswith("easy to read and follow.")

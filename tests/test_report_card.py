@@ -1,0 +1,97 @@
+"""The report card: the anchor registry, card rows from each analysis, anchors beside them, and the threats text."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.analysis import report_card as rc
+
+
+def test_every_anchor_uses_a_known_statistic_and_names_its_source():
+    for anchor in rc.ANCHORS:
+        assert anchor.statistic in rc.STATISTICS and anchor.source and anchor.level in ("item", "summary", "system")
+    checked = [a for a in rc.ANCHORS if a.checked_in_paper]
+    # Only G-Eval-4's average ρ was read in the paper's own text (its abstract).
+    assert [(a.judge, a.criterion, a.statistic, a.value) for a in checked] == \
+        [("G-Eval (GPT-4)", "average", rc.SPEARMAN, 0.514)]
+    assert checked[0].text() == "G-Eval (GPT-4) 0.514 (Liu et al.)"
+    umbrela = next(a for a in rc.ANCHORS if a.judge.startswith("UMBRELA"))
+    assert umbrela.text() == "UMBRELA (GPT-4o) 0.31–0.37* (Upadhyay et al.)"
+    assert len(rc.anchors_table()) == len(rc.ANCHORS)
+
+
+def agreement():
+    return {"n": 40, "failed": 2, "exact_agreement": 0.5, "kappa": 0.2, "kappa_ci_low": 0.05, "kappa_ci_high": 0.35,
+            "weighted_kappa": 0.4, "weighted_kappa_ci_low": 0.2, "weighted_kappa_ci_high": 0.6,
+            "binary_kappa": 0.3, "binary_kappa_ci_low": -0.1, "binary_kappa_ci_high": 0.6,
+            "alpha": 0.35, "alpha_ci_low": 0.1, "alpha_ci_high": 0.55,
+            "expected_rho": 0.45, "expected_n": 38, "expected_rho_ci_low": 0.2, "expected_rho_ci_high": 0.65}
+
+
+def protocol():
+    return pd.DataFrame([
+        {"dimension": "coherence", "level": "summary", "coefficient": "spearman", "value": 0.2, "ci_low": 0.0,
+         "ci_high": 0.4, "n": 10},
+        {"dimension": "coherence", "level": "system", "coefficient": "kendall", "value": 0.6, "ci_low": 0.3,
+         "ci_high": 0.8, "n": 16},
+        {"dimension": "average", "level": "summary", "coefficient": "spearman", "value": 0.15, "ci_low": 0.05,
+         "ci_high": 0.25, "n": 10}])
+
+
+def correlations():
+    index = pd.MultiIndex.from_tuples([("asqa", "all", "spearman"), ("all", "all", "spearman"),
+                                       ("all", "all", "kendall")], names=["dataset", "score", "method"])
+    return pd.DataFrame({"n": [8, 16, 16], "r": [0.1, 0.3, 0.2], "p": [0.5, 0.2, 0.3], "ci_low": [-0.5, -0.2, -0.1],
+                         "ci_high": [0.7, 0.7, 0.5]}, index=index)
+
+
+def card():
+    rows = [*rc.agreement_rows(agreement(), "pointwise, thresholds fit on dev", "qwen@sha", "TREC DL19"),
+            *rc.protocol_rows(protocol(), "G-Eval, study steps, weighted", "qwen@sha", "SummEval", failed=1),
+            *rc.correlation_rows(correlations(), "nugget score (all)", "qwen@sha", "ALCE", "answer")]
+    return rc.report_card(rows)
+
+
+def test_report_card_rows_and_anchors():
+    table = card()
+    assert list(table.columns) == [*rc.CARD_COLUMNS, "anchors", "anchor_unchecked"]
+    assert len(table) == 5 + 3 + 2  # agreement set, protocol rows, the "all" rows of the correlation table
+    kappa = table[(table.dataset == "TREC DL19") & (table.statistic == rc.KAPPA)].iloc[0]
+    assert (kappa.n, kappa.value, kappa.failed) == (40, 0.2, 2)
+    assert kappa.anchors.split("; ") == ["UMBRELA (GPT-4o) 0.31–0.37* (Upadhyay et al.)",
+                                         "LLMJudge best (GPT-4o) 0.286* (Rahmani et al.)",
+                                         "LLMJudge zero-shot Llama-3-8B 0.180* (Rahmani et al.)"]
+    binary = table[table.statistic == rc.BINARY_KAPPA].iloc[0]
+    assert "0.428*" in binary.anchors and "0.520*" in binary.anchors
+    coherence = table[(table.criterion == "coherence") & (table.level == "summary")].iloc[0]
+    assert coherence.anchors == "G-Eval (GPT-4) 0.582* (Liu et al.)" and coherence.anchor_unchecked
+    average = table[table.criterion == "average"].iloc[0]
+    assert average.anchors.split("; ")[0] == "G-Eval (GPT-4) 0.514 (Liu et al.)"
+    assert "ROUGE-1 0.192*" in average.anchors
+    assert table[table.dataset == "ALCE"].anchors.tolist() == ["—", "—"]
+    assert table[table.dataset == "ALCE"].statistic.tolist() == [rc.SPEARMAN, rc.KENDALL]
+
+
+def test_report_card_refuses_an_unknown_statistic():
+    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, 0)))
+    with pytest.raises(ValueError, match=r"unknown statistic\(s\) \['accuracy'\]"):
+        rc.report_card([row])
+
+
+def test_threats_are_written_from_the_numbers():
+    bias = pd.DataFrame([{"bias": "position", "statistic": "position consistency", "value": 0.4, "ci_low": 0.3,
+                          "ci_high": 0.5, "n": 30}])
+    text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", dev_groups=10,
+                                  test_groups=20, crs_sessions=6)
+    assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60)" in text  # the one LLM number whose CI spans 0
+    assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16" \
+        in text
+    assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30" in text
+    assert "10 dev groups" in text and "20 disjoint test groups" in text and "6 simulated sessions" in text
+    no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 1, 1)
+    assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
+
+
+def test_undefined_interval_is_said_so():
+    assert rc._interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"

@@ -1,0 +1,186 @@
+"""Chapter 07's analysis: G-Eval's correlation protocol with document-bootstrap CIs, the relevance agreement set
+against hand-computed κ and α, and the dev/test split with ordinal thresholds fit on dev only."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lib.analysis import calibration, validity
+from lib.analysis.stats import cohen_kappa
+
+
+def summeval_like():
+    """Four documents x three systems X, Y, Z. Document C: constant human scores; D: constant judge scores."""
+    return pd.DataFrame({
+        "doc_id": ["A"] * 3 + ["B"] * 3 + ["C"] * 3 + ["D"] * 3,
+        "system_id": ["X", "Y", "Z"] * 4,
+        "coherence": [1, 2, 3, 1, 2, 3, 2, 2, 2, 1, 2, 3],
+        "judge": [1, 3, 2, 3, 2, 1, 1, 2, 3, 2, 2, 2],
+        "fluency": [1, 2, 3, 3, 2, 1, 1, 2, 3, 1, 2, 3],
+    })
+
+
+def test_document_correlations_skip_constant_documents():
+    values = validity.document_correlations(summeval_like(), "doc_id", "coherence", "judge")
+    # A: judge ranks 1,3,2 against 1,2,3: ρ = 1 − 6·2/(3·8) = 0.5; B: reversed, ρ = −1; C and D constant.
+    assert values.to_dict() == pytest.approx({"A": 0.5, "B": -1.0})
+    tau = validity.document_correlations(summeval_like(), "doc_id", "coherence", "judge", "kendall")
+    assert tau.to_dict() == pytest.approx({"A": 1 / 3, "B": -1.0})  # A: 2 concordant, 1 discordant pair of 3
+
+
+def test_summary_level_averages_kept_documents_and_resamples_documents():
+    frame = summeval_like()
+    result = validity.summary_level(frame, "doc_id", [("coherence", "judge")], "spearman", seed=1, n_resamples=500)
+    assert result["value"] == pytest.approx(-0.25) and result["documents"] == 2
+    # Each resample averages two draws of the kept documents' {0.5, −1}; 500 resamples include both "A, A" and
+    # "B, B", so the 95% interval spans the two values. Documents C and D never enter a resample's mean.
+    assert (result["ci_low"], result["ci_high"]) == (pytest.approx(-1.0), pytest.approx(0.5))
+    assert validity.summary_level(frame, "doc_id", [("coherence", "judge")], "spearman", 1, 500) == result
+    assert validity.per_group_correlation(frame, "doc_id", "coherence", "judge") == (pytest.approx(-0.25), 2)
+
+
+def test_summary_level_average_over_dimensions_is_the_mean_of_their_values():
+    frame = summeval_like()
+    # fluency vs judge: A ρ = 0.5, B ρ = 1 (both descending), C ρ = 1 (both ascending), D constant judge: skipped.
+    fluency = validity.summary_level(frame, "doc_id", [("fluency", "judge")], "spearman", 0, 200)
+    assert fluency["value"] == pytest.approx((0.5 + 1 + 1) / 3) and fluency["documents"] == 3
+    both = validity.summary_level(frame, "doc_id", [("coherence", "judge"), ("fluency", "judge")], "spearman", 0, 200)
+    assert both["value"] == pytest.approx((-0.25 + 5 / 6) / 2) and both["documents"] == 3
+
+
+def test_system_level_correlates_system_means_over_documents():
+    frame = summeval_like()
+    # Judge means: X (1+3+1+2)/4 = 1.75, Y 2.25, Z 2.0; human means: X 1.25, Y 2.0, Z 2.75.
+    # Ranks judge X<Z<Y = (1, 3, 2), human (1, 2, 3): ρ = 0.5, τ = 1/3.
+    rho = validity.system_level(frame, "doc_id", "system_id", "coherence", "judge", "spearman", 0, 300)
+    tau = validity.system_level(frame, "doc_id", "system_id", "coherence", "judge", "kendall", 0, 300)
+    assert rho["value"] == pytest.approx(0.5) and tau["value"] == pytest.approx(1 / 3)
+    assert rho["systems"] == 3 and rho["documents"] == 4
+    assert -1 <= rho["ci_low"] <= rho["ci_high"] <= 1
+
+
+def test_document_bootstrap_is_reproducible_with_its_seed():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"doc_id": np.repeat(np.arange(12), 5), "system_id": np.tile(list("VWXYZ"), 12),
+                          "human": rng.integers(1, 6, 60), "judge": rng.normal(size=60)})
+    first = validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", seed=5, n_resamples=300)
+    assert first == validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", 5, 300)
+    assert first != validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", 6, 300)
+    system = validity.system_level(frame, "doc_id", "system_id", "human", "judge", "kendall", 5, 300)
+    assert system == validity.system_level(frame, "doc_id", "system_id", "human", "judge", "kendall", 5, 300)
+
+
+def test_system_level_uses_only_rows_with_a_score():
+    frame = summeval_like()
+    frame.loc[(frame.doc_id == "A") & (frame.system_id == "Y"), "judge"] = np.nan  # a failed judgment
+    # Y's means now over B, C, D only: judge (2+2+2)/3 = 2, human (2+2+2)/3 = 2; X 1.75/1.25, Z 2.0/2.75.
+    result = validity.system_level(frame, "doc_id", "system_id", "coherence", "judge", "spearman", 0, 100)
+    assert result["value"] == pytest.approx(pd.Series([1.75, 2.0, 2.0]).corr(pd.Series([1.25, 2.0, 2.75]), "spearman"))
+
+
+def test_geval_protocol_long_table():
+    table = validity.geval_protocol(summeval_like(), {"coherence": "judge", "fluency": "judge"}, seed=0,
+                                    n_resamples=100)
+    assert len(table) == 2 * (2 * 2 + 1)  # coefficients x (dimensions x levels + average)
+    row = table[(table.dimension == "coherence") & (table.level == "summary") & (table.coefficient == "spearman")]
+    assert row.value.item() == pytest.approx(-0.25) and row.n.item() == 2
+    assert set(table[table.dimension == "average"].level) == {"summary"}
+
+
+def agreement_frame():
+    return pd.DataFrame({"human_grade": [0, 1, 2, 2, 1], "grade": pd.array([0, 1, 2, 1, None], dtype="Int64"),
+                         "expected_grade": [0.1, 0.9, 1.9, 1.2, np.nan]})
+
+
+def test_relevance_agreement_against_hand_computed_values():
+    result = validity.relevance_agreement(agreement_frame(), "grade", scale=(0, 1, 2), relevant_from=2, seed=0,
+                                          n_resamples=200)
+    assert result["n"] == 4 and result["failed"] == 1 and result["exact_agreement"] == 0.75
+    # Human 0,1,2,2 vs judge 0,1,2,1: p_o = 3/4, p_e = 5/16, κ = (12 − 5)/11 = 7/11.
+    assert result["kappa"] == pytest.approx(7 / 11)
+    # Quadratic weights (i−j)²/4: Σw·O = 1/16, Σw·E = 5/16, κ_w = 1 − 1/5.
+    assert result["weighted_kappa"] == pytest.approx(0.8)
+    # Binarised at 2: 0,0,1,1 vs 0,0,1,0: p_o = 3/4, p_e = 1/2, κ = 0.5.
+    assert result["binary_kappa"] == pytest.approx(0.5)
+    # Ordinal α: n_0 = 2, n_1 = 3, n_2 = 3 pooled; δ(1,2) = (3 + 3 − 3)² = 9, δ(0,1) = 2.5², δ(0,2) = 5.5²;
+    # D_o = 2·9/8, D_e = 2·(2·3·6.25 + 3·3·9 + 2·3·30.25)/(8·7) = 600/56; α = 1 − 2.25·56/600 = 0.79.
+    assert result["alpha"] == pytest.approx(0.79)
+    assert result["expected_rho"] == pytest.approx(pd.Series([0.1, 0.9, 1.9, 1.2]).corr(pd.Series([0, 1, 2, 2]),
+                                                                                        "spearman"))
+    for name in ("kappa", "weighted_kappa", "binary_kappa", "alpha"):
+        assert result[f"{name}_ci_low"] <= result[f"{name}_ci_high"]
+
+
+def test_alpha_ci_is_seeded_and_interval_alpha_by_hand():
+    # Interval α of (1, 2, 3) vs (1, 2, 4): pooled values 1,1,2,2,3,4; D_o = 2·1/6; Σ_{i<j}(v_i − v_j)² =
+    # 6·35 − 13² = 41, D_e = 2·41/30; α = 1 − (1/3)/(82/30) = 72/82.
+    result = validity.alpha_ci([1, 2, 3], [1, 2, 4], seed=3, level_of_measurement="interval", n_resamples=200)
+    assert result["alpha"] == pytest.approx(72 / 82)
+    assert result == validity.alpha_ci([1, 2, 3], [1, 2, 4], 3, "interval", 200)
+
+
+def test_binarise_keeps_missing():
+    assert validity.binarise(pd.array([0, 1, 2, 3, None], dtype="Int64"), 2).tolist() == [0, 0, 1, 1, pd.NA]
+
+
+def passages(n_queries=6, per_query=4):
+    return pd.DataFrame({"qid": np.repeat([f"q{k}" for k in range(n_queries)], per_query),
+                         "docid": [f"d{k}" for k in range(n_queries * per_query)]})
+
+
+def test_split_is_by_group_disjoint_seeded_and_covers_the_groups():
+    frame = passages()
+    split = calibration.split_groups(frame, "qid", n_dev=2, seed=7)
+    assert len(split.dev) == 2 and len(split.test) == 4 and not set(split.dev) & set(split.test)
+    assert set(split.dev) | set(split.test) == set(frame.qid)
+    dev, test = split.dev_rows(frame), split.test_rows(frame)
+    assert not set(dev.docid) & set(test.docid) and len(dev) + len(test) == len(frame)
+    assert calibration.split_groups(frame, "qid", 2, seed=7) == split
+    assert calibration.split_groups(frame, "qid", 2, 3, n_test=1).test.__len__() == 1
+    with pytest.raises(ValueError, match="n_dev must be between 1 and 5"):
+        calibration.split_groups(frame, "qid", 6, seed=0)
+    with pytest.raises(ValueError, match="share groups"):
+        calibration.Split("qid", ("q1",), ("q1", "q2"), 0)
+
+
+def test_sample_per_group_is_seeded_by_id_and_keeps_small_groups_whole():
+    frame = pd.concat([passages(n_queries=3, per_query=5), pd.DataFrame({"qid": ["q9"], "docid": ["x"]})])
+    sample = calibration.sample_per_group(frame, "qid", "docid", k=2, seed=3)
+    assert sample.groupby("qid").size().to_dict() == {"q0": 2, "q1": 2, "q2": 2, "q9": 1}
+    assert sample.equals(calibration.sample_per_group(frame.iloc[::-1], "qid", "docid", 2, 3).iloc[::-1])
+    assert not sample.equals(calibration.sample_per_group(frame, "qid", "docid", 2, 4))
+
+
+def test_thresholds_apply_and_fit_by_hand():
+    assert calibration.apply_thresholds([0.2, 0.5, 1.7, 2.5, None], [0.5, 1.5, 2.5], (0, 1, 2, 3)).tolist() == \
+        [0, 1, 2, 3, pd.NA]
+    with pytest.raises(ValueError, match="3 non-decreasing cuts"):
+        calibration.apply_thresholds([1.0], [1.5, 0.5, 2.0], (0, 1, 2, 3))
+    # Two groups of scores separate the grades perfectly; the cut between them is the midpoint 0.5.
+    assert calibration.fit_thresholds([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1], (0, 1)) == (pytest.approx(0.5),)
+    cuts = calibration.fit_thresholds([0.3, 0.4, 1.1, 1.2, 2.8, 2.9], [0, 0, 1, 1, 2, 2], (0, 1, 2))
+    assert calibration.apply_thresholds([0.3, 0.4, 1.1, 1.2, 2.8, 2.9], cuts, (0, 1, 2)).tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_fast_weighted_kappa_equals_statsmodels():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 4, 50), rng.integers(0, 4, 50)
+    weights = (np.subtract.outer(np.arange(4), np.arange(4)) ** 2).astype(float)
+    assert calibration._weighted_kappa(a, b, weights) == pytest.approx(
+        cohen_kappa(a.tolist(), b.tolist(), (0, 1, 2, 3), weights="quadratic"))
+
+
+def test_thresholds_fit_on_dev_never_see_test_rows():
+    frame = passages().assign(score=np.linspace(0, 3, 24), human_grade=np.repeat([0, 1, 2, 3, 1, 2], 4))
+    split = calibration.split_groups(frame, "qid", n_dev=3, seed=1)
+    seen = {}
+
+    def spy(scores, human, scale):
+        seen["scores"] = list(scores)
+        return calibration.fit_thresholds(scores, human, scale)
+
+    cuts, test = calibration.fit_on_dev(frame, split, "score", "human_grade", (0, 1, 2, 3), fit=spy)
+    assert seen["scores"] == split.dev_rows(frame).score.tolist()  # exactly the dev rows, nothing of test
+    assert set(test.qid) == set(split.test) and test.score_grade.notna().all()
+    assert test.score_grade.tolist() == calibration.apply_thresholds(test.score, cuts, (0, 1, 2, 3)).tolist()
