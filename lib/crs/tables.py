@@ -126,19 +126,26 @@ def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = Met
 
 def ablation_orders(ablation_frame: pd.DataFrame) -> pd.DataFrame:
     """Per variant of :func:`ablation`, the systems from the highest mean score to the lowest (ties in table
-    order) and whether that order differs from the order under the declared weights (``tas`` for the TAS
-    variants, ``cas`` for the CAS variants)."""
+    order), whether that order differs from the order under the declared weights (``tas`` for the TAS
+    variants, ``cas`` for the CAS variants), and Kendall's τ-b between the variant's and the declared weights'
+    system means (scipy.stats.kendalltau; NaN with fewer than two systems scored under both)."""
+    from scipy.stats import kendalltau
+
     systems = _order(ablation_frame)
+    scores = ablation_frame.pivot(index="model", columns="variant", values="score")
 
     def order(variant: str) -> list[str]:
-        scores = ablation_frame[ablation_frame["variant"] == variant].set_index("model")["score"]
-        return sorted(scores.index, key=lambda m: (-scores[m] if pd.notna(scores[m]) else np.inf, systems.index(m)))
+        column = scores[variant]
+        return sorted(column.index, key=lambda m: (-column[m] if pd.notna(column[m]) else np.inf, systems.index(m)))
 
     rows = []
     for variants in (TAS_VARIANTS, CAS_VARIANTS):
-        reference = order(next(iter(variants)))
-        rows.extend({"variant": v, "order": " > ".join(order(v)), "changed": order(v) != reference,
-                     "echo_rank": order(v).index("echo") + 1 if "echo" in systems else None} for v in variants)
+        declared = next(iter(variants))
+        for v in variants:
+            both = scores[[v, declared]].dropna()
+            tau = float(kendalltau(both[v], both[declared]).statistic) if len(both) > 1 else float("nan")
+            rows.append({"variant": v, "order": " > ".join(order(v)), "changed": order(v) != order(declared),
+                         "kendall_tau": tau, "echo_rank": order(v).index("echo") + 1 if "echo" in systems else None})
     return pd.DataFrame(rows).set_index("variant")
 
 

@@ -8,8 +8,9 @@ differences between systems).
   (CR of each reply to the user turns of its own segment vs the other segments), tested across sessions by
   :func:`paired_tests`: Wilcoxon signed-rank per system with the matched-pairs rank-biserial effect size and Holm
   over the family; :func:`ordering_check` for the orders the known-behaviour systems must show.
-* Ablations — :func:`ablation_rankings`: how the order of systems changes without the copy penalty, with CC or CR
-  alone, and with CAS without its recovery component (Kendall's τ with the full metric's order).
+* Ablations are :func:`lib.crs.tables.ablation` and :func:`lib.crs.tables.ablation_orders` (chapter 06's): how the
+  order of systems changes without the copy penalty, with CC or CR alone, and with CAS without its recovery
+  component (Kendall's τ with the declared weights' order).
 """
 from __future__ import annotations
 
@@ -138,36 +139,3 @@ def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> 
 
 
 # Variant -> the variant whose system order it is compared with (None: a reference).
-ABLATION_VARIANTS: dict[str, str | None] = {"TAS": None, "TAS without copy penalty": "TAS", "CC only": "TAS",
-                                            "CR only": "TAS", "CAS": None, "CAS without recovery": "CAS"}
-
-
-def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
-    """Per variant of ``ABLATION_VARIANTS``: the systems' means, their order (best first), and Kendall's τ-b with
-    the order of the variant's reference. TAS and TAS without the copy penalty come from
-    :func:`lib.crs.tables.ablation` (TAS recomputed per turn with γ = 0); CC and CR alone are the sessions' mean
-    CC and CR; CAS without recovery renormalises the remaining CAS weights:
-    (w_tas·TAS + w_stability·(1 − interference)) / (w_tas + w_stability), over sessions with a shift."""
-    from scipy.stats import kendalltau
-
-    tas = ablation(turns, config).pivot(index="model", columns="variant", values="tas")
-    weights = config.cas_weights
-    kept = {k: w for k, w in weights.items() if k != "recovery"}
-    cas_without = ((kept.get("tas", 0) * rows["tas"] + kept.get("stability", 0) * (1 - rows["interference"]))
-                   / sum(kept.values()))
-    sessions = rows.assign(cas_without_recovery=cas_without.where(rows["cas"].notna()))
-    means = pd.DataFrame({
-        "TAS": tas["full"], "TAS without copy penalty": tas["without_copy"],
-        "CC only": sessions.groupby("model")["cc"].mean(), "CR only": sessions.groupby("model")["cr"].mean(),
-        "CAS": sessions.groupby("model")["cas"].mean(),
-        "CAS without recovery": sessions.groupby("model")["cas_without_recovery"].mean()})
-    out = []
-    for variant, reference in ABLATION_VARIANTS.items():
-        values = means[variant].dropna().sort_values(ascending=False, kind="stable")
-        row = {"variant": variant, "reference": reference or "—", "order": " > ".join(values.index),
-               **{f"mean_{m}": float(v) for m, v in means[variant].items()}}
-        if reference:
-            both = means[[variant, reference]].dropna()
-            row["kendall_tau"] = float(kendalltau(both[variant], both[reference]).statistic) if len(both) > 1 else np.nan
-        out.append(row)
-    return pd.DataFrame(out)
