@@ -25,7 +25,6 @@ from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
 from lib.crs.metrics import idf_cosine, pairs, system_concepts
 from lib.crs.records import SessionLog
-from lib.crs.tables import ablation
 from lib.crs.universe import ItemUniverse
 
 METRICS = ("tas", "cas", "cc", "cr", "copy_ratio", "recovery_rate", "interference")
