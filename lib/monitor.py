@@ -251,6 +251,18 @@ def daily_summary(connection: sqlite3.Connection) -> pd.DataFrame:
     return out.reset_index()
 
 
+def release_comparison(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> tuple[pd.DataFrame, pd.Series]:
+    """The same queries judged on ``broken_day`` (served by a broken release) and on ``fixed_day`` (served again
+    after the fix), from :func:`judgments`: a table of each metric per query and release (only queries judged on
+    both days), and the mean over those queries of fixed − broken per metric. A judge that sees the fault gives
+    a clearly positive difference."""
+    days = per_query[per_query["day"].isin([broken_day, fixed_day]) & (per_query["ok"] == 1)]
+    days = days.assign(release=days["day"].map({broken_day: "broken", fixed_day: "fixed"}))
+    table = days.pivot_table(index="query", columns="release", values=list(METRICS)).dropna()
+    difference = table.xs("fixed", axis=1, level="release") - table.xs("broken", axis=1, level="release")
+    return table, difference.mean()[list(METRICS)]
+
+
 def low_items(connection: sqlite3.Connection, day: str, groundedness_below: float, relevance_below: float
               ) -> pd.DataFrame:
     """The day's successfully judged items with groundedness or relevance below the alert thresholds."""

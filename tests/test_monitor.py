@@ -175,3 +175,13 @@ def test_scores_are_probability_weighted_when_logprobs_come_back():
     assert how == "logprobs" and read["groundedness"] == pytest.approx(2.5 / 3) and read["relevance"] == pytest.approx(2 / 3)
     read, how = monitor.read_scores(scores, None)
     assert how == "argmax" and read["groundedness"] == 1.0
+
+
+def test_release_comparison_pairs_the_same_queries_across_releases():
+    rows = [{"day": day, "query": q, "ok": ok, **dict.fromkeys(monitor.METRICS, value)}
+            for day, q, ok, value in [("d3", "q1", 1, 0.5), ("d3", "q2", 1, 0.7), ("d5", "q1", 1, 0.9),
+                                      ("d5", "q2", 0, 0.0),  # a failed judgment: q2 has no fixed score
+                                      ("d1", "q1", 1, 0.1)]]  # another day: not part of the comparison
+    table, difference = monitor.release_comparison(pd.DataFrame(rows), broken_day="d3", fixed_day="d5")
+    assert table.index.tolist() == ["q1"]
+    assert difference.index.tolist() == list(monitor.METRICS) and difference.to_numpy() == pytest.approx([0.4] * 4)

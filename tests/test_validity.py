@@ -167,3 +167,16 @@ def test_reshuffled_agreement_skips_pools_shown_in_the_same_order():
     # only the second pool moved: rows 2 (2 vs 1) and 3 (2 vs 2) -> 1 of 2 agree
     assert (result["pools_reordered"], result["same_first_item"], result["n"]) == (1, 1, 2)
     assert result["exact_agreement"] == 0.5
+
+
+def test_system_orders_show_ties_and_kendall_tau_b():
+    frame = pd.DataFrame({"dataset": ["a"] * 6, "system": ["X", "X", "Y", "Y", "Z", "Z"],
+                          "utility": [3, 3, 2, 2, 1, 1], "score": [0.9, 0.7, 0.5, 0.3, 0.4, 0.4],
+                          "sparse": [0.2, np.nan, 0.2, np.nan, np.nan, np.nan]})
+    table = validity.system_orders(frame, ["score", "sparse"], "utility", by="dataset")
+    score = table.loc[("a", "score")]
+    # means X 0.8, Y 0.4, Z 0.4 against utility 3, 2, 1: τ-b with one tie = 2 / sqrt(3 · 2) (scipy cross-check)
+    assert score["order by score"] == "X > Y = Z" and score["order by utility"] == "X > Y > Z"
+    assert score["kendall_tau"] == pytest.approx(2 / np.sqrt(6))
+    sparse = table.loc[("a", "sparse")]
+    assert sparse["systems scored"] == 2 and sparse["order by score"] == "X = Y" and np.isnan(sparse["kendall_tau"])

@@ -268,6 +268,34 @@ def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by
     return pd.DataFrame(rows).set_index([by, "score", "method"])
 
 
+def _order_text(means: pd.Series) -> str:
+    """Systems from best to worst, tied means joined by "=" (rounded to 12 digits so float noise breaks no tie)."""
+    groups = means.round(12).groupby(means.round(12), sort=True)
+    return " > ".join(" = ".join(sorted(part.index)) for _, part in reversed(list(groups)))
+
+
+def system_orders(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str, system: str = "system"
+                  ) -> pd.DataFrame:
+    """Do the scores order the systems as the human ratings do? Per group of ``by`` and score column: each
+    system's mean score (over its rows with a score) and mean ``human`` rating, both orders (ties shown with
+    "="), and Kendall's τ-b between the two sets of means over the systems with a score (τ-b corrects for ties;
+    Kendall 1945; ``scipy.stats.kendalltau``; NaN with fewer than 2 systems or a constant side). Index (by,
+    score)."""
+    from scipy.stats import kendalltau
+
+    rows = []
+    for (group, column), part in frame.melt(id_vars=[by, system, human], value_vars=list(scores),
+                                             var_name="score").groupby([by, "score"], sort=True):
+        means = part.groupby(system)[["value", human]].mean()
+        scored = means.dropna()
+        tau = (kendalltau(scored["value"], scored[human]).statistic
+               if len(scored) > 1 and scored["value"].nunique() > 1 and scored[human].nunique() > 1 else float("nan"))
+        rows.append({by: group, "score": column, "systems scored": len(scored),
+                     "order by score": _order_text(scored["value"]), f"order by {human}": _order_text(means[human]),
+                     "kendall_tau": float(tau)})
+    return pd.DataFrame(rows).set_index([by, "score"])
+
+
 def _resample_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
     """How often each of ``n_units`` units is drawn in each of ``n_resamples`` bootstrap resamples (numpy
     ``default_rng(seed)``, n draws with replacement per resample): an (n_resamples × n_units) count matrix."""
