@@ -24,7 +24,7 @@ from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
 from lib.crs.metrics import idf_cosine, pairs, system_concepts
 from lib.crs.records import SessionLog
-from lib.crs.tables import ablation
+from lib.crs.tables import CAS_VARIANTS, TAS_VARIANTS, ablation
 from lib.crs.universe import ItemUniverse
 
 METRICS = ("tas", "cas", "cc", "cr", "copy_ratio", "recovery_rate", "interference")
@@ -137,37 +137,29 @@ def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> 
             "holds": holds, **{f"mean_{m}": float(v) for m, v in means.items()}}
 
 
-# Variant -> the variant whose system order it is compared with (None: a reference).
-ABLATION_VARIANTS: dict[str, str | None] = {"TAS": None, "TAS without copy penalty": "TAS", "CC only": "TAS",
-                                            "CR only": "TAS", "CAS": None, "CAS without recovery": "CAS"}
+# Variant of :func:`lib.crs.tables.ablation` -> the name shown; the first variant of TAS_VARIANTS and of
+# CAS_VARIANTS (the declared weights) is the reference the others' system orders are compared with.
+ABLATION_NAMES: dict[str, str] = {"tas": "TAS", "tas_without_copy": "TAS without copy penalty", "cc_only": "CC only",
+                                  "cr_only": "CR only", "cas": "CAS", "cas_without_recovery": "CAS without recovery"}
 
 
 def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
-    """Per variant of ``ABLATION_VARIANTS``: the systems' means, their order (best first), and Kendall's τ-b with
-    the order of the variant's reference. TAS and TAS without the copy penalty come from
-    :func:`lib.crs.tables.ablation` (TAS recomputed per turn with γ = 0); CC and CR alone are the sessions' mean
-    CC and CR; CAS without recovery renormalises the remaining CAS weights:
-    (w_tas·TAS + w_stability·(1 − interference)) / (w_tas + w_stability), over sessions with a shift."""
+    """Per variant of :func:`lib.crs.tables.ablation` (TAS without the copy penalty, CC or CR alone, CAS without
+    its recovery component, each beside the declared TAS or CAS): the systems' means, their order (best first)
+    and Kendall's τ-b of the means with those of the reference (the declared weights; NaN for a reference)."""
     from scipy.stats import kendalltau
 
-    tas = ablation(turns, config).pivot(index="model", columns="variant", values="tas")
-    weights = config.cas_weights
-    kept = {k: w for k, w in weights.items() if k != "recovery"}
-    cas_without = ((kept.get("tas", 0) * rows["tas"] + kept.get("stability", 0) * (1 - rows["interference"]))
-                   / sum(kept.values()))
-    sessions = rows.assign(cas_without_recovery=cas_without.where(rows["cas"].notna()))
-    means = pd.DataFrame({
-        "TAS": tas["full"], "TAS without copy penalty": tas["without_copy"],
-        "CC only": sessions.groupby("model")["cc"].mean(), "CR only": sessions.groupby("model")["cr"].mean(),
-        "CAS": sessions.groupby("model")["cas"].mean(),
-        "CAS without recovery": sessions.groupby("model")["cas_without_recovery"].mean()})
+    means = ablation(turns, rows, config).pivot(index="model", columns="variant", values="score")
     out = []
-    for variant, reference in ABLATION_VARIANTS.items():
-        values = means[variant].dropna().sort_values(ascending=False, kind="stable")
-        row = {"variant": variant, "reference": reference or "—", "order": " > ".join(values.index),
-               **{f"mean_{m}": float(v) for m, v in means[variant].items()}}
-        if reference:
+    for variants in (TAS_VARIANTS, CAS_VARIANTS):
+        reference = next(iter(variants))
+        for variant in variants:
+            ordered = means[variant].dropna().sort_values(ascending=False, kind="stable")
             both = means[[variant, reference]].dropna()
-            row["kendall_tau"] = float(kendalltau(both[variant], both[reference]).statistic) if len(both) > 1 else np.nan
-        out.append(row)
+            tau = (float(kendalltau(both[variant], both[reference]).statistic)
+                   if variant != reference and len(both) > 1 else np.nan)
+            out.append({"variant": ABLATION_NAMES[variant],
+                        "reference": "—" if variant == reference else ABLATION_NAMES[reference],
+                        "order": " > ".join(ordered.index), "kendall_tau": tau,
+                        **{f"mean_{m}": float(v) for m, v in means[variant].items()}})
     return pd.DataFrame(out)
