@@ -9,6 +9,10 @@ anchor, and the threats to validity written from the measured numbers.
   :func:`lib.analysis.validity.correlation_table` (chapters 05 and 06 summarised with their CIs);
   :func:`report_card` stacks them and puts the anchors beside them (:func:`with_anchors`, which also serves the
   bias battery's table).
+* :func:`monitor_rows` — chapter 05's nightly monitor as a card row: does the judge's daily score separate
+  the day a broken release was served from the normal days?
+* :func:`target_table` / :func:`supported_uses` — the lifted judge's test numbers against the targets the
+  chapter's issue sets (``TARGETS``), and which of the study's conclusions they can carry.
 * :func:`threats_to_validity` — Markdown generated from the card, the bias battery and the sizes.
 
 Card columns (``CARD_COLUMNS``): judge (judge and method, e.g. "G-Eval, study steps, weighted"), model (the judge
@@ -40,7 +44,13 @@ EXPECTED_RHO = "Spearman ρ of E[g]"
 SPEARMAN = "Spearman ρ"
 KENDALL = "Kendall τ"
 POSITION_CONSISTENCY = "position consistency"
-STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY)
+MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
+STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
+              MARGIN)
+# Judge names the targets and the headline look up: the relevance method chosen on dev carries CHOSEN after its
+# name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
+CHOSEN = " (chosen on dev)"
+GEVAL_WEIGHTED = "G-Eval, study steps, weighted"
 COEFFICIENT_NAMES = {"spearman": SPEARMAN, "kendall": KENDALL}
 
 GEVAL_PAPER = "Liu et al., G-Eval, EMNLP 2023, Table 1 (summary level)"
@@ -126,17 +136,42 @@ def anchors_table(anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     return pd.DataFrame([a.__dict__ for a in anchors])
 
 
+def _matching(row: Mapping, anchors: Sequence[Anchor]) -> list[Anchor]:
+    """The anchors of the row's criterion, statistic and level shown with its data set (or with any)."""
+    return [a for a in anchors if a.shown_with in (None, row["dataset"]) and a.criterion == row["criterion"]
+            and a.statistic == row["statistic"] and a.level == row["level"]]
+
+
 def with_anchors(table: pd.DataFrame, anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     """``table`` (columns dataset, criterion, statistic, level) with ``anchors`` (the texts of every anchor of
     the same criterion, statistic and level shown with the row's data set, "; "-joined, "—" when none) and
     ``anchor_unchecked`` (some of them not checked in the paper)."""
-    def matching(row: pd.Series) -> list[Anchor]:
-        return [a for a in anchors if a.shown_with in (None, row["dataset"]) and a.criterion == row["criterion"]
-                and a.statistic == row["statistic"] and a.level == row["level"]]
-
-    found = table.apply(matching, axis=1) if len(table) else pd.Series(dtype=object)
+    found = table.apply(_matching, axis=1, anchors=anchors) if len(table) else pd.Series(dtype=object)
     return table.assign(anchors=[("; ".join(a.text() for a in m) or "—") for m in found],
                         anchor_unchecked=[any(not a.checked_in_paper for a in m) for m in found])
+
+
+def judge_kind(card: pd.DataFrame) -> pd.Series:
+    """Per card row, "non-LLM baseline" or "LLM judge (<model description>)" (:func:`lib.report.describe_model`)."""
+    return card["model"].map(lambda m: "non-LLM baseline" if m == "—" else f"LLM judge ({describe_model(m)})")
+
+
+def forest_rows(table: pd.DataFrame, label: Sequence[str], group: str | pd.Series, anchors: Sequence[Anchor] = ANCHORS
+                ) -> pd.DataFrame:
+    """The rows of a card or bias table as :func:`lib.plots.interval_forest` draws them: label (the ``label``
+    columns joined by " · "), group (column ``group``, or a series such as :func:`judge_kind`), value, CI, and
+    anchor (the first matching anchor's value, the middle of a range; NaN when none)."""
+    def anchor_value(row: pd.Series) -> float:
+        found = _matching(row, anchors)
+        if not found:
+            return float("nan")
+        first = found[0]
+        return first.value if first.upper is None else (first.value + first.upper) / 2
+
+    groups = table[group] if isinstance(group, str) else group
+    return pd.DataFrame({"label": table[list(label)].astype(str).agg(" · ".join, axis=1), "group": groups,
+                         "value": table["value"], "ci_low": table["ci_low"], "ci_high": table["ci_high"],
+                         "anchor": table.apply(anchor_value, axis=1) if len(table) else []}).reset_index(drop=True)
 
 
 def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, level: str, n: float, value: float,
@@ -180,6 +215,19 @@ def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, 
                  r["ci_high"], failed) for (score, method), r in part.iterrows()]
 
 
+def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"
+                 ) -> list[dict[str, object]]:
+    """One card row from a ``monitor_days`` table: the separation margin min(``score`` on the normal days) −
+    ``score`` on the degraded day (> 0: some alert threshold flags the degraded day and no other), over n =
+    days. A single degraded day gives nothing to resample, so the CI is undefined (NaN)."""
+    degraded, normal = days[days["degraded"]], days[~days["degraded"]]
+    if len(degraded) != 1 or normal.empty:
+        raise ValueError(f"monitor_days: {len(degraded)} degraded day(s) and {len(normal)} normal ones; need 1 and ≥ 1")
+    margin = float(normal[score].min() - degraded[score].iloc[0])
+    failed = int(days["failed"].sum()) if "failed" in days else 0
+    return [_row(judge, model, dataset, score, MARGIN, "day", len(days), margin, float("nan"), float("nan"), failed)]
+
+
 def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`)."""
     card = pd.DataFrame(list(rows), columns=list(CARD_COLUMNS))
@@ -187,6 +235,67 @@ def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] 
     if unknown:
         raise ValueError(f"unknown statistic(s) {unknown}; use one of STATISTICS")
     return with_anchors(card, anchors)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A value the chapter's issue asks the lifted judge to reach on test: the card row of dataset, criterion,
+    statistic and level whose judge name ends with ``judge``."""
+
+    what: str
+    judge: str
+    dataset: str
+    criterion: str
+    statistic: str
+    level: str
+    value: float
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("relevance labels on TREC DL19", CHOSEN, "TREC DL19", "relevance", WEIGHTED_KAPPA, "item", 0.40),
+    Target("G-Eval on SummEval, average of the four dimensions", GEVAL_WEIGHTED, "SummEval", "average", SPEARMAN,
+           "summary", 0.30),
+)
+
+
+def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.DataFrame:
+    """Per target: the card row it reads (judge, n, value, CI), the target, ``reached`` (the value is at least
+    the target) and ``reached_by_interval`` (the lower 95% bound is). A target without its row is an error."""
+    out = []
+    for t in targets:
+        rows = card[card["judge"].str.endswith(t.judge) & (card["dataset"] == t.dataset)
+                    & (card["criterion"] == t.criterion) & (card["statistic"] == t.statistic)
+                    & (card["level"] == t.level)]
+        if len(rows) != 1:
+            raise ValueError(f"target {t.what!r}: {len(rows)} card rows match, expected 1")
+        r = rows.iloc[0]
+        out.append({"target": t.what, "judge": r["judge"], "statistic": t.statistic, "level": t.level, "n": r["n"],
+                    "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "goal": t.value,
+                    "reached": bool(r["value"] >= t.value),
+                    "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value)})
+    return pd.DataFrame(out)
+
+
+def _verdict(reached: bool, by_interval: bool) -> str:
+    return ("supported: the whole 95% interval clears the target" if by_interval
+            else "not established: the estimate reaches the target, its interval does not" if reached
+            else "not supported: the estimate misses the target")
+
+
+def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
+    """Which conclusions of the study the judge can carry, from the card and :func:`target_table`: item-level
+    relevance labels and summary-level G-Eval scores by their targets; system-level orderings by the G-Eval
+    dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target is set for them)."""
+    lines = [f"{t.target} ({t.statistic}, {t.level} level): {_verdict(t.reached, t.reached_by_interval)} "
+             f"({_interval(t._asdict())} against {t.goal:.2f})." for t in targets.itertuples()]
+    system = card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
+    above = system[system["ci_low"] > 0]
+    lines.append(f"System-level orderings of SummEval's {int(system['n'].max()) if len(system) else 0} systems: the "
+                 f"95% interval of Spearman ρ is above 0 for {len(above)} of {len(system)} dimensions"
+                 + (f" ({', '.join(above['criterion'])})" if len(above) else "")
+                 + (": orderings of systems on those dimensions are supported, item-level claims are not unless "
+                    "a row above says so." if len(above) else ": not even system orderings are supported."))
+    return lines
 
 
 def _interval(row: Mapping) -> str:

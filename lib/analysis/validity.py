@@ -296,7 +296,8 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     documents where either side is constant are skipped, per pair). CI: documents are resampled with
     replacement (all pairs together, so the average keeps its dependence between dimensions); in a resample
     each pair's mean is taken over its kept documents as drawn (with multiplicity); percentile interval.
-    Keys: value, documents (distinct documents kept by some pair), ci_low, ci_high."""
+    Keys: value, documents (distinct documents kept by some pair), ci_low, ci_high (NaN with fewer than two
+    documents: resampling one document only repeats it)."""
     per_document = pd.concat([document_correlations(frame, group, human, score, coefficient).rename(i)
                               for i, (human, score) in enumerate(pairs)], axis=1)
     if per_document.empty:
@@ -308,7 +309,7 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
         means = (counts @ np.where(kept, values, 0.0)) / (counts @ kept)
     distribution = means.mean(axis=1)
     value = float(np.mean([np.nanmean(values[:, j]) for j in range(values.shape[1])]))
-    low, high = _percentile_ci(distribution, level)
+    low, high = _percentile_ci(distribution, level) if len(values) > 1 else (float("nan"), float("nan"))
     return {"value": value, "documents": int(kept.any(axis=1).sum()), "ci_low": low, "ci_high": high}
 
 
@@ -318,7 +319,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     score (what a leaderboard user reads), with a CI from resampling documents (a resample draws documents with
     replacement; each system's two means are recomputed over the drawn documents, with multiplicity, over the
     rows where the score is present). ``coefficient``: spearman or kendall (τ-b). Keys: value, systems,
-    documents, ci_low, ci_high."""
+    documents, ci_low, ci_high (NaN with fewer than two documents)."""
     from scipy import stats as sps
 
     func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
@@ -340,7 +341,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
         score_means = (counts @ np.where(present, s, 0.0)) / n
         human_means = (counts @ np.where(present, h, 0.0)) / n
     distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means)])
-    low, high = _percentile_ci(distribution, level)
+    low, high = _percentile_ci(distribution, level) if len(s) > 1 else (float("nan"), float("nan"))
     return {"value": value, "systems": int(scores.shape[1]), "documents": int(len(s)), "ci_low": low, "ci_high": high}
 
 
@@ -423,3 +424,25 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_gra
         out |= {"expected_rho": rho["r"], "expected_n": rho["n"], "expected_rho_ci_low": rho["ci_low"],
                 "expected_rho_ci_high": rho["ci_high"]}
     return out
+
+
+def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, human: str = "human_grade",
+                              categories: Sequence[int] = GRADES, seed: int = 0, n_resamples: int = 2000,
+                              level: float = 0.95) -> dict[str, float]:
+    """κ_w(human, a) − κ_w(human, b) (quadratic weights, :func:`lib.analysis.stats.cohen_kappa`) over the rows
+    where the human grade and both judge grades are present, with a percentile item-bootstrap CI: the rows are
+    resampled with replacement, each row's three grades kept together (seeded numpy draws), so the two κ_w share
+    their resample and the interval is that of the paired difference; resamples where either κ_w is undefined
+    are dropped. Keys n, difference, ci_low, ci_high."""
+    rows = frame[[human, a, b]].dropna().astype(int)
+    h, x, y = (rows[c].to_numpy() for c in (human, a, b))
+
+    def difference(index: np.ndarray) -> float:
+        return (cohen_kappa(h[index], x[index], categories, weights="quadratic")
+                - cohen_kappa(h[index], y[index], categories, weights="quadratic"))
+
+    value = difference(np.arange(len(rows))) if len(rows) else float("nan")
+    draws = np.random.default_rng(seed).integers(0, len(rows), size=(n_resamples, len(rows))) if len(rows) else []
+    low, high = _percentile_ci(np.array([difference(i) for i in draws]), level) if len(rows) > 1 \
+        else (float("nan"), float("nan"))
+    return {"n": len(rows), "difference": value, "ci_low": low, "ci_high": high}
