@@ -6,10 +6,10 @@
 * :func:`fit_thresholds` / :func:`apply_thresholds` — ordinal cuts on a continuous score (a judge's expected
   grade, a BM25 score, a cosine) that map it to grades; fit on dev by maximising quadratic-weighted κ with the
   human grades, then applied unchanged to test. :func:`fit_on_dev` does both and hands the fit only dev rows.
-* :class:`Method` / :func:`compare_on_dev` / :func:`choose_method` / :func:`grades_on_test` — grading methods
+* :class:`Method` / :func:`compare_on_dev` / :func:`choose_method` / :func:`freeze` — grading methods
   (a judged column as written, or thresholds on it) scored on dev, a fitted method by leave-one-group-out
   cuts (:func:`out_of_fold_grades`) so that no dev row is graded by cuts fit on it; one method chosen by a rule
-  fixed in advance, and only that one graded on test.
+  fixed in advance, frozen (:class:`Frozen`: its cuts fit on all of dev) and only then graded on test.
 
 Cuts c_1 ≤ … ≤ c_{K−1} on scores s give the grade g(s) = g_0 + #{k : s ≥ c_k} on the scale g_0 < … < g_{K−1}
 (ordinal regression by thresholds, as in McCullagh 1980, fit here by direct search rather than a likelihood).
@@ -206,13 +206,23 @@ def choose_method(table: pd.DataFrame) -> str:
     return str(ranked.index[0])
 
 
-def grades_on_test(method: Method, frame: pd.DataFrame, split: Split, human: str, scale: Sequence[int]
-                ) -> tuple[tuple[float, ...] | None, pd.Series]:
-    """The method's grades of the test rows of ``frame``: the column as written, or thresholds fit on every dev
-    row and applied unchanged (:func:`fit_on_dev`); returns (the cuts or None, grades indexed like the test
-    rows)."""
-    if not method.fit:
-        test = split.test_rows(frame)
-        return None, pd.Series(pd.array(test[method.column], dtype="Int64"), index=test.index)
-    cuts, test = fit_on_dev(frame, split, method.column, human, scale)
-    return cuts, test[f"{method.column}_grade"]
+@dataclass(frozen=True)
+class Frozen:
+    """A method with everything it learnt from dev fixed before any test call: its cuts (None when it grades from
+    its column as written)."""
+
+    method: Method
+    cuts: tuple[float, ...] | None
+
+    def grades(self, rows: pd.DataFrame, scale: Sequence[int]) -> pd.Series:
+        """The method's grades of ``rows`` (nullable Int64, indexed like ``rows``), the cuts applied unchanged."""
+        values = rows[self.method.column].to_numpy()
+        grades = apply_thresholds(values, self.cuts, scale) if self.cuts is not None else pd.array(values, dtype="Int64")
+        return pd.Series(grades, index=rows.index, name=self.method.name)
+
+
+def freeze(method: Method, dev: pd.DataFrame, human: str, scale: Sequence[int],
+           fit: Callable[..., tuple[float, ...]] = fit_thresholds) -> Frozen:
+    """The method frozen on dev: a fitted method's cuts fit on every dev row (``fit``), else no cuts."""
+    cuts = tuple(fit(dev[method.column].to_numpy(), dev[human].to_numpy(), scale)) if method.fit else None
+    return Frozen(method, cuts)

@@ -245,6 +245,13 @@ def judge_kinds(kinds: Sequence[str], gateway: Gateway, items: Sequence[JudgeIte
     return pd.concat(columns, axis=1)
 
 
+def judge_passages(kinds: Sequence[str], gateway: Gateway, rows: pd.DataFrame, query: str = "query",
+                   passage: str = "passage", **options: object) -> pd.DataFrame:
+    """:func:`judge_kinds` on each row's (``query``, ``passage``), the result indexed like ``rows``."""
+    items = [JudgeItem(source=q, output=t) for q, t in zip(rows[query], rows[passage])]
+    return judge_kinds(kinds, gateway, items, **options).set_axis(rows.index)  # type: ignore[arg-type]
+
+
 REFERENCE_METHOD = Method("pointwise, argmax", "pointwise_grade", fit=False, calls=1)
 
 
@@ -260,6 +267,12 @@ def lifting_methods(n_criteria: int) -> list[Method]:
             Method("few-shot, thresholds on E[g]", "fewshot_expected", fit=True, calls=1),
             Method("criteria, rounded mean", "criteria_rounded", fit=False, calls=n_criteria),
             Method("criteria, thresholds on the mean", "criteria_expected", fit=True, calls=n_criteria)]
+
+
+def expected_column(method: Method) -> str | None:
+    """The E[g] column of the calls ``method`` grades from (its Spearman ρ with the human grade is reported),
+    None for a method that makes no LLM call."""
+    return f"{call_kind(method)}_expected" if method.calls else None
 
 
 def call_kind(method: Method) -> str:
