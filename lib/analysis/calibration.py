@@ -190,7 +190,7 @@ def compare_on_dev(dev: pd.DataFrame, methods: Sequence[Method], group: str, hum
         a, b = dev.loc[both, human].astype(int), grades[both].astype(int)
         rows[method.name] = {"calls": method.calls, "fit": method.fit, "failed": int(grades.isna().sum()),
                              **agreement(a, b, scale), **agreement_ci(a, b, seed, n_resamples, categories=scale)}
-    return pd.DataFrame(rows).T.rename_axis("method")
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 
 def choose_method(table: pd.DataFrame) -> str:
@@ -198,7 +198,7 @@ def choose_method(table: pd.DataFrame) -> str:
     :func:`compare_on_dev` table, those whose dev κ_w reaches the lower 95% bound of the best dev κ_w are
     indistinguishable from the best on dev; of those, the fewest calls per item wins (it is the cheapest to
     run on test and later), then the higher dev κ_w, then table order."""
-    llm = table[table["calls"] > 0].astype({"weighted_kappa": float, "weighted_kappa_ci_low": float})
+    llm = table[table["calls"] > 0]
     best = llm["weighted_kappa"].idxmax()
     tied = llm[llm["weighted_kappa"] >= llm.at[best, "weighted_kappa_ci_low"]]
     ranked = tied.assign(order=range(len(tied))).sort_values(["calls", "weighted_kappa", "order"],

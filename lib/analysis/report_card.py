@@ -277,25 +277,37 @@ def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.
 
 
 def _verdict(reached: bool, by_interval: bool) -> str:
-    return ("supported: the whole 95% interval clears the target" if by_interval
+    return ("reached: the whole 95% interval clears the target" if by_interval
             else "not established: the estimate reaches the target, its interval does not" if reached
-            else "not supported: the estimate misses the target")
+            else "not reached")
 
 
-def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
-    """Which conclusions of the study the judge can carry, from the card and :func:`target_table`: item-level
-    relevance labels and summary-level G-Eval scores by their targets; system-level orderings by the G-Eval
-    dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target is set for them)."""
-    lines = [f"{t.target} ({t.statistic}, {t.level} level): {_verdict(t.reached, t.reached_by_interval)} "
-             f"({_interval(t._asdict())} against {t.goal:.2f})." for t in targets.itertuples()]
+def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
+    """Which conclusions of the study the judge can carry, from the card and :func:`target_table`: per target
+    (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
+    ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
+    is set there; above 0 means the judge orders SummEval's systems better than chance)."""
+    uses = {t.target: f"{t.statistic} {_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
+                      f"{_verdict(t.reached, t.reached_by_interval)}." for t in targets.itertuples()}
     system = card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
     above = system[system["ci_low"] > 0]
-    lines.append(f"System-level orderings of SummEval's {int(system['n'].max()) if len(system) else 0} systems: the "
-                 f"95% interval of Spearman ρ is above 0 for {len(above)} of {len(system)} dimensions"
-                 + (f" ({', '.join(above['criterion'])})" if len(above) else "")
-                 + (": orderings of systems on those dimensions are supported, item-level claims are not unless "
-                    "a row above says so." if len(above) else ": not even system orderings are supported."))
-    return lines
+    uses["system level"] = (
+        f"the system-level Spearman ρ over SummEval's {int(system['n'].max()) if len(system) else 0} systems has a "
+        f"95% interval above 0 for {len(above)} of {len(system)} dimensions"
+        + (f" ({', '.join(above['criterion'])}): orderings of systems on those dimensions are supported, while "
+           "item-level claims need the targets above." if len(above) else ": not even system orderings are supported."))
+    return uses
+
+
+def compact(card: pd.DataFrame) -> pd.DataFrame:
+    """The card for reading: one row per judge, model, data set, criterion and level, one column per statistic
+    holding "value (low to high)" (— where the judge has no such number), with n and failed."""
+    cells = card.assign(text=[_interval(r).replace("95% CI ", "") for r in card.to_dict("records")])
+    keys = ["judge", "dataset", "criterion", "level"]
+    wide = cells.pivot_table(index=keys, columns="statistic", values="text", aggfunc="first", sort=False)
+    counts = cells.groupby(keys, sort=False)[["n", "failed"]].max()
+    ordered = [s for s in STATISTICS if s in wide.columns]
+    return counts.join(wide[ordered]).fillna("—")
 
 
 def _interval(row: Mapping) -> str:
@@ -317,10 +329,11 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     llm = card[card.model != "—"]
     spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
     if len(spans_zero):
-        listed = "; ".join(f"{r.judge} on {r.dataset} ({r.criterion}, {r.statistic}, {r.level}): {_interval(r._asdict())}"
-                           for r in spans_zero.itertuples())
+        listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
+            f"{r.statistic} ({r.criterion}, {r.level}) {_interval(r._asdict())}" for r in part.itertuples())
+            for (judge, dataset), part in spans_zero.groupby(["judge", "dataset"], sort=False))
         lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of {len(llm)} LLM-judge numbers "
-                     f"have a 95% CI that includes 0: {listed}.")
+                     f"have a 95% CI that includes 0 — {listed}.")
     widths = (card.ci_high - card.ci_low).dropna()
     if len(widths):
         widest = card.loc[widths.idxmax()]

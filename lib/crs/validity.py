@@ -146,7 +146,8 @@ ABLATION_NAMES: dict[str, str] = {"tas": "TAS", "tas_without_copy": "TAS without
 def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
     """Per variant of :func:`lib.crs.tables.ablation` (TAS without the copy penalty, CC or CR alone, CAS without
     its recovery component, each beside the declared TAS or CAS): the systems' means, their order (best first)
-    and Kendall's τ-b of the means with those of the reference (the declared weights; NaN for a reference)."""
+    and Kendall's τ-b of the means with those of the reference (the declared weights; NaN for a reference), and
+    ``changed``: the order differs from the reference's."""
     from scipy.stats import kendalltau
 
     means = ablation(turns, rows, config).pivot(index="model", columns="variant", values="score")
@@ -158,8 +159,10 @@ def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricCon
             both = means[[variant, reference]].dropna()
             tau = (float(kendalltau(both[variant], both[reference]).statistic)
                    if variant != reference and len(both) > 1 else np.nan)
+            reference_order = means[reference].dropna().sort_values(ascending=False, kind="stable").index
             out.append({"variant": ABLATION_NAMES[variant],
                         "reference": "—" if variant == reference else ABLATION_NAMES[reference],
                         "order": " > ".join(ordered.index), "kendall_tau": tau,
+                        "changed": list(ordered.index) != list(reference_order),
                         **{f"mean_{m}": float(v) for m, v in means[variant].items()}})
     return pd.DataFrame(out)
