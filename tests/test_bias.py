@@ -10,7 +10,7 @@ import pytest
 
 from lib.analysis.report_card import with_anchors
 from lib.judges import bias, relevance
-from lib.judges.items import JudgeItem, make_pools
+from lib.judges.items import JudgeItem, make_pools, renumbered
 from lib.judges.methods import PairJudgment
 from tests.fakes import FakeOpenAI, Reply
 from tests.test_judges import digit_logprobs, gateway_for
@@ -111,3 +111,13 @@ def test_a_failed_call_leaves_its_item_out(tmp_path):
     assert result.n == 1 and result.value == 0.0
     empty = bias.listwise_consistency(pd.DataFrame({"pool": [], "grade_given": [], "grade_reversed": []}), 0)
     assert empty.n == 0 and np.isnan(empty.value)
+
+
+def test_renumbered_pools_keep_their_prompts_and_cover_their_rows():
+    items = [JudgeItem("q1", f"p{k}") for k in range(4)] + [JudgeItem("q2", f"r{k}") for k in range(4)]
+    pools = make_pools(items, ["q1"] * 4 + ["q2"] * 4, size=2)
+    subset, original = renumbered([pools[3], pools[1]])
+    assert [p.outputs for p in subset] == [pools[3].outputs, pools[1].outputs]
+    assert [p.rows for p in subset] == [(0, 1), (2, 3)] and original == [6, 7, 2, 3]
+    assert relevance.listwise_messages(subset[0], relevance.PASSAGE_PROMPTS) == \
+        relevance.listwise_messages(pools[3], relevance.PASSAGE_PROMPTS)

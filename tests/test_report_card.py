@@ -95,3 +95,55 @@ def test_threats_are_written_from_the_numbers():
 
 def test_undefined_interval_is_said_so():
     assert rc._interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"
+
+
+def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_normal_day():
+    days = pd.DataFrame({"overall": [0.91, 0.88, 0.90], "degraded": [False, True, False], "failed": [0, 1, 0]})
+    [row] = rc.monitor_rows(days, "nightly monitor", "m", "RAG monitor")
+    assert (row["statistic"], row["level"], row["n"], row["failed"]) == (rc.MARGIN, "day", 3, 1)
+    assert row["value"] == pytest.approx(0.02) and np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
+    with pytest.raises(ValueError, match="2 degraded day"):
+        rc.monitor_rows(days.assign(degraded=[True, True, False]), "monitor", "m", "RAG monitor")
+
+
+def card_with_targets(dl19_low=0.45, geval_value=0.2):
+    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5),
+            rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
+                    dl19_low, 0.7),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 2, geval_value, -0.1, 0.4),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6)]
+    return rc.report_card(rows)
+
+
+def test_targets_and_what_the_judge_supports():
+    targets = rc.target_table(card_with_targets())
+    assert targets.judge.tolist() == ["few-shot" + rc.CHOSEN, rc.GEVAL_WEIGHTED]
+    assert targets.reached.tolist() == [True, False] and targets.reached_by_interval.tolist() == [True, False]
+    uses = rc.supported_uses(card_with_targets(), targets)
+    assert uses["relevance labels on TREC DL19"].endswith("reached: the whole 95% interval clears the target.")
+    assert uses["G-Eval on SummEval, average of the four dimensions"].endswith(": not reached.")
+    assert "above 0 for 1 of 2 dimensions (coherence): orderings of systems" in uses["system level"]
+    between = rc.target_table(card_with_targets(dl19_low=0.3))
+    assert between.reached.iloc[0] and not between.reached_by_interval.iloc[0]
+    assert "not established" in rc.supported_uses(card_with_targets(dl19_low=0.3), between)[
+        "relevance labels on TREC DL19"]
+    with pytest.raises(ValueError, match="0 card rows match"):
+        rc.target_table(card_with_targets().drop(index=1))  # no chosen method on the card
+
+
+def test_compact_card_and_forest_rows():
+    table = card()
+    view = rc.compact(table)
+    dl19 = view.loc[("pointwise, thresholds fit on dev", "TREC DL19", "relevance", "item")]
+    assert dl19[rc.WEIGHTED_KAPPA] == "0.40 (0.20 to 0.60)" and dl19["n"] == 40 and dl19["failed"] == 2
+    assert view.loc[("nugget score (all)", "ALCE", "all", "answer"), rc.KAPPA] == "—"
+    assert list(view.columns[2:]) == [s for s in rc.STATISTICS if s in set(table.statistic)]
+    part = table[table.statistic.isin([rc.WEIGHTED_KAPPA, rc.SPEARMAN])]
+    rows = rc.forest_rows(part, ["judge", "dataset"], rc.judge_kind(part))
+    assert rows.label.iloc[0] == "pointwise, thresholds fit on dev · TREC DL19"
+    assert rows.group.iloc[0] == "LLM judge (qwen)"  # describe_model of an unknown identity: its name
+    average = rows[part.criterion.to_numpy() == "average"]
+    assert average.anchor.tolist() == [0.514]  # the first anchor of the row: G-Eval (GPT-4)
+    assert rows.anchor.isna().sum() == len(rows) - 2  # coherence (0.582) and average have anchors
+    assert rc.judge_kind(part.assign(model="—")).unique().tolist() == ["non-LLM baseline"]

@@ -435,7 +435,7 @@ def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, human: str = 
     their resample and the interval is that of the paired difference; resamples where either κ_w is undefined
     are dropped. Keys n, difference, ci_low, ci_high."""
     rows = frame[[human, a, b]].dropna().astype(int)
-    h, x, y = (rows[c].to_numpy() for c in (human, a, b))
+    h, x, y = rows.to_numpy().T  # by position: a and b may name the same column
 
     def difference(index: np.ndarray) -> float:
         return (cohen_kappa(h[index], x[index], categories, weights="quadratic")
