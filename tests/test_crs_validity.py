@@ -107,3 +107,11 @@ def test_convergent_validity_correlates_metrics_with_each_judge_score():
     judged = session_rows().iloc[[0, 1, 2, 4, 5]]
     mean = judged[["judge_coherence", "judge_personalisation", "judge_proactiveness"]].astype(float).mean(axis=1)
     assert row["n"] == 5 and row["r"] == pytest.approx(judged.tas.corr(mean, "spearman"))
+
+
+def test_convergent_validity_over_all_sessions_only():
+    table = validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"], per_system=False)
+    assert set(table.index.get_level_values("model")) == {"all"}
+    assert table.loc[("judge_mean", "all", "tas", "spearman"), "r"] == pytest.approx(
+        validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"]).loc[
+            ("judge_mean", "all", "tas", "spearman"), "r"])

@@ -251,21 +251,22 @@ def geval_correlations(frame: pd.DataFrame, group: str, human: str, scores: Sequ
     return table
 
 
-def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str, seed: int,
+def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str | None, seed: int,
                       n_resamples: int = 2000) -> pd.DataFrame:
     """Spearman's ρ and Kendall's τ-b of each column in ``scores`` with ``human`` over the rows where both are
-    present, per group of ``by`` and over all rows (group ``all``), each with its pair-bootstrap CI
-    (:func:`lib.analysis.stats.correlation_ci`). Index (by, score, method)."""
+    present, per group of ``by`` (None: no groups) and over all rows (group ``all``), each with its pair-bootstrap
+    CI (:func:`lib.analysis.stats.correlation_ci`). Index (by or "group", score, method)."""
     from lib.analysis.stats import correlation_ci
 
+    level = by or "group"
     rows = []
-    for group, part in [*frame.groupby(by, sort=True), ("all", frame)]:
+    for group, part in [*(frame.groupby(by, sort=True) if by else []), ("all", frame)]:
         for column in scores:
             both = part[[column, human]].dropna()
             for method in ("spearman", "kendall"):
-                rows.append({by: group, "score": column, "method": method,
+                rows.append({level: group, "score": column, "method": method,
                              **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples)})
-    return pd.DataFrame(rows).set_index([by, "score", "method"])
+    return pd.DataFrame(rows).set_index([level, "score", "method"])
 
 
 def _resample_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:

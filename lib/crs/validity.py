@@ -31,15 +31,17 @@ METRICS = ("tas", "cas", "cc", "cr", "copy_ratio", "recovery_rate", "interferenc
 
 
 def convergent_validity(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000,
-                        metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+                        metrics: Sequence[str] = METRICS, per_system: bool = True) -> pd.DataFrame:
     """For each judge score (every rubric criterion and ``judge_mean``, their mean) over the judged sessions:
-    :func:`lib.analysis.validity.correlation_table` of the session ``metrics`` with it, per system and ``all``.
+    :func:`lib.analysis.validity.correlation_table` of the session ``metrics`` with it, per system (when
+    ``per_system``; each bootstrap costs time, and a system has few sessions) and over all (``all``).
     Index (judge_score, model, score, method); columns n, r, p, ci_low, ci_high."""
     judged = rows[rows["judge_ok"].astype(bool)].copy()
     criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
     judged[criteria] = judged[criteria].astype(float)
     judged["judge_mean"] = judged[criteria].mean(axis=1)
-    tables = {judge: correlation_table(judged, list(metrics), judge, by="model", seed=seed, n_resamples=n_resamples)
+    tables = {judge: correlation_table(judged, list(metrics), judge, by="model" if per_system else None, seed=seed,
+                                       n_resamples=n_resamples).rename_axis(index={"group": "model"})
               for judge in [*criteria, "judge_mean"]}
     return pd.concat(tables, names=["judge_score"])
 
