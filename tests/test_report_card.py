@@ -147,3 +147,7 @@ def test_compact_card_and_forest_rows():
     assert average.anchor.tolist() == [0.514]  # the first anchor of the row: G-Eval (GPT-4)
     assert rows.anchor.isna().sum() == len(rows) - 2  # coherence (0.582) and average have anchors
     assert rc.judge_kind(part.assign(model="—")).unique().tolist() == ["non-LLM baseline"]
+
+
+def test_system_level_dimensions_are_those_whose_interval_is_above_zero():
+    assert rc.system_level_dimensions(card_with_targets()) == ["coherence"]

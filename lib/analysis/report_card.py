@@ -289,14 +289,25 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
     uses = {t.target: f"{t.statistic} {_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
                       f"{_verdict(t.reached, t.reached_by_interval)}." for t in targets.itertuples()}
-    system = card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
-    above = system[system["ci_low"] > 0]
+    system = _system_rows(card)
+    above = system_level_dimensions(card)
     uses["system level"] = (
         f"the system-level Spearman ρ over SummEval's {int(system['n'].max()) if len(system) else 0} systems has a "
         f"95% interval above 0 for {len(above)} of {len(system)} dimensions"
-        + (f" ({', '.join(above['criterion'])}): orderings of systems on those dimensions are supported, while "
-           "item-level claims need the targets above." if len(above) else ": not even system orderings are supported."))
+        + (f" ({', '.join(above)}): orderings of systems on those dimensions are supported, while item-level claims "
+           "need the targets above." if above else ": not even system orderings are supported."))
     return uses
+
+
+def _system_rows(card: pd.DataFrame) -> pd.DataFrame:
+    return card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
+
+
+def system_level_dimensions(card: pd.DataFrame) -> list[str]:
+    """The SummEval dimensions on which G-Eval (as declared) orders the systems better than chance: the 95%
+    interval of its system-level Spearman ρ lies above 0."""
+    system = _system_rows(card)
+    return system.loc[system["ci_low"] > 0, "criterion"].tolist()
 
 
 def compact(card: pd.DataFrame) -> pd.DataFrame:
@@ -319,13 +330,15 @@ def _interval(row: Mapping) -> str:
 def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
                         crs_sessions: int | None = None) -> str:
     """Markdown list of the threats to chapter 07's conclusions, every number taken from the tables passed in:
-    the judge model (``describe_model``) beside the anchors' models; the card rows whose CI includes 0 and the
-    widest CI with its n; the bias battery's measured numbers (``bias``: columns bias, statistic, value, ci_low,
-    ci_high, n); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter
-    06 (``crs_sessions``, None when the CRS rows are not in the card)."""
-    lines = [f"- **A small judge.** Every LLM number here comes from {describe_model(model)}; the anchors beside "
-             f"them come from GPT-4-class models, so a gap is expected and says how far this judge can be used, "
-             f"not that the protocol differs."]
+    the judge models (``model`` and those of the card's LLM rows, ``describe_model``) beside the anchors' models;
+    the card rows whose CI includes 0, grouped by judge and data set, and the widest CI with its n; the bias
+    battery's measured numbers (``bias``: columns bias, statistic, value, ci_low, ci_high, n, and form when
+    known); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter 06
+    (``crs_sessions``, None when the CRS rows are not in the card)."""
+    models = sorted((set(card.model) - {"—"}) | {model})
+    lines = [f"- **A small judge.** Every LLM number here comes from {' and '.join(map(describe_model, models))}; "
+             f"the anchors beside them come from GPT-4-class models, so a gap is expected and says how far this judge "
+             f"can be used, not that the protocol differs."]
     llm = card[card.model != "—"]
     spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
     if len(spans_zero):
@@ -340,8 +353,9 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
                      f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
                      f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
-    for r in bias.itertuples():
-        lines.append(f"- **Judge bias — {r.bias}.** {r.statistic}: {_interval(r._asdict())} over n = {int(r.n)}.")
+    for r in bias.to_dict("records"):
+        form = f", {r['form']}" if "form" in r else ""
+        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
                  f"won on dev can lose on test by chance, which the test interval shows.")
