@@ -103,11 +103,14 @@ def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping]) -> None
 
 
 def simulated_log(answers: pd.DataFrame, days: Sequence[str], per_day: int, degraded_day: str,
-                  system: str = "rag-v1", degraded_system: str = "rag-v1.1-broken-context") -> list[dict]:
+                  recheck_day: str | None = None, system: str = "rag-v1",
+                  degraded_system: str = "rag-v1.1-broken-context") -> list[dict]:
     """Log rows for a simulation: the topics of ``answers`` (columns qid, variant, query, notes, answer) in order,
     ``per_day`` per day over ``days``, one query per hour from 09:00. Normally the logged answer is the
     ``with_context`` one; on ``degraded_day`` a broken release serves the ``no_context`` answer while the log
-    still shows the notes it retrieved (the generator never saw them)."""
+    still shows the notes it retrieved (the generator never saw them). On ``recheck_day`` (after the fix) the
+    degraded day's queries are asked again and served normally, so the same topics are judged under both
+    releases (a paired control: the normal days have other topics)."""
     qids = list(dict.fromkeys(answers.qid))
     if len(qids) < per_day * len(days):
         raise ValueError(f"{len(qids)} topics cannot fill {len(days)} days x {per_day}")
@@ -120,6 +123,12 @@ def simulated_log(answers: pd.DataFrame, days: Sequence[str], per_day: int, degr
             notes = by_key.loc[(qid, "with_context"), "notes"]
             rows.append({"ts": f"{day}T{9 + k:02d}:00:00", "system": degraded_system if broken else system,
                          "query": served.query, "contexts": list(notes), "answer": served.answer or ""})
+    if recheck_day is not None:
+        degraded = qids[days.index(degraded_day) * per_day:(days.index(degraded_day) + 1) * per_day]
+        for k, qid in enumerate(degraded):
+            served = by_key.loc[(qid, "with_context")]
+            rows.append({"ts": f"{recheck_day}T{9 + k:02d}:00:00", "system": system, "query": served.query,
+                         "contexts": list(served.notes), "answer": served.answer or ""})
     return rows
 
 
@@ -256,11 +265,12 @@ def _fmt(value: float | None) -> str:
 
 
 def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
-    """The trend table as text; a metric mean below its target carries a ``!``."""
+    """The trend table as text; a metric mean that does not exceed its target (the header's "> target") carries
+    a ``!``."""
     header = f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>16}" for m in METRICS) + f"  {'overall':>7}"
     lines = [header, "targets" + " " * 21 + "  ".join(f"{'> ' + format(targets[m], '.2f'):>16}" for m in METRICS)]
     for r in summary.itertuples():
-        cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) < targets[m] else ' '):>16}" for m in METRICS)
+        cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) <= targets[m] else ' '):>16}" for m in METRICS)
         lines.append(f"{r.day:<10}  {int(r.judged):>6}  {int(r.failed):>6}  {cells}  {_fmt(r.overall):>7}")
     return "\n".join(lines)
 

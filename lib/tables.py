@@ -201,6 +201,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "holds": "mean_above > mean_below (≥ for the expectations stated with 'at least')",
         "sessions_holding": "sessions in which the same comparison holds on that session's values",
         "sessions": "sessions where every system compared has a value",
+        "sign_test_p": "exact two-sided sign test over sessions (strictly higher vs strictly lower, ties dropped)",
+        "by_design": "why the expectation cannot fail (a check of the code, not of the metric), else empty",
     },
     "report_card": {
         "judge": "judge and method, e.g. 'pointwise, thresholds on E[g] (chosen on dev)', 'G-Eval, study steps, "

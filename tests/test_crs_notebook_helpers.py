@@ -71,6 +71,23 @@ def test_known_behaviour_on_means_and_per_session():
     # both (session 0 ties with c, session 1 is below b): means and sessions can disagree.
     everyone = checks.loc["a above everyone"]
     assert everyone["holds"] and (everyone["sessions_holding"], everyone["sessions"]) == (0, 2)
+    # sign test over sessions: "a above b" has 1 session higher, 1 lower -> binomial(2, ½) two-sided p = 1
+    assert checks.loc["a above b", "sign_test_p"] == pytest.approx(1.0)
+    assert checks.loc["a at least c", "sign_test_p"] == pytest.approx(1.0)  # 3 ties: nothing to test
+
+
+def test_judge_levels_separate_between_and_within_system_agreement():
+    sessions = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3 + ["echo"] * 3,
+                             "tas": [0.9, 0.8, 0.7, 0.5, 0.4, 0.3, -0.2, -0.3, -0.1],
+                             "judge_mean": [4.0, 4.1, 4.2, 3.0, 3.1, 3.2, 1.0, 1.1, 1.2]})
+    levels = tables.judge_levels(sessions, n_resamples=200)
+    assert levels.loc["system level", "r"] == pytest.approx(1.0) and levels.loc["system level", "n"] == 3
+    # inside each system the judge goes down where TAS goes up (the echo: -0.2,-0.3,-0.1 vs 1.0,1.1,1.2 -> mixed)
+    centred_tas = [0.1, 0, -0.1, 0.1, 0, -0.1, 0, -0.1, 0.1]
+    centred_judge = [-0.1, 0, 0.1, -0.1, 0, 0.1, -0.1, 0, 0.1]
+    from scipy.stats import spearmanr
+    assert levels.loc["within systems", "r"] == pytest.approx(spearmanr(centred_tas, centred_judge).statistic)
+    assert levels.loc["without echo", "n"] == 6
 
 
 def test_known_behaviour_holds_for_the_template_run(run):

@@ -85,18 +85,16 @@ def test_ordering_check():
     assert not validity.ordering_check(session_rows(), "cc", ["template", "stale", "echo"])["holds"]
 
 
-def test_ablation_rankings_show_where_the_order_changes():
+def test_ablation_orders_give_kendall_tau_with_the_declared_weights():
+    from lib.crs import tables
     turns = pd.DataFrame({"model": ["template", "stale", "echo"], "session_id": ["s0"] * 3, "scored": [True] * 3,
                           "cc": [0.9, 0.5, 1.0], "cr": [0.8, 0.4, 1.0], "copy_ratio": [0.0, 0.0, 1.0]})
-    table = validity.ablation_rankings(turns, session_rows()).set_index("variant")
-    assert table.loc["TAS", "order"] == "template > stale > echo"
-    # Without the copy penalty the echo (CC = CR = 1) goes first: τ with TAS's order = (1 − 2)/3.
-    assert table.loc["TAS without copy penalty", "order"] == "echo > template > stale"
-    assert table.loc["TAS without copy penalty", "kendall_tau"] == pytest.approx(-1 / 3)
-    # CAS without recovery: (0.5·TAS + 0.25·(1 − interference)) / 0.75 per session, then the mean per system.
-    stale = np.mean([(0.5 * 0.5 + 0.25 * 0.0) / 0.75, (0.5 * 0.4 + 0.25 * 0.5) / 0.75])
-    assert table.loc["CAS without recovery", "mean_stale"] == pytest.approx(stale)
-    assert table.loc["CAS", "reference"] == "—" and math.isnan(table.loc["CAS", "kendall_tau"])
+    table = tables.ablation_orders(tables.ablation(turns, session_rows()))
+    assert table.loc["tas", "order"] == "template > stale > echo" and table.loc["tas", "kendall_tau"] == pytest.approx(1)
+    # Without the copy penalty the echo (CC = CR = 1) goes first: 1 concordant, 2 discordant pairs -> τ = −1/3.
+    assert table.loc["tas_without_copy", "order"] == "echo > template > stale"
+    assert table.loc["tas_without_copy", "kendall_tau"] == pytest.approx(-1 / 3)
+    assert table.loc["tas_without_copy", "changed"] and not table.loc["tas", "changed"]
 
 
 def test_convergent_validity_correlates_metrics_with_each_judge_score():

@@ -132,9 +132,11 @@ def test_simulated_log_serves_the_no_context_answer_on_the_degraded_day():
     answers = pd.DataFrame({"qid": ["1", "1", "2", "2"], "variant": ["with_context", "no_context"] * 2,
                             "query": ["q1", "q1", "q2", "q2"], "notes": [["n1"], None, ["n2"], None],
                             "answer": ["A1", "B1", "A2", "B2"]})
-    rows = monitor.simulated_log(answers, ["2026-11-01", "2026-11-02"], per_day=1, degraded_day="2026-11-02")
-    assert [r["answer"] for r in rows] == ["A1", "B2"]
+    rows = monitor.simulated_log(answers, ["2026-11-01", "2026-11-02"], per_day=1, degraded_day="2026-11-02",
+                                 recheck_day="2026-11-03")
+    assert [r["answer"] for r in rows] == ["A1", "B2", "A2"]  # the degraded topic again, after the fix
     assert rows[1]["contexts"] == ["n2"] and rows[1]["system"].startswith("rag-v1.1")
+    assert rows[2]["ts"].startswith("2026-11-03") and rows[2]["system"] == "rag-v1" and rows[2]["contexts"] == ["n2"]
 
 
 def test_console_script_is_declared():

@@ -151,3 +151,12 @@ def test_compact_card_and_forest_rows():
 
 def test_system_level_dimensions_are_those_whose_interval_is_above_zero():
     assert rc.system_level_dimensions(card_with_targets()) == ["coherence"]
+
+
+def test_level_rows_name_each_level_of_the_crs_judge_agreement():
+    levels = pd.DataFrame({"n": [30, 24, 30, 5], "r": [0.5, 0.3, -0.2, 0.9], "p": [0.01, 0.1, 0.3, 0.04],
+                           "ci_low": [0.2, -0.1, -0.5, 0.1], "ci_high": [0.7, 0.6, 0.2, 1.0]},
+                          index=pd.Index(["pooled", "without echo", "within systems", "system level"], name="level"))
+    rows = rc.report_card(rc.level_rows(levels, "CRS judge", "m", "CRS simulation", "tas"))
+    assert rows.level.tolist() == ["session", "session, without echo", "session, within systems", "system"]
+    assert set(rows.statistic) == {rc.SPEARMAN} and rows.value.tolist() == [0.5, 0.3, -0.2, 0.9]

@@ -9,6 +9,8 @@ anchor, and the threats to validity written from the measured numbers.
   :func:`lib.analysis.validity.correlation_table` (chapters 05 and 06 summarised with their CIs);
   :func:`report_card` stacks them and puts the anchors beside them (:func:`with_anchors`, which also serves the
   bias battery's table).
+* :func:`level_rows` — chapter 06's conversation judge against a CRS metric at four levels (pooled, without the
+  echo, within systems, system means).
 * :func:`monitor_rows` — chapter 05's nightly monitor as a card row: does the judge's daily score separate
   the day a broken release was served from the normal days?
 * :func:`target_table` / :func:`supported_uses` — the lifted judge's test numbers against the targets the
@@ -213,6 +215,16 @@ def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, 
     part = table.xs(group, level=0)
     return [_row(judge, model, dataset, str(score), COEFFICIENT_NAMES[method], level, r["n"], r["r"], r["ci_low"],
                  r["ci_high"], failed) for (score, method), r in part.iterrows()]
+
+
+def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, criterion: str, failed: int = 0
+               ) -> list[dict[str, object]]:
+    """Card rows (Spearman ρ) of a :func:`lib.crs.tables.judge_levels` table: the pooled sessions, the sessions
+    without the degenerate system and within systems are levels "session", "session, without …" and
+    "session, within systems"; the system means are level "system"."""
+    names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}
+    return [_row(judge, model, dataset, criterion, SPEARMAN, names.get(level, f"session, {level}"), r["n"], r["r"],
+                 r["ci_low"], r["ci_high"], failed) for level, r in levels.iterrows()]
 
 
 def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"

@@ -74,6 +74,25 @@ def judge_mean(rows: pd.DataFrame) -> pd.Series:
     return rows[[f"judge_{c}" for c in RUBRIC_CRITERIA]].astype(float).mean(axis=1, skipna=False)
 
 
+def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judge_mean", seed: int = 0,
+                 n_resamples: int = 2000, degenerate: str = "echo") -> pd.DataFrame:
+    """Spearman's ρ between ``metric`` and ``judge`` at four levels, because pooling sessions of very different
+    systems mostly measures the differences between systems: ``pooled`` (every judged session), ``without
+    <degenerate>``, ``within systems`` (both sides centred on their system's mean, so only session-to-session
+    differences inside a system count) and ``system level`` (one point per system: its means). Each with a
+    pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`). Sessions of one user meet every system, so the
+    pooled points are not independent; read the CIs as optimistic."""
+    judged = sessions.dropna(subset=[metric, judge])
+    # rounded so that floating-point noise of the subtraction cannot break ties between equal centred values
+    centred = (judged[[metric, judge]] - judged.groupby("model")[[metric, judge]].transform("mean")).round(12)
+    means = judged.groupby("model")[[metric, judge]].mean()
+    levels = {"pooled": judged[[metric, judge]], f"without {degenerate}": judged[judged.model != degenerate][[metric, judge]],
+              "within systems": centred, "system level": means}
+    return pd.DataFrame([{"level": name, **correlation_ci(frame[metric], frame[judge], "spearman", seed=seed,
+                                                          n_resamples=n_resamples)}
+                         for name, frame in levels.items()]).set_index("level")
+
+
 def tas_vs_judge(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> tuple[pd.DataFrame, dict[str, float]]:
     """The judged sessions with TAS and the judge's mean score over its three criteria (scatter figure), and
     Spearman's ρ between them with a pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`)."""
@@ -126,19 +145,26 @@ def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = Met
 
 def ablation_orders(ablation_frame: pd.DataFrame) -> pd.DataFrame:
     """Per variant of :func:`ablation`, the systems from the highest mean score to the lowest (ties in table
-    order) and whether that order differs from the order under the declared weights (``tas`` for the TAS
-    variants, ``cas`` for the CAS variants)."""
+    order), whether that order differs from the order under the declared weights (``tas`` for the TAS
+    variants, ``cas`` for the CAS variants), and Kendall's τ-b between the variant's and the declared weights'
+    system means (scipy.stats.kendalltau; NaN with fewer than two systems scored under both)."""
+    from scipy.stats import kendalltau
+
     systems = _order(ablation_frame)
+    scores = ablation_frame.pivot(index="model", columns="variant", values="score")
 
     def order(variant: str) -> list[str]:
-        scores = ablation_frame[ablation_frame["variant"] == variant].set_index("model")["score"]
-        return sorted(scores.index, key=lambda m: (-scores[m] if pd.notna(scores[m]) else np.inf, systems.index(m)))
+        column = scores[variant]
+        return sorted(column.index, key=lambda m: (-column[m] if pd.notna(column[m]) else np.inf, systems.index(m)))
 
     rows = []
     for variants in (TAS_VARIANTS, CAS_VARIANTS):
-        reference = order(next(iter(variants)))
-        rows.extend({"variant": v, "order": " > ".join(order(v)), "changed": order(v) != reference,
-                     "echo_rank": order(v).index("echo") + 1 if "echo" in systems else None} for v in variants)
+        declared = next(iter(variants))
+        for v in variants:
+            both = scores[[v, declared]].dropna()
+            tau = float(kendalltau(both[v], both[declared]).statistic) if len(both) > 1 else float("nan")
+            rows.append({"variant": v, "order": " > ".join(order(v)), "changed": order(v) != order(declared),
+                         "kendall_tau": tau, "echo_rank": order(v).index("echo") + 1 if "echo" in systems else None})
     return pd.DataFrame(rows).set_index("variant")
 
 
@@ -301,25 +327,31 @@ def concept_error_table(turns: pd.DataFrame, kind: str, k: int = MetricConfig().
 @dataclass(frozen=True)
 class Expectation:
     """A difference the systems' known behaviour implies: on ``metric``, the lowest mean of the ``above``
-    systems exceeds (``strict``) or equals at least the highest mean of the ``below`` systems."""
+    systems exceeds (``strict``) or equals at least the highest mean of the ``below`` systems. ``by_design``
+    says why it cannot fail when the metric's definition or a system's construction forces it (then it checks
+    the code, not the metric's validity)."""
 
     text: str
     metric: str
     above: tuple[str, ...]
     below: tuple[str, ...]
     strict: bool = True
+    by_design: str = ""
 
 
 _NOT_ECHO = ("llm", "retrieval_template", "memoryless_llm", "stale_template")
 # METHODOLOGY.md, "Validation by known differences". The last two need the real LLM to mean anything.
 EXPECTATIONS: tuple[Expectation, ...] = (
-    Expectation("the echo copies the user the most", "copy_ratio", ("echo",), _NOT_ECHO),
-    Expectation("the copy penalty puts the echo's TAS last", "tas", _NOT_ECHO, ("echo",)),
+    Expectation("the echo copies the user the most", "copy_ratio", ("echo",), _NOT_ECHO,
+                by_design="the echo repeats the user verbatim, so its copy ratio is 1"),
+    Expectation("the copy penalty puts the echo's TAS last", "tas", _NOT_ECHO, ("echo",),
+                by_design="with γ = α + β and I = 1, the echo's TAS is at most 0"),
     Expectation("TAS: the template above the stale template", "tas", ("retrieval_template",), ("stale_template",)),
     Expectation("the template recovers more often than the stale template", "recovery_rate",
                 ("retrieval_template",), ("stale_template",)),
     Expectation("the stale template carries more abandoned wishes", "interference", ("stale_template",),
-                ("retrieval_template",)),
+                ("retrieval_template",), by_design="the stale template never drops a wish, so it names every "
+                                                   "abandoned one it tracked"),
     Expectation("CAS: the template above the stale template", "cas", ("retrieval_template",), ("stale_template",)),
     Expectation("CAS: the stale template above the echo", "cas", ("stale_template",), ("echo",)),
     Expectation("the memoryless LLM recovers at least as often as the LLM", "recovery_rate", ("memoryless_llm",),
@@ -331,8 +363,12 @@ EXPECTATIONS: tuple[Expectation, ...] = (
 
 def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS) -> pd.DataFrame:
     """Whether each expectation holds on the systems' means, and in how many sessions it holds on that session's
-    values (sessions where every system compared has a value). Systems absent from ``rows`` are left out of an
-    expectation, and an expectation with nobody left on one side is left out."""
+    values (sessions where every system compared has a value), with the exact sign test over the sessions
+    (:func:`lib.analysis.stats.sign_test`: sessions where the above side is strictly higher against sessions
+    where it is strictly lower, ties dropped; with 6 sessions, p < 0.05 needs 6 of 6). Systems absent from
+    ``rows`` are left out of an expectation, and an expectation with nobody left on one side is left out."""
+    from lib.analysis.stats import sign_test
+
     present = _order(rows)
     out = []
     for e in expectations:
@@ -347,10 +383,12 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
             return high > low if e.strict else high >= low
 
         per_session = values[above + below].dropna()
+        high, low = per_session[above].min(axis=1), per_session[below].max(axis=1)
         out.append({"expectation": e.text, "metric": e.metric, "above": ", ".join(above), "below": ", ".join(below),
                     "mean_above": means[above].min(), "mean_below": means[below].max(),
                     "holds": bool(holds(means[above].min(), means[below].max())),
-                    "sessions_holding": int(holds(per_session[above].min(axis=1), per_session[below].max(axis=1)).sum()),
-                    "sessions": len(per_session)})
+                    "sessions_holding": int(holds(high, low).sum()), "sessions": len(per_session),
+                    "sign_test_p": sign_test(int((high > low).sum()), int((high < low).sum())),
+                    "by_design": e.by_design})
     return pd.DataFrame(out, columns=["expectation", "metric", "above", "below", "mean_above", "mean_below", "holds",
-                                      "sessions_holding", "sessions"])
+                                      "sessions_holding", "sessions", "sign_test_p", "by_design"])

@@ -2,14 +2,15 @@
 differences between systems).
 
 * Convergent — :func:`convergent_validity`: Spearman's ρ and Kendall's τ of TAS, CAS and their components with
-  each judge criterion and the judge's mean, per system and over all, with pair-bootstrap CIs
+  each judge criterion and the judge's mean, per system (optional) and over all, with pair-bootstrap CIs
   (:func:`lib.analysis.validity.correlation_table`).
 * Construct — :func:`shift_cc` (CC before, at and after each shift, per session) and :func:`cr_within_across`
   (CR of each reply to the user turns of its own segment vs the other segments), tested across sessions by
   :func:`paired_tests`: Wilcoxon signed-rank per system with the matched-pairs rank-biserial effect size and Holm
   over the family; :func:`ordering_check` for the orders the known-behaviour systems must show.
-* Ablations — :func:`ablation_rankings`: how the order of systems changes without the copy penalty, with CC or CR
-  alone, and with CAS without its recovery component (Kendall's τ with the full metric's order).
+* Ablations are :func:`lib.crs.tables.ablation` and :func:`lib.crs.tables.ablation_orders` (chapter 06's): how the
+  order of systems changes without the copy penalty, with CC or CR alone, and with CAS without its recovery
+  component (Kendall's τ with the declared weights' order).
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
 from lib.crs.metrics import idf_cosine, pairs, system_concepts
 from lib.crs.records import SessionLog
-from lib.crs.tables import CAS_VARIANTS, TAS_VARIANTS, ablation
 from lib.crs.universe import ItemUniverse
 
 METRICS = ("tas", "cas", "cc", "cr", "copy_ratio", "recovery_rate", "interference")
@@ -137,34 +137,3 @@ def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> 
     holds = bool(means.notna().all() and np.all(np.diff(means.to_numpy()) < 0))
     return {"metric": metric, "expected": " > ".join(expected), "observed": " > ".join(observed.index),
             "holds": holds, **{f"mean_{m}": float(v) for m, v in means.items()}}
-
-
-# Variant of :func:`lib.crs.tables.ablation` -> the name shown; the first variant of TAS_VARIANTS and of
-# CAS_VARIANTS (the declared weights) is the reference the others' system orders are compared with.
-ABLATION_NAMES: dict[str, str] = {"tas": "TAS", "tas_without_copy": "TAS without copy penalty", "cc_only": "CC only",
-                                  "cr_only": "CR only", "cas": "CAS", "cas_without_recovery": "CAS without recovery"}
-
-
-def ablation_rankings(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = MetricConfig()) -> pd.DataFrame:
-    """Per variant of :func:`lib.crs.tables.ablation` (TAS without the copy penalty, CC or CR alone, CAS without
-    its recovery component, each beside the declared TAS or CAS): the systems' means, their order (best first)
-    and Kendall's τ-b of the means with those of the reference (the declared weights; NaN for a reference), and
-    ``changed``: the order differs from the reference's."""
-    from scipy.stats import kendalltau
-
-    means = ablation(turns, rows, config).pivot(index="model", columns="variant", values="score")
-    out = []
-    for variants in (TAS_VARIANTS, CAS_VARIANTS):
-        reference = next(iter(variants))
-        for variant in variants:
-            ordered = means[variant].dropna().sort_values(ascending=False, kind="stable")
-            both = means[[variant, reference]].dropna()
-            tau = (float(kendalltau(both[variant], both[reference]).statistic)
-                   if variant != reference and len(both) > 1 else np.nan)
-            reference_order = means[reference].dropna().sort_values(ascending=False, kind="stable").index
-            out.append({"variant": ABLATION_NAMES[variant],
-                        "reference": "—" if variant == reference else ABLATION_NAMES[reference],
-                        "order": " > ".join(ordered.index), "kendall_tau": tau,
-                        "changed": list(ordered.index) != list(reference_order),
-                        **{f"mean_{m}": float(v) for m, v in means[variant].items()}})
-    return pd.DataFrame(out)
