@@ -217,6 +217,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "value": "the statistic",
         "ci_low": "95% bootstrap CI, lower bound (items, documents or sessions resampled; NaN: undefined)",
         "ci_high": "95% bootstrap CI, upper bound",
+        "ci_over": "the units the CI resampled, e.g. '4 documents' (a system-level ρ over 16 systems still rests on "
+                   "the documents drawn); '—' without a CI",
         "failed": "items without a judgment (failed calls or answers without logprobs), left out of n",
         "anchors": "published values of the same statistic, criterion and level shown with this data set, '; '-"
                    "joined ('—': none); * marks a value not read in the paper itself",

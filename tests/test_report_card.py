@@ -32,11 +32,11 @@ def agreement():
 def protocol():
     return pd.DataFrame([
         {"dimension": "coherence", "level": "summary", "coefficient": "spearman", "value": 0.2, "ci_low": 0.0,
-         "ci_high": 0.4, "n": 10},
+         "ci_high": 0.4, "n": 10, "documents": 12},
         {"dimension": "coherence", "level": "system", "coefficient": "kendall", "value": 0.6, "ci_low": 0.3,
-         "ci_high": 0.8, "n": 16},
+         "ci_high": 0.8, "n": 16, "documents": 12},
         {"dimension": "average", "level": "summary", "coefficient": "spearman", "value": 0.15, "ci_low": 0.05,
-         "ci_high": 0.25, "n": 10}])
+         "ci_high": 0.25, "n": 10, "documents": 12}])
 
 
 def correlations():
@@ -71,10 +71,15 @@ def test_report_card_rows_and_anchors():
     assert "ROUGE-1 0.192*" in average.anchors
     assert table[table.dataset == "ALCE"].anchors.tolist() == ["—", "—"]
     assert table[table.dataset == "ALCE"].statistic.tolist() == [rc.SPEARMAN, rc.KENDALL]
+    # what each interval resampled: a system-level ρ over 16 systems still rests on the 12 documents drawn
+    system = table[table.level == "system"].iloc[0]
+    assert (system.n, system.ci_over) == (16, "12 documents")
+    assert kappa.ci_over == "40 passages" and table[table.statistic == rc.EXPECTED_RHO].ci_over.item() == "38 passages"
+    assert table[table.dataset == "ALCE"].ci_over.tolist() == ["16 answers", "16 answers"]
 
 
 def test_report_card_refuses_an_unknown_statistic():
-    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, 0)))
+    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0)))
     with pytest.raises(ValueError, match=r"unknown statistic\(s\) \['accuracy'\]"):
         rc.report_card([row])
 
@@ -93,6 +98,18 @@ def test_threats_are_written_from_the_numbers():
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
 
 
+def test_threats_name_the_intervals_that_resample_few_units():
+    rows = [rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", d, rc.SPEARMAN, "system", 16, 0.3, -0.1, 0.5, "3 documents")
+            for d in ("coherence", "fluency")]
+    rows.append(rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.KAPPA, "item", 24, 0.3, 0.1, 0.5,
+                        "24 passages"))
+    text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 1, 1)
+    assert ("2 intervals resample fewer than 5 units — *G-Eval, study steps, weighted* on SummEval (2 rows, over "
+            "3 documents).") in text
+    assert "BM25" not in text.split("Intervals over few units")[1].split("\n")[0]
+    assert rc.resampled_units("3 documents") == 3 and rc.resampled_units("—") is None
+
+
 def test_undefined_interval_is_said_so():
     assert rc._interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"
 
@@ -107,12 +124,12 @@ def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_norma
 
 
 def card_with_targets(dl19_low=0.45, geval_value=0.2):
-    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5),
+    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
             rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
-                    dl19_low, 0.7),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 2, geval_value, -0.1, 0.4),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6)]
+                    dl19_low, 0.7, "24 passages"),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 2, geval_value, -0.1, 0.4, "2 documents"),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8, "2 documents"),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6, "2 documents")]
     return rc.report_card(rows)
 
 
@@ -138,7 +155,8 @@ def test_compact_card_and_forest_rows():
     dl19 = view.loc[("pointwise, thresholds fit on dev", "TREC DL19", "relevance", "item")]
     assert dl19[rc.WEIGHTED_KAPPA] == "0.40 (0.20 to 0.60)" and dl19["n"] == 40 and dl19["failed"] == 2
     assert view.loc[("nugget score (all)", "ALCE", "all", "answer"), rc.KAPPA] == "—"
-    assert list(view.columns[2:]) == [s for s in rc.STATISTICS if s in set(table.statistic)]
+    assert list(view.columns[:3]) == ["n", "ci_over", "failed"] and dl19["ci_over"] == "40 passages"
+    assert list(view.columns[3:]) == [s for s in rc.STATISTICS if s in set(table.statistic)]
     part = table[table.statistic.isin([rc.WEIGHTED_KAPPA, rc.SPEARMAN])]
     rows = rc.forest_rows(part, ["judge", "dataset"], rc.judge_kind(part))
     assert rows.label.iloc[0] == "pointwise, thresholds fit on dev · TREC DL19"
@@ -160,3 +178,4 @@ def test_level_rows_name_each_level_of_the_crs_judge_agreement():
     rows = rc.report_card(rc.level_rows(levels, "CRS judge", "m", "CRS simulation", "tas"))
     assert rows.level.tolist() == ["session", "session, without echo", "session, within systems", "system"]
     assert set(rows.statistic) == {rc.SPEARMAN} and rows.value.tolist() == [0.5, 0.3, -0.2, 0.9]
+    assert rows.ci_over.tolist() == ["30 sessions", "24 sessions", "30 sessions", "5 systems"]

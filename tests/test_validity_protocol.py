@@ -86,6 +86,10 @@ def test_geval_protocol_long_table():
     row = table[(table.dimension == "coherence") & (table.level == "summary") & (table.coefficient == "spearman")]
     assert row.value.item() == pytest.approx(-0.25) and row.n.item() == 2
     assert set(table[table.dimension == "average"].level) == {"summary"}
+    # the documents each CI resamples: the two kept ones at summary level, all four at system level (16 systems
+    # or 3, the interval still rests on the documents drawn)
+    system = table[(table.dimension == "coherence") & (table.level == "system") & (table.coefficient == "spearman")]
+    assert (row.documents.item(), system.n.item(), system.documents.item()) == (2, 3, 4)
 
 
 def agreement_frame():

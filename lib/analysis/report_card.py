@@ -20,7 +20,8 @@ anchor, and the threats to validity written from the measured numbers.
 Card columns (``CARD_COLUMNS``): judge (judge and method, e.g. "G-Eval, study steps, weighted"), model (the judge
 model's identity; "—" for a non-LLM baseline), dataset, criterion (SummEval dimension, "relevance", a CRS
 metric, …), statistic (``STATISTICS``), level (item, summary, system), n, value, ci_low, ci_high (95 %,
-bootstrap), failed (items without a judgment).
+bootstrap), ci_over (what the bootstrap resampled, e.g. "4 documents": a system-level ρ rests on 16 systems but its
+interval only on the documents drawn), failed (items without a judgment).
 
 The notebook's plan (split sizes, reused cache, order of operations) is in ``lib/analysis/CHAPTER07.md``.
 """
@@ -35,7 +36,7 @@ import pandas as pd
 from lib.report import describe_model
 
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
-                "failed")
+                "ci_over", "failed")
 
 # Statistic names used in the card and the anchors (one name per statistic).
 KAPPA = "Cohen κ"
@@ -177,54 +178,63 @@ def forest_rows(table: pd.DataFrame, label: Sequence[str], group: str | pd.Serie
 
 
 def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, level: str, n: float, value: float,
-         ci_low: float, ci_high: float, failed: float = 0) -> dict[str, object]:
+         ci_low: float, ci_high: float, ci_over: str, failed: float = 0) -> dict[str, object]:
     return dict(zip(CARD_COLUMNS, (judge, model, dataset, criterion, statistic, level, n, value, ci_low, ci_high,
-                                   failed)))
+                                   ci_over, failed)))
+
+
+def _units(n: float, unit: str) -> str:
+    """``ci_over`` text: "24 passages", "1 document"."""
+    return f"{int(n)} {unit}{'' if int(n) == 1 else 's'}"
 
 
 def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, dataset: str,
                    criterion: str = "relevance") -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.relevance_agreement` result: κ, quadratic-weighted κ,
-    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level."""
+    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level (passages
+    resampled)."""
     a = agreement
     common = (judge, model, dataset, criterion)
-    rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], a["failed"]),
+    over = _units(a["n"], "passage")
+    rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], over, a["failed"]),
             _row(*common, WEIGHTED_KAPPA, "item", a["n"], a["weighted_kappa"], a["weighted_kappa_ci_low"],
-                 a["weighted_kappa_ci_high"], a["failed"]),
+                 a["weighted_kappa_ci_high"], over, a["failed"]),
             _row(*common, BINARY_KAPPA, "item", a["n"], a["binary_kappa"], a["binary_kappa_ci_low"],
-                 a["binary_kappa_ci_high"], a["failed"]),
-            _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], a["failed"])]
+                 a["binary_kappa_ci_high"], over, a["failed"]),
+            _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], over, a["failed"])]
     if "expected_rho" in a:
         rows.append(_row(*common, EXPECTED_RHO, "item", a["expected_n"], a["expected_rho"], a["expected_rho_ci_low"],
-                         a["expected_rho_ci_high"], a["failed"]))
+                         a["expected_rho_ci_high"], _units(a["expected_n"], "passage"), a["failed"]))
     return rows
 
 
 def protocol_rows(protocol: pd.DataFrame, judge: str, model: str, dataset: str, failed: int = 0
                   ) -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.geval_protocol` table (one per dimension, level and
-    coefficient; n = documents kept at summary level, systems at system level)."""
+    coefficient; n = documents kept at summary level, systems at system level; both CIs resample the documents)."""
     return [_row(judge, model, dataset, r.dimension, COEFFICIENT_NAMES[r.coefficient], r.level, r.n, r.value,
-                 r.ci_low, r.ci_high, failed) for r in protocol.itertuples()]
+                 r.ci_low, r.ci_high, _units(r.documents, "document"), failed) for r in protocol.itertuples()]
 
 
 def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, level: str, group: str = "all",
                      failed: int = 0) -> list[dict[str, object]]:
     """Card rows of the ``group`` rows of a :func:`lib.analysis.validity.correlation_table` (index by, score,
-    method): one per score column and coefficient, the score column as the criterion."""
+    method): one per score column and coefficient, the score column as the criterion (the pairs, units named by
+    ``level``, resampled)."""
     part = table.xs(group, level=0)
     return [_row(judge, model, dataset, str(score), COEFFICIENT_NAMES[method], level, r["n"], r["r"], r["ci_low"],
-                 r["ci_high"], failed) for (score, method), r in part.iterrows()]
+                 r["ci_high"], _units(r["n"], level), failed) for (score, method), r in part.iterrows()]
 
 
 def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, criterion: str, failed: int = 0
                ) -> list[dict[str, object]]:
     """Card rows (Spearman ρ) of a :func:`lib.crs.tables.judge_levels` table: the pooled sessions, the sessions
     without the degenerate system and within systems are levels "session", "session, without …" and
-    "session, within systems"; the system means are level "system"."""
+    "session, within systems"; the system means are level "system" (their CI resamples the systems' mean pairs)."""
     names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}
     return [_row(judge, model, dataset, criterion, SPEARMAN, names.get(level, f"session, {level}"), r["n"], r["r"],
-                 r["ci_low"], r["ci_high"], failed) for level, r in levels.iterrows()]
+                 r["ci_low"], r["ci_high"], _units(r["n"], "system" if level == "system level" else "session"), failed)
+            for level, r in levels.iterrows()]
 
 
 def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"
@@ -237,7 +247,8 @@ def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score
         raise ValueError(f"monitor_days: {len(degraded)} degraded day(s) and {len(normal)} normal ones; need 1 and ≥ 1")
     margin = float(normal[score].min() - degraded[score].iloc[0])
     failed = int(days["failed"].sum()) if "failed" in days else 0
-    return [_row(judge, model, dataset, score, MARGIN, "day", len(days), margin, float("nan"), float("nan"), failed)]
+    return [_row(judge, model, dataset, score, MARGIN, "day", len(days), margin, float("nan"), float("nan"), "—",
+                 failed)]
 
 
 def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
@@ -324,13 +335,23 @@ def system_level_dimensions(card: pd.DataFrame) -> list[str]:
 
 def compact(card: pd.DataFrame) -> pd.DataFrame:
     """The card for reading: one row per judge, model, data set, criterion and level, one column per statistic
-    holding "value (low to high)" (— where the judge has no such number), with n and failed."""
+    holding "value (low to high)" (— where the judge has no such number), with n, what the intervals resampled
+    (ci_over) and failed."""
     cells = card.assign(text=[_interval(r).replace("95% CI ", "") for r in card.to_dict("records")])
     keys = ["judge", "dataset", "criterion", "level"]
     wide = cells.pivot_table(index=keys, columns="statistic", values="text", aggfunc="first", sort=False)
-    counts = cells.groupby(keys, sort=False)[["n", "failed"]].max()
+    grouped = cells.groupby(keys, sort=False)
+    counts = grouped[["n"]].max().join(grouped[["ci_over"]].first()).join(grouped[["failed"]].max())
     ordered = [s for s in STATISTICS if s in wide.columns]
     return counts.join(wide[ordered]).fillna("—")
+
+
+FEW_UNITS = 5  # below this many resampled units a percentile bootstrap takes few distinct values
+
+
+def resampled_units(ci_over: str) -> int | None:
+    """The count in a ``ci_over`` text ("4 documents" → 4); None for "—" (no interval)."""
+    return None if ci_over == "—" else int(ci_over.split()[0])
 
 
 def _interval(row: Mapping) -> str:
@@ -365,6 +386,15 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
                      f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
                      f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
+    units = card["ci_over"].map(resampled_units)
+    few = card[units.notna() & (units < FEW_UNITS) & np.isfinite(card["ci_low"])]
+    if len(few):
+        groups = few.groupby(["judge", "dataset", "ci_over"], sort=False).size()
+        listed = "; ".join(f"*{judge}* on {dataset} ({count} row{'s' if count > 1 else ''}, over {over})"
+                           for (judge, dataset, over), count in groups.items())
+        lines.append(f"- **Intervals over few units.** {len(few)} intervals resample fewer than {FEW_UNITS} units — "
+                     f"{listed}. A percentile bootstrap over k units takes at most C(2k−1, k) distinct values: "
+                     f"these intervals understate the uncertainty.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")

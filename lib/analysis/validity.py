@@ -297,8 +297,8 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     documents where either side is constant are skipped, per pair). CI: documents are resampled with
     replacement (all pairs together, so the average keeps its dependence between dimensions); in a resample
     each pair's mean is taken over its kept documents as drawn (with multiplicity); percentile interval.
-    Keys: value, documents (distinct documents kept by some pair), ci_low, ci_high (NaN with fewer than two
-    documents: resampling one document only repeats it)."""
+    Keys: value, documents (distinct documents kept by some pair: those the bootstrap draws from), ci_low, ci_high
+    (NaN with fewer than two documents: resampling one document only repeats it)."""
     per_document = pd.concat([document_correlations(frame, group, human, score, coefficient).rename(i)
                               for i, (human, score) in enumerate(pairs)], axis=1)
     if per_document.empty:
@@ -353,23 +353,23 @@ def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: st
     column) and for their average (``average``, summary level only, as G-Eval's AVG), the summary-level
     (:func:`summary_level`) and system-level (:func:`system_level`) correlations with CIs by resampling
     documents. Long table: dimension, level, coefficient, value, ci_low, ci_high, n (documents kept at summary
-    level, systems at system level)."""
+    level, systems at system level), documents (the documents the CI resamples, at both levels)."""
     rows = []
     for coefficient in coefficients:
         for human, score in dimensions.items():
             summary = summary_level(frame, group, [(human, score)], coefficient, seed, n_resamples)
             rows.append({"dimension": human, "level": "summary", "coefficient": coefficient,
                          "value": summary["value"], "ci_low": summary["ci_low"], "ci_high": summary["ci_high"],
-                         "n": summary["documents"]})
+                         "n": summary["documents"], "documents": summary["documents"]})
             systems = system_level(frame, group, system, human, score, coefficient, seed, n_resamples)
             rows.append({"dimension": human, "level": "system", "coefficient": coefficient,
                          "value": systems["value"], "ci_low": systems["ci_low"], "ci_high": systems["ci_high"],
-                         "n": systems["systems"]})
+                         "n": systems["systems"], "documents": systems["documents"]})
         if len(dimensions) > 1:
             average = summary_level(frame, group, list(dimensions.items()), coefficient, seed, n_resamples)
             rows.append({"dimension": "average", "level": "summary", "coefficient": coefficient,
                          "value": average["value"], "ci_low": average["ci_low"], "ci_high": average["ci_high"],
-                         "n": average["documents"]})
+                         "n": average["documents"], "documents": average["documents"]})
     return pd.DataFrame(rows)
 
 
