@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 Tables = Mapping[str, pd.DataFrame]
@@ -142,8 +143,10 @@ def judge_report_card(tables: Tables) -> str:
     def said(t: pd.Series) -> str:
         reached = ("reaches it" if t["reached_by_interval"] else "reaches it by the estimate, not by the interval"
                    if t["reached"] else "misses it")
-        return (f"{t['statistic']} = {t['value']:.2f} (95% CI {t['ci_low']:.2f} to {t['ci_high']:.2f}, n = "
-                f"{int(t['n'])}) against a target of {t['goal']:.2f}: it {reached}")
+        interval = (f"95% CI {t['ci_low']:.2f} to {t['ci_high']:.2f}" if np.isfinite([t["ci_low"], t["ci_high"]]).all()
+                    else "too few units for an interval")
+        return (f"{t['statistic']} = {t['value']:.2f} ({interval}, n = {int(t['n'])}) against a target of "
+                f"{t['goal']:.2f}: it {reached}")
 
     relevance, geval = targets.iloc[0], targets.iloc[1]
     method = relevance["judge"].removesuffix(CHOSEN)

@@ -101,12 +101,14 @@ def test_threats_are_written_from_the_numbers():
 def test_threats_name_the_intervals_that_resample_few_units():
     rows = [rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", d, rc.SPEARMAN, "system", 16, 0.3, -0.1, 0.5, "3 documents")
             for d in ("coherence", "fluency")]
-    rows.append(rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.KAPPA, "item", 24, 0.3, 0.1, 0.5,
+    rows.append(rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.KAPPA, "item", 24, -0.3, -0.5, -0.1,
                         "24 passages"))
     text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 1, 1)
-    assert ("2 intervals resample fewer than 5 units — *G-Eval, study steps, weighted* on SummEval (2 rows, over "
-            "3 documents).") in text
-    assert "BM25" not in text.split("Intervals over few units")[1].split("\n")[0]
+    assert ("2 numbers rest on too few documents, systems or answers to resample — *G-Eval, study steps, weighted* "
+            "on SummEval (2 rows, over 3 documents).") in text
+    assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
+    assert ("**Worse than chance.** 1 LLM-judge numbers have a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
+            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10)") in text
     assert rc.resampled_units("3 documents") == 3 and rc.resampled_units("—") is None
 
 
@@ -123,13 +125,13 @@ def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_norma
         rc.monitor_rows(days.assign(degraded=[True, True, False]), "monitor", "m", "RAG monitor")
 
 
-def card_with_targets(dl19_low=0.45, geval_value=0.2):
+def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents"):
     rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
             rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
                     dl19_low, 0.7, "24 passages"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 2, geval_value, -0.1, 0.4, "2 documents"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8, "2 documents"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6, "2 documents")]
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, geval_value, -0.1, 0.4, documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8, documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6, documents)]
     return rc.report_card(rows)
 
 
@@ -140,7 +142,16 @@ def test_targets_and_what_the_judge_supports():
     uses = rc.supported_uses(card_with_targets(), targets)
     assert uses["relevance labels on TREC DL19"].endswith("reached: the whole 95% interval clears the target.")
     assert uses["G-Eval on SummEval, average of the four dimensions"].endswith(": not reached.")
-    assert "above 0 for 1 of 2 dimensions (coherence): orderings of systems" in uses["system level"]
+    assert uses["system level"] == (
+        "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60, fluency 0.30; the 95% "
+        "interval lies above 0 for 1 of 2 dimensions (coherence): there the judge orders systems better than chance, "
+        "which is less than ordering them as people do.")
+    # over 4 documents the card carries no interval, and the verdict says there is none
+    few = card_with_targets(documents="4 documents")
+    assert few[few.dataset == "SummEval"].ci_low.isna().all() and few.ci_over.iloc[-1] == "4 documents"
+    assert rc.supported_uses(few, rc.target_table(few))["system level"].endswith(
+        "coherence 0.60, fluency 0.30. Too few documents for an interval, so no system-level verdict either way.")
+    assert rc.system_level_dimensions(few) == []
     between = rc.target_table(card_with_targets(dl19_low=0.3))
     assert between.reached.iloc[0] and not between.reached_by_interval.iloc[0]
     assert "not established" in rc.supported_uses(card_with_targets(dl19_low=0.3), between)[

@@ -102,6 +102,10 @@ def _geval(judge: str, criterion: str, rho: float, tau: float | None, checked_rh
 _FLUENCY_NOTE = ("the study's transcription in data/human_judgments/summeval_geval/SOURCE.md reads .506/.455 for this "
                  "cell; versions of the paper may differ")
 _ISSUE_NOTE = "as given in the chapter's issue; not read in the paper's own text here"
+_TRANSCRIPTION_NOTE = ("the ablation rows (-Probs, -CoT) of Table 1 as transcribed in data/human_judgments/"
+                       "summeval_geval/SOURCE.md from a text copy of the paper; G-Eval-4 sampled 20 scores at "
+                       "temperature 1 rather than weighting logprobs, and the paper's AVG is not the plain mean of "
+                       "its four columns")
 
 ANCHORS: tuple[Anchor, ...] = (
     *_geval("G-Eval (GPT-4)", "coherence", 0.582, 0.457, note=_ISSUE_NOTE),
@@ -112,6 +116,8 @@ ANCHORS: tuple[Anchor, ...] = (
             note="ρ = 0.514 is stated in the paper's abstract; τ as given in the issue"),
     *_geval("G-Eval (GPT-3.5)", "average", 0.401, 0.320, note=_ISSUE_NOTE),
     *_geval("G-Eval (GPT-3.5), argmax (no probabilities)", "average", 0.346, None, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-4), without probabilities", "average", 0.502, 0.446, note=_TRANSCRIPTION_NOTE),
+    *_geval("G-Eval (GPT-4), without CoT steps", "average", 0.500, 0.407, note=_TRANSCRIPTION_NOTE),
     *_geval("ROUGE-1", "average", 0.192, 0.150, note=_ISSUE_NOTE),
     Anchor("UMBRELA (GPT-4o)", "TREC DL 2019–2023", "TREC DL19", "relevance", KAPPA, "item", 0.31, UMBRELA_PAPER,
            False, upper=0.37, note=_ISSUE_NOTE),
@@ -252,11 +258,16 @@ def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score
 
 
 def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
-    """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`)."""
+    """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`). An
+    interval that resampled fewer than ``MIN_CI_UNITS`` units is set undefined (NaN): a percentile bootstrap over
+    k units takes at most C(2k−1, k) distinct values (35 for 4 documents) and under-covers badly, so it would
+    look like evidence it is not; ``ci_over`` still says how many units there were."""
     card = pd.DataFrame(list(rows), columns=list(CARD_COLUMNS))
     unknown = sorted(set(card.statistic) - set(STATISTICS))
     if unknown:
         raise ValueError(f"unknown statistic(s) {unknown}; use one of STATISTICS")
+    units = card["ci_over"].map(resampled_units)
+    card.loc[units.notna() & (units < MIN_CI_UNITS), ["ci_low", "ci_high"]] = np.nan
     return with_anchors(card, anchors)
 
 
@@ -314,11 +325,17 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
                       f"{_verdict(t.reached, t.reached_by_interval)}." for t in targets.itertuples()}
     system = _system_rows(card)
     above = system_level_dimensions(card)
-    uses["system level"] = (
-        f"the system-level Spearman ρ over SummEval's {int(system['n'].max()) if len(system) else 0} systems has a "
-        f"95% interval above 0 for {len(above)} of {len(system)} dimensions"
-        + (f" ({', '.join(above)}): orderings of systems on those dimensions are supported, while item-level claims "
-           "need the targets above." if above else ": not even system orderings are supported."))
+    values = ", ".join(f"{r.criterion} {r.value:.2f}" for r in system.itertuples())
+    over = f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on {system['ci_over'].iloc[0] if len(system) else '0 documents'}"
+    if len(system) and not np.isfinite(system["ci_low"]).any():
+        uses["system level"] = (f"Spearman ρ over {over}: {values}. Too few documents for an interval, so no "
+                                f"system-level verdict either way.")
+    else:
+        uses["system level"] = (
+            f"Spearman ρ over {over}: {values}; the 95% interval lies above 0 for {len(above)} of {len(system)} "
+            f"dimensions" + (f" ({', '.join(above)}): there the judge orders systems better than chance, which is "
+                             f"less than ordering them as people do." if above else
+                             ": on none does it order systems better than chance."))
     return uses
 
 
@@ -346,7 +363,7 @@ def compact(card: pd.DataFrame) -> pd.DataFrame:
     return counts.join(wide[ordered]).fillna("—")
 
 
-FEW_UNITS = 5  # below this many resampled units a percentile bootstrap takes few distinct values
+MIN_CI_UNITS = 10  # fewer resampled units: no interval on the card (see report_card)
 
 
 def resampled_units(ci_over: str) -> int | None:
@@ -370,10 +387,16 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     (``crs_sessions``, None when the CRS rows are not in the card)."""
     models = sorted((set(card.model) - {"—"}) | {model})
     lines = [f"- **A small judge.** Every LLM number here comes from {' and '.join(map(describe_model, models))}; "
-             f"the anchors beside them come from GPT-4-class models, so a gap is expected and says how far this judge "
-             f"can be used, not that the protocol differs."]
+             f"the anchors beside them come from GPT-4-class models (and from other samples: G-Eval's 100 documents, "
+             f"LLMJudge's DL 2023 queries), so a gap is expected and says how far this judge can be used."]
     llm = card[card.model != "—"]
     spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
+    below_zero = llm[llm.ci_high < 0]
+    if len(below_zero):
+        listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
+                           f"{_interval(r._asdict())}" for r in below_zero.itertuples())
+        lines.append(f"- **Worse than chance.** {len(below_zero)} LLM-judge numbers have a 95% CI entirely below 0 "
+                     f"— {listed}: the judge disagrees with the humans more than random labels would.")
     if len(spans_zero):
         listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
             f"{r.statistic} ({r.criterion}, {r.level}) {_interval(r._asdict())}" for r in part.itertuples())
@@ -387,14 +410,15 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
                      f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
                      f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
     units = card["ci_over"].map(resampled_units)
-    few = card[units.notna() & (units < FEW_UNITS) & np.isfinite(card["ci_low"])]
+    few = card[units.notna() & (units < MIN_CI_UNITS)]
     if len(few):
         groups = few.groupby(["judge", "dataset", "ci_over"], sort=False).size()
         listed = "; ".join(f"*{judge}* on {dataset} ({count} row{'s' if count > 1 else ''}, over {over})"
                            for (judge, dataset, over), count in groups.items())
-        lines.append(f"- **Intervals over few units.** {len(few)} intervals resample fewer than {FEW_UNITS} units — "
-                     f"{listed}. A percentile bootstrap over k units takes at most C(2k−1, k) distinct values: "
-                     f"these intervals understate the uncertainty.")
+        lines.append(f"- **No interval over fewer than {MIN_CI_UNITS} units.** {len(few)} numbers rest on too few "
+                     f"documents, systems or answers to resample — {listed}. They are point estimates only; with 4 "
+                     f"documents a bootstrap takes at most 35 distinct values and would look narrower than the "
+                     f"uncertainty is.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")
