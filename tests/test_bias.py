@@ -46,6 +46,8 @@ def test_listwise_swap_catches_a_position_biased_judge(tmp_path):
     result = bias.listwise_consistency(swap, seed=0)
     assert result.value == pytest.approx(2 / 6) and result.n == 6 and result.statistic == "position consistency"
     assert result.ci_low == result.ci_high == pytest.approx(1 / 3)  # both pools agree on their middle item only
+    modal = bias.listwise_modal_share(swap, seed=0)  # as given: 2, 0, 0, 2, 0, 0 → grade 0 four times of six
+    assert modal.value == pytest.approx(4 / 6) and modal.n == 6 and modal.statistic == "share of the modal grade, as given"
 
 
 def test_pairwise_consistency_and_first_position_share_by_hand():

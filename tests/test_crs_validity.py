@@ -65,6 +65,10 @@ def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
     assert math.isnan(b_drop.p) and math.isnan(b_drop.p_holm)  # no non-zero difference: no test, not counted
     p = table.p.dropna().sort_values().tolist()
     assert table.p_holm.dropna().min() == pytest.approx(min(1.0, 3 * p[0]))  # m = 3 tests in the family
+    b_recovery = table[(table.model == "b") & (table.comparison == "recovery")].iloc[0]
+    assert (b_recovery.n, b_recovery.nonzero, b_recovery.min_p) == (6, 1, 1.0)  # one non-zero difference: p ≥ 1
+    # the family's floor: 3 tests, the best-placed with 6 non-zero differences: 3 · 2/64
+    assert validity.holm_floor(table) == pytest.approx(3 * 2 / 64)
 
 
 def session_rows():

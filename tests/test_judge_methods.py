@@ -181,3 +181,11 @@ def test_judge_kinds_give_each_kinds_columns_and_the_methods_name_them(tmp_path)
     assert methods.expected_column(calibration.Method("BM25", "bm25", fit=True, calls=0)) is None
     with pytest.raises(ValueError, match="need examples"):
         methods.judge_kinds(["fewshot"], gateway_for(fake, tmp_path), [JudgeItem("q", "p")])
+
+
+def test_pool_ties_count_distinct_scores_and_relevant_passages():
+    scored = pd.DataFrame({"pool": ["a", "a", "a", "b", "b"], "docid": list("12345"), "human_grade": [0, 2, 1, 0, 0],
+                           "prp": [1.5, 1.5, 1.5, 1.0, 0.0]})
+    table = methods.pool_ties(scored, ["prp"])
+    assert table.to_dict("index") == {"a": {"passages": 3, "relevant (grade > 0)": 2, "distinct prp": 1},
+                                      "b": {"passages": 2, "relevant (grade > 0)": 0, "distinct prp": 2}}

@@ -167,3 +167,11 @@ def test_reshuffled_agreement_skips_pools_shown_in_the_same_order():
     # only the second pool moved: rows 2 (2 vs 1) and 3 (2 vs 2) -> 1 of 2 agree
     assert (result["pools_reordered"], result["same_first_item"], result["n"]) == (1, 1, 2)
     assert result["exact_agreement"] == 0.5
+
+
+def test_grade_agreement_table_shows_the_grades_used_and_a_constant_judge():
+    frame = pd.DataFrame({"human_grade": [0, 0, 0, 1, 2], "judge": [2, 2, 2, 2, 2]})
+    table = validity.grade_agreement_table(frame, ["judge"], categories=(0, 1, 2), constant=0)
+    assert table.loc["judge", "grades used"] == "2:5" and table.loc["judge", "exact_agreement"] == 0.2
+    assert table.loc["always 0", "exact_agreement"] == 0.6 and table.loc["always 0", "grades used"] == "0:5"
+    assert table.loc["judge", "kappa"] == pytest.approx(0.0)  # a constant judge: κ 0 by construction

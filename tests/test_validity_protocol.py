@@ -241,6 +241,7 @@ def test_choose_method_prefers_the_cheapest_among_those_indistinguishable_from_t
     # The best LLM method is criteria (0.60, low 0.40): thresholds (0.45) is within, plain (0.30) is not; the
     # baseline never competes. Thresholds costs 1 call against 3.
     assert calibration.choose_method(table) == "thresholds"
+    assert calibration.tied_with_best(table) == ["thresholds", "criteria"]
     assert calibration.choose_method(table.assign(weighted_kappa_ci_low=[0.0, 0.2, 0.5, 0.8])) == "criteria"
 
 

@@ -193,14 +193,21 @@ def compare_on_dev(dev: pd.DataFrame, methods: Sequence[Method], group: str, hum
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 
+def tied_with_best(table: pd.DataFrame) -> list[str]:
+    """The LLM methods (calls > 0) of a :func:`compare_on_dev` table whose dev κ_w reaches the lower 95% bound
+    of the best dev κ_w: on dev they cannot be told apart from the best. When that is nearly all of them, the
+    choice of :func:`choose_method` rests on cost, not on measured quality."""
+    llm = table[table["calls"] > 0]
+    best = llm["weighted_kappa"].idxmax()
+    return llm.index[llm["weighted_kappa"] >= llm.at[best, "weighted_kappa_ci_low"]].tolist()
+
+
 def choose_method(table: pd.DataFrame) -> str:
     """The rule, fixed before any dev judgment is seen: among the LLM methods (calls > 0) of a
     :func:`compare_on_dev` table, those whose dev κ_w reaches the lower 95% bound of the best dev κ_w are
     indistinguishable from the best on dev; of those, the fewest calls per item wins (it is the cheapest to
     run on test and later), then the higher dev κ_w, then table order."""
-    llm = table[table["calls"] > 0]
-    best = llm["weighted_kappa"].idxmax()
-    tied = llm[llm["weighted_kappa"] >= llm.at[best, "weighted_kappa_ci_low"]]
+    tied = table.loc[tied_with_best(table)]
     ranked = tied.assign(order=range(len(tied))).sort_values(["calls", "weighted_kappa", "order"],
                                                              ascending=[True, False, True], kind="stable")
     return str(ranked.index[0])

@@ -98,6 +98,25 @@ def constant_baselines(human: Sequence[int], categories: Sequence[int] = GRADES)
     return pd.DataFrame(rows).T.rename_axis("label_definition")
 
 
+def grade_agreement_table(frame: pd.DataFrame, columns: Sequence[str], human: str = "human_grade",
+                          categories: Sequence[int] = GRADES, constant: int | None = None) -> pd.DataFrame:
+    """Per grade column: :func:`agreement_of_columns` with ``human`` and the grades it used ("grade:count", the
+    collapse onto one grade shows here). ``constant``: a row "always <g>" for a constant judge (e.g. the dev
+    majority grade, fixed before the test), whose exact agreement every method should beat and whose κ is 0
+    or undefined by construction."""
+    table = frame[[human, *columns]].copy()
+    names = list(columns)
+    if constant is not None:
+        names.append(f"always {constant}")
+        table[names[-1]] = constant
+    rows = {}
+    for name in names:
+        used = table[name].dropna().astype(int).value_counts().sort_index()
+        rows[name] = {**agreement_of_columns(table, human, name, categories),
+                      "grades used": " ".join(f"{g}:{c}" for g, c in used.items())}
+    return pd.DataFrame(rows).T.rename_axis("judge")
+
+
 def confusion(frame: pd.DataFrame, human: str, judge: str, categories: Sequence[int] = GRADES) -> pd.DataFrame:
     """Human × judge grade counts over the rows where both are present, every grade shown."""
     both = frame[human].notna() & frame[judge].notna()

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.comparisons import holm
+from lib.analysis.stats import min_attainable_p
 from lib.analysis.validity import correlation_table
 from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
@@ -113,7 +114,9 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
     """Per group of ``by`` (system) and comparison name → (a, b): over the sessions with both values, the mean
     of a − b, the Wilcoxon signed-rank test of a − b (scipy.stats.wilcoxon, two-sided, exact for small n, zero
     differences dropped; NaN p without a non-zero difference), the rank-biserial effect size
-    (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family)."""
+    (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family). ``nonzero``: the
+    differences the test uses; ``min_p``: the smallest p it could give whatever their signs
+    (:func:`lib.analysis.stats.min_attainable_p`) — see :func:`holm_floor`."""
     from scipy.stats import wilcoxon
 
     rows = []
@@ -122,11 +125,20 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
             both = part[[a, b]].dropna()
             d = (both[a] - both[b]).to_numpy(dtype=float)
             p = float(wilcoxon(d).pvalue) if np.any(d != 0) else float("nan")
-            rows.append({by: group, "comparison": name, "a": a, "b": b, "n": len(d),
+            nonzero = int(np.count_nonzero(d))
+            rows.append({by: group, "comparison": name, "a": a, "b": b, "n": len(d), "nonzero": nonzero,
                          "mean_diff": float(d.mean()) if len(d) else float("nan"), "p": p,
-                         "rank_biserial": rank_biserial(d)})
+                         "min_p": min_attainable_p(nonzero), "rank_biserial": rank_biserial(d)})
     table = pd.DataFrame(rows)
     return table.assign(p_holm=holm(table["p"].tolist()) if len(table) else [])
+
+
+def holm_floor(tests: pd.DataFrame) -> float:
+    """The smallest Holm-adjusted p a family of :func:`paired_tests` could reach, whatever the data: Holm
+    multiplies the smallest p by the number of tests m (Holm 1979), so the floor is min(1, m · min_i min_p_i). A
+    floor at or above α means the family cannot reject anything at its size."""
+    tested = tests[tests["p"].notna()]
+    return float(min(1.0, len(tested) * tested["min_p"].min())) if len(tested) else float("nan")
 
 
 def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> dict[str, object]:

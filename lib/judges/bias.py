@@ -1,7 +1,8 @@
 """Bias battery of a relevance judge: each bias a measured number with a seeded bootstrap CI (:class:`BiasResult`).
 
 * Position — :func:`listwise_swap`: each pool judged as given and reversed; consistency = share of items whose
-  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`).
+  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`),
+  read beside :func:`listwise_modal_share` (a constant judge is perfectly consistent).
   :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
   "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
 * Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
@@ -118,6 +119,16 @@ def listwise_consistency(swap: pd.DataFrame, seed: int) -> BiasResult:
     both = swap.dropna(subset=["grade_given", "grade_reversed"])
     same = (both.grade_given == both.grade_reversed).to_numpy(dtype=float)
     return _rate("position", "listwise", POSITION_CONSISTENCY, same, both.pool.tolist(), seed)
+
+
+def listwise_modal_share(swap: pd.DataFrame, seed: int) -> BiasResult:
+    """Share of the as-given grades equal to their most frequent grade (the smallest on a tie); CI resampling
+    pools. The reading aid for :func:`listwise_consistency`: a judge that gives one grade to everything is
+    perfectly consistent under any order, so consistency means little when this share is near 1."""
+    given = swap.dropna(subset=["grade_given"])
+    modal = given.grade_given.mode().min() if len(given) else None
+    same = (given.grade_given == modal).to_numpy(dtype=float)
+    return _rate("position", "listwise", "share of the modal grade, as given", same, given.pool.tolist(), seed)
 
 
 def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasResult]:

@@ -205,6 +205,17 @@ def pool_ndcg(scored: pd.DataFrame, score: str, human: str = "human_grade", cuto
     return pd.Series(values, name=f"nDCG@{cutoff} by {score}").rename_axis("pool").sort_index()
 
 
+def pool_ties(scored: pd.DataFrame, scores: Sequence[str], human: str = "human_grade") -> pd.DataFrame:
+    """Per pool: its passages, those humans graded > 0, and for each column of ``scores`` how many distinct
+    values it gave the pool's passages. A ranking with fewer distinct values than passages is decided partly by
+    the tie-break (docid, see :func:`pool_ndcg`), and a pool without a relevant passage has no nDCG at all."""
+    grouped = scored.groupby("pool")
+    table = pd.DataFrame({"passages": grouped.size(), "relevant (grade > 0)": grouped[human].apply(lambda g: int((g > 0).sum()))})
+    for score in scores:
+        table[f"distinct {score}"] = grouped[score].nunique()
+    return table
+
+
 # The kinds of calls a lifting method's grades come from; each gives the columns <kind>_grade (argmax, absent for
 # criteria), <kind>_expected and <kind>_rounded.
 CALL_KINDS = ("pointwise", "fewshot", "criteria")
