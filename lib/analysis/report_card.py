@@ -54,6 +54,10 @@ STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN
 # name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
 CHOSEN = " (chosen on dev)"
 GEVAL_WEIGHTED = "G-Eval, study steps, weighted"
+GEVAL_ARGMAX = "G-Eval, study steps, argmax digit (ablation)"
+GEVAL_NO_STEPS = "G-Eval, no evaluation steps, weighted (ablation)"
+ROUGE_BASELINE = "ROUGE-1 F to the reference"
+COSINE_BASELINE = "MiniLM cosine to the source"
 COEFFICIENT_NAMES = {"spearman": SPEARMAN, "kendall": KENDALL}
 
 GEVAL_PAPER = "Liu et al., G-Eval, EMNLP 2023, Table 1 (summary level)"
@@ -424,7 +428,9 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
-                 f"won on dev can lose on test by chance, which the test interval shows.")
+                 f"won on dev can lose on test by chance. The item intervals resample passages, which are nested in "
+                 f"those {test_groups} groups (and NovelEval's, ALCE's answers in their questions), so they treat "
+                 f"related items as independent and are narrower than intervals over groups would be.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
                      f"{crs_sessions} simulated sessions, not against people: convergent validity with an unvalidated "
