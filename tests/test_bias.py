@@ -123,3 +123,9 @@ def test_renumbered_pools_keep_their_prompts_and_cover_their_rows():
     assert [p.rows for p in subset] == [(0, 1), (2, 3)] and original == [6, 7, 2, 3]
     assert relevance.listwise_messages(subset[0], relevance.PASSAGE_PROMPTS) == \
         relevance.listwise_messages(pools[3], relevance.PASSAGE_PROMPTS)
+
+
+def test_uniform_modal_share_by_hand():
+    # 3 grades, 3 samples: all alike 3/27 (share 1), two alike 18/27 (2/3), all different 6/27 (1/3) → 17/27
+    assert bias.uniform_modal_share(3, 3) == pytest.approx(17 / 27)
+    assert bias.uniform_modal_share(2, 2) == pytest.approx(0.75)  # (1 + 1/2 + 1/2 + 1) / 4

@@ -42,17 +42,20 @@ def battery(recovered=(-0.05, -0.09, -0.02)):
             ("pairwise", rc.POSITION_CONSISTENCY, 0.08, 0.0, 0.17, 12),
             ("pairwise", "share of answers choosing the first-shown passage", 0.96, 0.9, 1.0, 12),
             ("pointwise", "inflation recovered by the defence", *recovered, 6)]
-    return pd.DataFrame([{"form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": n, "anchors": "A"}
+    rows.append(("pointwise", "agreement with the modal grade over 3 samples at T = 1.0", 0.44, 0.33, 0.56, 6))
+    return pd.DataFrame([{"form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": n, "anchors": "A",
+                          "bias": "self-consistency" if s.startswith("agreement") else "other"}
                          for f, s, v, lo, hi, n in rows])
 
 
 def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by_its_sign():
     pools = pd.DataFrame({"passages": [4, 4], "relevant (grade > 0)": [2, 0], "distinct prp": [3, 1]})
-    text = summary07.bias(battery(), pools)
+    text = summary07.bias(battery(), pools, 17 / 27)
     assert "consistency 0.90 (0.70 to 1.00, n = 20), but the judge gave its most frequent grade to 1.00" in text
     assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
     assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
-    assert summary07.bias(battery((0.1, -0.1, 0.3)), pools).endswith("not distinguishable from 0.")
+    assert "0.44 (0.33 to 0.56, n = 6) against 0.63 for grades drawn uniformly at random" in text
+    assert summary07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
 
 
 def test_crs_bullet_states_each_familys_holm_floor():

@@ -112,11 +112,12 @@ def geval_ablations(card: pd.DataFrame, with_steps: float, without_steps: float,
             f"{without_steps:.2f} without.")
 
 
-def bias(battery: pd.DataFrame, pools: pd.DataFrame) -> str:
+def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: float) -> str:
     """The bias battery in words: listwise position consistency beside the share of the modal grade (a constant
     judge is perfectly consistent), pairwise consistency beside the first-shown share and MT-Bench's judges,
     the pointwise rows, the defence read by its sign; ``pools``: :func:`lib.judges.methods.pool_ties` of the
-    PRP pools."""
+    PRP pools; ``uniform_self_consistency``: :func:`lib.judges.bias.uniform_modal_share` for the self-consistency
+    row (what a rater drawing grades uniformly at random would score)."""
     rows = battery.set_index(["form", "statistic"])
 
     def said(form: str, statistic: str) -> str:
@@ -125,6 +126,9 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame) -> str:
 
     pointwise = battery[battery.form == "pointwise"]
     parts = [f"{r.statistic} {r.value:.2f} ({_ci(r.ci_low, r.ci_high).removeprefix('95% CI ')}, n = {int(r.n)})"
+             + (f" against {uniform_self_consistency:.2f} for grades drawn uniformly at random (the judge is used "
+                f"through its probabilities at T = 0; this measures how spread its sampling is)"
+                if r.bias == "self-consistency" else "")
              for r in pointwise.itertuples()]
     defence = pointwise[pointwise.statistic.str.startswith("inflation recovered")]
     reading = ""

@@ -162,6 +162,18 @@ def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_
                  f"T = {temperature}", np.array(shares, dtype=float), None, seed)
 
 
+def uniform_modal_share(n_grades: int, n_samples: int) -> float:
+    """The value :func:`self_consistency` expects from a rater that draws every sample uniformly from
+    ``n_grades`` grades: E[max count / n_samples] over all n_grades^n_samples equally likely sample tuples
+    (exact enumeration; 17/27 ≈ 0.63 for 3 grades and 3 samples). A judge near this value samples about as
+    randomly as it can; 1 means it always answers the same."""
+    from itertools import product
+
+    shares = [max(draw.count(g) for g in range(n_grades)) / n_samples
+              for draw in product(range(n_grades), repeat=n_samples)]
+    return float(np.mean(shares))
+
+
 def _expected(judgments: Sequence[Judgment]) -> np.ndarray:
     return np.array([np.nan if j.expected_grade is None else j.expected_grade for j in judgments], dtype=float)
 
