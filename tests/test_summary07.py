@@ -55,6 +55,9 @@ def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by
     assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
     assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
     assert "0.44 (0.33 to 0.56, n = 6) against 0.63 for grades drawn uniformly at random" in text
+    assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
+    assert summary07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
+        "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")
     assert summary07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
 
 

@@ -102,12 +102,16 @@ def geval_ablations(card: pd.DataFrame, with_steps: float, without_steps: float,
         return card[(card.judge == judge) & (card.criterion == "average") & (card.statistic == rc.SPEARMAN)
                     & (card.level == "summary")].iloc[0]
 
+    def value(row: pd.Series) -> str:
+        return (f"{row.value:.2f}" if np.isfinite(row.value) else
+                "undefined (on some dimension its scores are constant within every document)")
+
     weighted, argmax = average(rc.GEVAL_WEIGHTED), average(rc.GEVAL_ARGMAX)
     rouge, cosine = average(rc.ROUGE_BASELINE), average(rc.COSINE_BASELINE)
     return (f"**G-Eval on SummEval** (summary-level average ρ over {int(weighted.n)} documents, "
             f"{'no intervals' if not np.isfinite(weighted.ci_low) else 'see the card for intervals'}): as declared "
-            f"(weighted) {weighted.value:.2f}, argmax digit {argmax.value:.2f}; non-LLM baselines ROUGE-1 "
-            f"{rouge.value:.2f}, MiniLM cosine to the source {cosine.value:.2f}. Published: {weighted.anchors}. "
+            f"(weighted) {value(weighted)}, argmax digit {value(argmax)}; non-LLM baselines ROUGE-1 "
+            f"{value(rouge)}, MiniLM cosine to the source {value(cosine)}. Published: {weighted.anchors}. "
             f"Coherence on {nocot_docs} document(s) without an interval: {with_steps:.2f} with the evaluation steps, "
             f"{without_steps:.2f} without.")
 
@@ -134,9 +138,17 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
     reading = ""
     if len(defence):
         d = defence.iloc[0]
-        reading = (" The defence sentence *raises* the inflation (its interval lies below 0)." if d.ci_high < 0
+        reading = (f" The defence's effect ({d.value:+.2f}) rests on {int(d.n)} passages, too few for an interval."
+                   if not np.isfinite(d.ci_low) else
+                   " The defence sentence *raises* the inflation (its interval lies below 0)." if d.ci_high < 0
                    else " The defence sentence recovers part of the inflation (its interval lies above 0)."
                    if d.ci_low > 0 else " The defence's effect is not distinguishable from 0.")
+    from scipy.stats import binomtest
+
+    first = rows.loc[("pairwise", "share of answers choosing the first-shown passage")]
+    answers = 2 * int(first.n)
+    chose_first = int(round(first.value * answers))
+    first_p = binomtest(chose_first, answers, 0.5).pvalue
     scored = pools.filter(like="distinct prp")
     relevant = int((pools["relevant (grade > 0)"] > 0).sum())
     return (f"**Bias**: listwise position consistency {said('listwise', rc.POSITION_CONSISTENCY)}, but the judge gave "
@@ -144,7 +156,8 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
             f"and a judge that always gives one grade is perfectly consistent; pairwise consistency "
             f"{said('pairwise', rc.POSITION_CONSISTENCY)} (published: "
             f"{rows.loc[('pairwise', rc.POSITION_CONSISTENCY)].anchors}), the first-shown passage chosen in "
-            f"{said('pairwise', 'share of answers choosing the first-shown passage')} of the answers. PRP ranked "
+            f"{chose_first} of {answers} answers (exact binomial p = {first_p:.1g} against no preference; the answers "
+            f"share passages, so read it as a description). PRP ranked "
             f"{len(pools)} pools, {relevant} with a relevant passage (nDCG needs one), with "
             f"{', '.join(str(int(v)) for v in scored.iloc[:, 0])} distinct scores for "
             f"{', '.join(str(int(v)) for v in pools.passages)} passages: its order is partly the docid tie-break. "

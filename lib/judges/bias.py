@@ -14,7 +14,8 @@
   added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
   inflation with it (each condition against its own uninjected baseline).
 
-Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). A failed call or an answer
+Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). No interval is given over
+fewer than ``lib.analysis.report_card.MIN_CI_UNITS`` items or pools (see the report card). A failed call or an answer
 without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from lib.analysis.report_card import POSITION_CONSISTENCY
+from lib.analysis.report_card import MIN_CI_UNITS, POSITION_CONSISTENCY
 from lib.analysis.stats import bootstrap_ci, cluster_bootstrap_ci
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.methods import PairJudgment
@@ -90,10 +91,14 @@ def defended_messages(item: JudgeItem, prompts: RelevancePrompts) -> list[dict[s
 
 def _rate(bias: str, form: str, statistic: str, values: np.ndarray, clusters: Sequence | None, seed: int
           ) -> BiasResult:
-    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given (≥ 2 clusters)."""
+    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given; no CI (NaN) when
+    fewer than ``MIN_CI_UNITS`` units would be resampled, as on the report card."""
     if not len(values):
         return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0)
-    if clusters is not None and len(set(clusters)) >= 2:
+    units = len(set(clusters)) if clusters is not None else len(values)
+    if units < MIN_CI_UNITS:
+        low, high = float("nan"), float("nan")
+    elif clusters is not None:
         low, high = cluster_bootstrap_ci(values, clusters, seed)
     else:
         low, high = bootstrap_ci(values, seed)
