@@ -16,7 +16,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from lib.analysis.calibration import Method
 from lib.embeddings import Embed
+
+# The relevance baselines as methods of the dev comparison: thresholds on the score fit on dev, no LLM call.
+RELEVANCE_BASELINES = (Method("BM25, thresholds", "bm25", fit=True, calls=0),
+                       Method("MiniLM cosine, thresholds", "cosine", fit=True, calls=0))
 
 TOKEN = re.compile(r"\w+")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 Tables = Mapping[str, pd.DataFrame]
@@ -128,3 +129,27 @@ def crs_known_behaviour(tables: Tables) -> str:
     return (f"Over {sessions['session_id'].nunique()} simulated users, the adaptation metrics reproduce "
             f"{int(checks['holds'].sum())} of {len(checks)} expected differences between systems of known behaviour"
             + (f" (not: {'; '.join(failing)})" if len(failing) else "") + f".{llm}")
+
+
+@headline("07_validity", "report_card")
+def judge_report_card(tables: Tables) -> str:
+    """The lifted judge's two test numbers against the targets of chapter 07, each with its interval and
+    whether it reaches the target, and how many card rows there are."""
+    from lib.analysis.report_card import CHOSEN, target_table
+
+    card = tables["report_card"]
+    targets = target_table(card)
+
+    def said(t: pd.Series) -> str:
+        reached = ("reaches it" if t["reached_by_interval"] else "reaches it by the estimate, not by the interval"
+                   if t["reached"] else "misses it")
+        interval = (f"95% CI {t['ci_low']:.2f} to {t['ci_high']:.2f}" if np.isfinite([t["ci_low"], t["ci_high"]]).all()
+                    else "too few units for an interval")
+        return (f"{t['statistic']} = {t['value']:.2f} ({interval}, n = {int(t['n'])}) against a target of "
+                f"{t['goal']:.2f}: it {reached}")
+
+    relevance, geval = targets.iloc[0], targets.iloc[1]
+    method = relevance["judge"].removesuffix(CHOSEN)
+    return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On held-out TREC "
+            f"DL19 queries the relevance method chosen on dev ({method}) has {said(relevance)}; G-Eval on held-out "
+            f"SummEval documents has a summary-level {said(geval)}.")

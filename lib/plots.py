@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -184,3 +184,68 @@ def ablation_bars(scores: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
     fig.update_layout(title="System means under each ablation of TAS and CAS", yaxis_title="mean over sessions",
                       height=400)
     return fig
+
+
+def interval_forest(rows: pd.DataFrame, title: str, x_label: str, targets: Mapping[str, float] | None = None
+                    ) -> go.Figure:
+    """One line per row of ``rows`` (columns label, group, value, ci_low, ci_high; optional anchor): the value
+    as a dot with its 95% CI as a horizontal bar, coloured by group, in the rows' order from the top; a
+    published anchor as an open diamond; a solid line at 0 and a dotted line at each of ``targets``
+    (name → value). Rows whose CI is undefined show the dot alone."""
+    fig = go.Figure()
+    palette = px.colors.qualitative.Safe
+    order = list(rows["label"])
+    for colour, (group, part) in zip(palette, rows.groupby("group", sort=False)):
+        fig.add_scatter(x=part["value"], y=part["label"], mode="markers", name=str(group), marker_color=colour,
+                        marker_size=9, error_x={"type": "data", "symmetric": False,
+                                                "array": (part["ci_high"] - part["value"]).tolist(),
+                                                "arrayminus": (part["value"] - part["ci_low"]).tolist()})
+    if "anchor" in rows and rows["anchor"].notna().any():
+        anchored = rows[rows["anchor"].notna()]
+        fig.add_scatter(x=anchored["anchor"], y=anchored["label"], mode="markers", name="published anchor",
+                        marker={"symbol": "diamond-open", "size": 11, "color": "black"})
+    fig.add_vline(x=0, line_color="grey")
+    for name, value in (targets or {}).items():
+        fig.add_vline(x=value, line_dash="dot", line_color="red", annotation_text=name)
+    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1])
+    fig.update_layout(title=title, xaxis_title=x_label, height=140 + 26 * len(rows), legend_title_text="")
+    return fig
+
+
+def confusion_heatmap(table: pd.DataFrame, title: str) -> go.Figure:
+    """A human × judge count table (:func:`lib.analysis.validity.confusion`) as a heatmap with the counts
+    written in the cells; rows are human grades, columns judge grades, grade 0 at the top left."""
+    fig = px.imshow(table.to_numpy(), x=[str(c) for c in table.columns], y=[str(i) for i in table.index],
+                    text_auto=True, color_continuous_scale="Blues",
+                    labels={"x": table.columns.name or "judge", "y": table.index.name or "human", "color": "items"})
+    fig.update_layout(title=title, height=360, width=440)
+    return fig
+
+
+def cc_around_shift(frame: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
+    """Mean CC over sessions before, at and after the shifts per system (``frame``: one row per session with
+    model, cc_before, cc_at_shift, cc_after — :func:`lib.crs.validity.shift_cc`): an adapting system dips at the
+    shift and comes back; a stale one stays down."""
+    phases = {"cc_before": "before", "cc_at_shift": "at the shift", "cc_after": "after"}
+    means = (frame.groupby("model", sort=False)[list(phases)].mean().reset_index()
+             .melt(id_vars="model", var_name="phase", value_name="cc"))
+    means["phase"] = means["phase"].map(phases)
+    fig = px.line(means, x="phase", y="cc", color="model", markers=True, category_orders={
+        "model": list(systems), "phase": list(phases.values())}, color_discrete_map=_colours(systems))
+    fig.update_layout(title="Concept consistency around the preference shifts (mean over sessions)",
+                      yaxis_title="CC", yaxis_range=[-0.02, 1.02], height=380)
+    return fig
+
+
+def method_comparison(table: pd.DataFrame, chosen: str) -> go.Figure:
+    """Dev quadratic-weighted κ of each method (``table``: :func:`lib.analysis.calibration.compare_on_dev`) with
+    its CI; the chosen method, the other LLM methods and the non-LLM baselines in three colours."""
+    rows = pd.DataFrame({
+        "label": [f"{m} ({int(c)} call{'s' if c != 1 else ''}/item)" for m, c in zip(table.index, table["calls"])],
+        "group": ["chosen" if m == chosen else "non-LLM baseline" if c == 0 else "LLM method"
+                  for m, c in zip(table.index, table["calls"])],
+        "value": table["weighted_kappa"].astype(float).to_numpy(),
+        "ci_low": table["weighted_kappa_ci_low"].astype(float).to_numpy(),
+        "ci_high": table["weighted_kappa_ci_high"].astype(float).to_numpy()})
+    return interval_forest(rows, "Methods on the dev queries (thresholds scored leave-one-query-out)",
+                           "quadratic-weighted κ with the NIST grades (95% CI)")

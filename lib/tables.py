@@ -204,6 +204,41 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "sign_test_p": "exact two-sided sign test over sessions (strictly higher vs strictly lower, ties dropped)",
         "by_design": "why the expectation cannot fail (a check of the code, not of the metric), else empty",
     },
+    "report_card": {
+        "judge": "judge and method, e.g. 'pointwise, thresholds on E[g] (chosen on dev)', 'G-Eval, study steps, "
+                 "weighted', 'BM25, thresholds' (lib.analysis.report_card)",
+        "model": "judge model identity; '—' for a non-LLM baseline",
+        "dataset": "TREC DL19 (test queries), NovelEval (chapter 03's queries), SummEval (test documents), ALCE, "
+                   "RAG monitor, CRS simulation",
+        "criterion": "relevance, a SummEval dimension or 'average', a nugget score, a CRS metric, the monitor score",
+        "statistic": "one of lib.analysis.report_card.STATISTICS",
+        "level": "item, summary (within documents, averaged), system, answer, session or day",
+        "n": "items, documents (summary level), systems (system level), sessions or days the value rests on",
+        "value": "the statistic",
+        "ci_low": "95% bootstrap CI, lower bound (items, documents or sessions resampled; NaN: undefined)",
+        "ci_high": "95% bootstrap CI, upper bound",
+        "ci_over": "the units the CI resampled, e.g. '4 documents' (a system-level ρ over 16 systems still rests on "
+                   "the documents drawn); '—' without a CI",
+        "failed": "items without a judgment (failed calls or answers without logprobs), left out of n",
+        "anchors": "published values of the same statistic, criterion and level shown with this data set, '; '-"
+                   "joined ('—': none); * marks a value not read in the paper itself",
+        "anchor_unchecked": "some anchor of the row was not checked in its paper",
+    },
+    "bias_battery": {
+        "bias": "position, self-consistency, verbosity or prompt injection (lib.judges.bias)",
+        "form": "the judging form measured: listwise, pairwise or pointwise",
+        "statistic": "what value is (e.g. position consistency, mean change of E[g] when padded)",
+        "value": "the measured number",
+        "ci_low": "95% bootstrap CI, lower bound (items resampled; pools for the position checks)",
+        "ci_high": "95% bootstrap CI, upper bound",
+        "n": "items (pairs for pairwise position) compared",
+        "dataset": "NovelEval (chapter 03's passages) or TREC DL19 (the test pools of the pairwise ranking)",
+        "criterion": "the form again, for matching anchors",
+        "level": "item",
+        "anchors": "published values shown beside it (MT-Bench's position consistency for pairwise), * unchecked",
+        "anchor_unchecked": "some anchor of the row was not checked in its paper",
+        "model": "judge model identity",
+    },
 }
 
 

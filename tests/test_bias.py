@@ -10,7 +10,7 @@ import pytest
 
 from lib.analysis.report_card import with_anchors
 from lib.judges import bias, relevance
-from lib.judges.items import JudgeItem, make_pools
+from lib.judges.items import JudgeItem, make_pools, renumbered
 from lib.judges.methods import PairJudgment
 from tests.fakes import FakeOpenAI, Reply
 from tests.test_judges import digit_logprobs, gateway_for
@@ -45,7 +45,9 @@ def test_listwise_swap_catches_a_position_biased_judge(tmp_path):
     assert swap.grade_given.tolist() == [2, 0, 0, 2, 0, 0] and swap.grade_reversed.tolist() == [0, 0, 2, 0, 0, 2]
     result = bias.listwise_consistency(swap, seed=0)
     assert result.value == pytest.approx(2 / 6) and result.n == 6 and result.statistic == "position consistency"
-    assert result.ci_low == result.ci_high == pytest.approx(1 / 3)  # both pools agree on their middle item only
+    assert np.isnan(result.ci_low) and np.isnan(result.ci_high)  # two pools: too few to resample
+    modal = bias.listwise_modal_share(swap, seed=0)  # as given: 2, 0, 0, 2, 0, 0 → grade 0 four times of six
+    assert modal.value == pytest.approx(4 / 6) and modal.n == 6 and modal.statistic == "share of the modal grade, as given"
 
 
 def test_pairwise_consistency_and_first_position_share_by_hand():
@@ -69,7 +71,7 @@ def test_self_consistency_counts_agreement_with_the_modal_grade(tmp_path):
     with FakeOpenAI(by_seed) as fake:
         result = bias.self_consistency(gateway_for(fake, tmp_path), items, seed=0, n_samples=4, temperature=0.7)
     assert {r["temperature"] for r in fake.requests} == {0.7}
-    assert result.value == pytest.approx(0.75) and result.n == 3 and (result.ci_low, result.ci_high) == (0.75, 0.75)
+    assert result.value == pytest.approx(0.75) and result.n == 3 and np.isnan(result.ci_low)  # 3 items: no interval
 
 
 def test_verbosity_effect_is_the_mean_paired_change_of_the_expected_grade(tmp_path):
@@ -111,3 +113,28 @@ def test_a_failed_call_leaves_its_item_out(tmp_path):
     assert result.n == 1 and result.value == 0.0
     empty = bias.listwise_consistency(pd.DataFrame({"pool": [], "grade_given": [], "grade_reversed": []}), 0)
     assert empty.n == 0 and np.isnan(empty.value)
+
+
+def test_renumbered_pools_keep_their_prompts_and_cover_their_rows():
+    items = [JudgeItem("q1", f"p{k}") for k in range(4)] + [JudgeItem("q2", f"r{k}") for k in range(4)]
+    pools = make_pools(items, ["q1"] * 4 + ["q2"] * 4, size=2)
+    subset, original = renumbered([pools[3], pools[1]])
+    assert [p.outputs for p in subset] == [pools[3].outputs, pools[1].outputs]
+    assert [p.rows for p in subset] == [(0, 1), (2, 3)] and original == [6, 7, 2, 3]
+    assert relevance.listwise_messages(subset[0], relevance.PASSAGE_PROMPTS) == \
+        relevance.listwise_messages(pools[3], relevance.PASSAGE_PROMPTS)
+
+
+def test_uniform_modal_share_by_hand():
+    # 3 grades, 3 samples: all alike 3/27 (share 1), two alike 18/27 (2/3), all different 6/27 (1/3) → 17/27
+    assert bias.uniform_modal_share(3, 3) == pytest.approx(17 / 27)
+    assert bias.uniform_modal_share(2, 2) == pytest.approx(0.75)  # (1 + 1/2 + 1/2 + 1) / 4
+
+
+def test_an_interval_needs_ten_resampled_units():
+    values = np.linspace(0, 1, 12)
+    with_ci = bias._rate("b", "pointwise", "s", values, None, seed=0)
+    assert with_ci.ci_low < with_ci.value < with_ci.ci_high
+    assert np.isnan(bias._rate("b", "pointwise", "s", values[:9], None, seed=0).ci_low)
+    by_pools = bias._rate("b", "listwise", "s", values, [k % 5 for k in range(12)], seed=0)  # 12 items in 5 pools
+    assert np.isnan(by_pools.ci_low) and by_pools.n == 12

@@ -65,6 +65,10 @@ def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
     assert math.isnan(b_drop.p) and math.isnan(b_drop.p_holm)  # no non-zero difference: no test, not counted
     p = table.p.dropna().sort_values().tolist()
     assert table.p_holm.dropna().min() == pytest.approx(min(1.0, 3 * p[0]))  # m = 3 tests in the family
+    b_recovery = table[(table.model == "b") & (table.comparison == "recovery")].iloc[0]
+    assert (b_recovery.n, b_recovery.nonzero, b_recovery.min_p) == (6, 1, 1.0)  # one non-zero difference: p ≥ 1
+    # the family's floor: 3 tests, the best-placed with 6 non-zero differences: 3 · 2/64
+    assert validity.holm_floor(table) == pytest.approx(3 * 2 / 64)
 
 
 def session_rows():
@@ -105,3 +109,11 @@ def test_convergent_validity_correlates_metrics_with_each_judge_score():
     judged = session_rows().iloc[[0, 1, 2, 4, 5]]
     mean = judged[["judge_coherence", "judge_personalisation", "judge_proactiveness"]].astype(float).mean(axis=1)
     assert row["n"] == 5 and row["r"] == pytest.approx(judged.tas.corr(mean, "spearman"))
+
+
+def test_convergent_validity_over_all_sessions_only():
+    table = validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"], per_system=False)
+    assert set(table.index.get_level_values("model")) == {"all"}
+    assert table.loc[("judge_mean", "all", "tas", "spearman"), "r"] == pytest.approx(
+        validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"]).loc[
+            ("judge_mean", "all", "tas", "spearman"), "r"])

@@ -63,3 +63,26 @@ def test_headline_06_counts_the_known_differences_and_names_the_failures():
     without_llm = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks.iloc[:1],
                                                            "crs_sessions": sessions.iloc[2:]})
     assert without_llm.endswith("systems of known behaviour.")
+
+
+def test_headline_07_states_both_targets_with_their_intervals():
+    from lib.analysis import report_card as rc
+
+    rows = [rc._row("criteria, thresholds on the mean" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA,
+                    "item", 24, 0.52, 0.41, 0.70, "24 passages"),
+            rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, 0.35, 0.12, 0.58,
+                    "12 documents")]
+    entry = HEADLINES["07_validity"]
+    assert entry.tables == ("report_card",)
+    sentence = entry.sentence({"report_card": rc.report_card(rows)})
+    assert sentence.startswith("Report card of 3 judges and baselines in 3 rows.")
+    assert ("the relevance method chosen on dev (criteria, thresholds on the mean) has quadratic-weighted κ = 0.52 "
+            "(95% CI 0.41 to 0.70, n = 24) against a target of 0.40: it reaches it;") in sentence
+    assert sentence.endswith("summary-level Spearman ρ = 0.35 (95% CI 0.12 to 0.58, n = 12) against a target of 0.30: "
+                             "it reaches it by the estimate, not by the interval.")
+    few = [*rows[:2], rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 4, 0.35, 0.12,
+                              0.58, "4 documents")]
+    assert entry.sentence({"report_card": rc.report_card(few)}).endswith(
+        "summary-level Spearman ρ = 0.35 (too few units for an interval, n = 4) against a target of 0.30: it reaches "
+        "it by the estimate, not by the interval.")

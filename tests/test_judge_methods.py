@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from lib.analysis import calibration
 from lib.analysis.calibration import split_groups
 from lib.judges import methods, relevance
 from lib.judges.items import JudgeItem
@@ -146,3 +147,45 @@ def test_summeval_rubrics_have_study_steps_and_the_no_cot_ablation_drops_the_ste
     without = geval.form_messages(geval.FLUENCY, "", item)[0]["content"]
     assert with_steps.endswith("Evaluation Steps:\n\n1. Read.") and "Evaluation Steps" not in without
     assert with_steps.startswith(without) and without.endswith("easy to read and follow.")
+
+
+def grade_by_kind(body, n):
+    """Pointwise 2 (p: 0.5 on 2 and 3), few-shot 3 (certain), Topicality 3, Exactness 1 (certain)."""
+    system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+    if "rate one aspect" in system:
+        grade = 3 if "Topicality" in system else 1
+        return Reply(json.dumps({"grade": grade}), logprobs=digit_logprobs({grade: 1.0}))
+    if user.startswith("Examples of graded passages"):
+        return Reply('{"grade": 3}', logprobs=digit_logprobs({3: 1.0}))
+    return Reply('{"grade": 2}', logprobs=digit_logprobs({2: 0.5, 3: 0.5}))
+
+
+def test_judge_kinds_give_each_kinds_columns_and_the_methods_name_them(tmp_path):
+    rows = dl_like().iloc[[1, 5, 10]]
+    examples = methods.fewshot_examples(dl_like()[dl_like().qid == "q0"], (0, 1, 2, 3), seed=0)
+    with FakeOpenAI(grade_by_kind) as fake:
+        frame = methods.judge_passages(["pointwise", "fewshot", "criteria", "pointwise"], gateway_for(fake, tmp_path),
+                                       rows, examples=examples, criteria=["Topicality", "Exactness"])
+    assert len(fake.requests) == 3 * (1 + 1 + 2)  # a kind named twice is judged once
+    assert list(frame.index) == list(rows.index)
+    assert frame.pointwise_grade.tolist() == [2] * 3 and frame.pointwise_expected.tolist() == [2.5] * 3
+    assert frame.pointwise_rounded.tolist() == [3] * 3  # 2.5 rounds half up
+    assert frame.fewshot_grade.tolist() == [3] * 3 and frame.criteria_expected.tolist() == [2.0] * 3
+    assert "criteria_grade" not in frame and frame.criteria_rounded.tolist() == [2] * 3
+    lifted = methods.lifting_methods(n_criteria=2)
+    assert lifted[0] == methods.REFERENCE_METHOD and all(m.column in frame for m in lifted)
+    assert [m.calls for m in lifted if methods.call_kind(m) == "criteria"] == [2, 2]
+    assert methods.expected_column(lifted[3]) == "fewshot_expected"
+    with pytest.raises(ValueError, match="no LLM call kind"):
+        methods.call_kind(calibration.Method("BM25", "bm25", fit=True, calls=0))
+    assert methods.expected_column(calibration.Method("BM25", "bm25", fit=True, calls=0)) is None
+    with pytest.raises(ValueError, match="need examples"):
+        methods.judge_kinds(["fewshot"], gateway_for(fake, tmp_path), [JudgeItem("q", "p")])
+
+
+def test_pool_ties_count_distinct_scores_and_relevant_passages():
+    scored = pd.DataFrame({"pool": ["a", "a", "a", "b", "b"], "docid": list("12345"), "human_grade": [0, 2, 1, 0, 0],
+                           "prp": [1.5, 1.5, 1.5, 1.0, 0.0]})
+    table = methods.pool_ties(scored, ["prp"])
+    assert table.to_dict("index") == {"a": {"passages": 3, "relevant (grade > 0)": 2, "distinct prp": 1},
+                                      "b": {"passages": 2, "relevant (grade > 0)": 0, "distinct prp": 2}}

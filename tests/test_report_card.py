@@ -32,11 +32,11 @@ def agreement():
 def protocol():
     return pd.DataFrame([
         {"dimension": "coherence", "level": "summary", "coefficient": "spearman", "value": 0.2, "ci_low": 0.0,
-         "ci_high": 0.4, "n": 10},
+         "ci_high": 0.4, "n": 10, "documents": 12},
         {"dimension": "coherence", "level": "system", "coefficient": "kendall", "value": 0.6, "ci_low": 0.3,
-         "ci_high": 0.8, "n": 16},
+         "ci_high": 0.8, "n": 16, "documents": 12},
         {"dimension": "average", "level": "summary", "coefficient": "spearman", "value": 0.15, "ci_low": 0.05,
-         "ci_high": 0.25, "n": 10}])
+         "ci_high": 0.25, "n": 10, "documents": 12}])
 
 
 def correlations():
@@ -71,10 +71,15 @@ def test_report_card_rows_and_anchors():
     assert "ROUGE-1 0.192*" in average.anchors
     assert table[table.dataset == "ALCE"].anchors.tolist() == ["—", "—"]
     assert table[table.dataset == "ALCE"].statistic.tolist() == [rc.SPEARMAN, rc.KENDALL]
+    # what each interval resampled: a system-level ρ over 16 systems still rests on the 12 documents drawn
+    system = table[table.level == "system"].iloc[0]
+    assert (system.n, system.ci_over) == (16, "12 documents")
+    assert kappa.ci_over == "40 passages" and table[table.statistic == rc.EXPECTED_RHO].ci_over.item() == "38 passages"
+    assert table[table.dataset == "ALCE"].ci_over.tolist() == ["16 answers", "16 answers"]
 
 
 def test_report_card_refuses_an_unknown_statistic():
-    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, 0)))
+    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0)))
     with pytest.raises(ValueError, match=r"unknown statistic\(s\) \['accuracy'\]"):
         rc.report_card([row])
 
@@ -93,5 +98,95 @@ def test_threats_are_written_from_the_numbers():
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
 
 
+def test_threats_name_the_intervals_that_resample_few_units():
+    rows = [rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", d, rc.SPEARMAN, "system", 16, 0.3, -0.1, 0.5, "3 documents")
+            for d in ("coherence", "fluency")]
+    rows.append(rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.KAPPA, "item", 24, -0.3, -0.5, -0.1,
+                        "24 passages"))
+    text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 1, 1)
+    assert ("2 numbers rest on too few documents, systems or answers to resample — *G-Eval, study steps, weighted* "
+            "on SummEval (2 rows, over 3 documents).") in text
+    assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
+    assert ("**Worse than chance.** 1 LLM-judge numbers have a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
+            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10)") in text
+    assert rc.resampled_units("3 documents") == 3 and rc.resampled_units("—") is None
+
+
 def test_undefined_interval_is_said_so():
     assert rc._interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"
+
+
+def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_normal_day():
+    days = pd.DataFrame({"overall": [0.91, 0.88, 0.90], "degraded": [False, True, False], "failed": [0, 1, 0]})
+    [row] = rc.monitor_rows(days, "nightly monitor", "m", "RAG monitor")
+    assert (row["statistic"], row["level"], row["n"], row["failed"]) == (rc.MARGIN, "day", 3, 1)
+    assert row["value"] == pytest.approx(0.02) and np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
+    with pytest.raises(ValueError, match="2 degraded day"):
+        rc.monitor_rows(days.assign(degraded=[True, True, False]), "monitor", "m", "RAG monitor")
+
+
+def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents"):
+    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
+            rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
+                    dl19_low, 0.7, "24 passages"),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, geval_value, -0.1, 0.4, documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8, documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6, documents)]
+    return rc.report_card(rows)
+
+
+def test_targets_and_what_the_judge_supports():
+    targets = rc.target_table(card_with_targets())
+    assert targets.judge.tolist() == ["few-shot" + rc.CHOSEN, rc.GEVAL_WEIGHTED]
+    assert targets.reached.tolist() == [True, False] and targets.reached_by_interval.tolist() == [True, False]
+    uses = rc.supported_uses(card_with_targets(), targets)
+    assert uses["relevance labels on TREC DL19"].endswith("reached: the whole 95% interval clears the target.")
+    assert uses["G-Eval on SummEval, average of the four dimensions"].endswith(": not reached.")
+    assert uses["system level"] == (
+        "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60, fluency 0.30; the 95% "
+        "interval lies above 0 for 1 of 2 dimensions (coherence): there the judge orders systems better than chance, "
+        "which is less than ordering them as people do.")
+    # over 4 documents the card carries no interval, and the verdict says there is none
+    few = card_with_targets(documents="4 documents")
+    assert few[few.dataset == "SummEval"].ci_low.isna().all() and few.ci_over.iloc[-1] == "4 documents"
+    assert rc.supported_uses(few, rc.target_table(few))["system level"].endswith(
+        "coherence 0.60, fluency 0.30. Too few documents for an interval, so no system-level verdict either way.")
+    assert rc.system_level_dimensions(few) == []
+    between = rc.target_table(card_with_targets(dl19_low=0.3))
+    assert between.reached.iloc[0] and not between.reached_by_interval.iloc[0]
+    assert "not established" in rc.supported_uses(card_with_targets(dl19_low=0.3), between)[
+        "relevance labels on TREC DL19"]
+    with pytest.raises(ValueError, match="0 card rows match"):
+        rc.target_table(card_with_targets().drop(index=1))  # no chosen method on the card
+
+
+def test_compact_card_and_forest_rows():
+    table = card()
+    view = rc.compact(table)
+    dl19 = view.loc[("pointwise, thresholds fit on dev", "TREC DL19", "relevance", "item")]
+    assert dl19[rc.WEIGHTED_KAPPA] == "0.40 (0.20 to 0.60)" and dl19["n"] == 40 and dl19["failed"] == 2
+    assert view.loc[("nugget score (all)", "ALCE", "all", "answer"), rc.KAPPA] == "—"
+    assert list(view.columns[:3]) == ["n", "ci_over", "failed"] and dl19["ci_over"] == "40 passages"
+    assert list(view.columns[3:]) == [s for s in rc.STATISTICS if s in set(table.statistic)]
+    part = table[table.statistic.isin([rc.WEIGHTED_KAPPA, rc.SPEARMAN])]
+    rows = rc.forest_rows(part, ["judge", "dataset"], rc.judge_kind(part))
+    assert rows.label.iloc[0] == "pointwise, thresholds fit on dev · TREC DL19"
+    assert rows.group.iloc[0] == "LLM judge (qwen)"  # describe_model of an unknown identity: its name
+    average = rows[part.criterion.to_numpy() == "average"]
+    assert average.anchor.tolist() == [0.514]  # the first anchor of the row: G-Eval (GPT-4)
+    assert rows.anchor.isna().sum() == len(rows) - 2  # coherence (0.582) and average have anchors
+    assert rc.judge_kind(part.assign(model="—")).unique().tolist() == ["non-LLM baseline"]
+
+
+def test_system_level_dimensions_are_those_whose_interval_is_above_zero():
+    assert rc.system_level_dimensions(card_with_targets()) == ["coherence"]
+
+
+def test_level_rows_name_each_level_of_the_crs_judge_agreement():
+    levels = pd.DataFrame({"n": [30, 24, 30, 5], "r": [0.5, 0.3, -0.2, 0.9], "p": [0.01, 0.1, 0.3, 0.04],
+                           "ci_low": [0.2, -0.1, -0.5, 0.1], "ci_high": [0.7, 0.6, 0.2, 1.0]},
+                          index=pd.Index(["pooled", "without echo", "within systems", "system level"], name="level"))
+    rows = rc.report_card(rc.level_rows(levels, "CRS judge", "m", "CRS simulation", "tas"))
+    assert rows.level.tolist() == ["session", "session, without echo", "session, within systems", "system"]
+    assert set(rows.statistic) == {rc.SPEARMAN} and rows.value.tolist() == [0.5, 0.3, -0.2, 0.9]
+    assert rows.ci_over.tolist() == ["30 sessions", "24 sessions", "30 sessions", "5 systems"]

@@ -180,3 +180,11 @@ def test_system_orders_show_ties_and_kendall_tau_b():
     assert score["kendall_tau"] == pytest.approx(2 / np.sqrt(6))
     sparse = table.loc[("a", "sparse")]
     assert sparse["systems scored"] == 2 and sparse["order by score"] == "X = Y" and np.isnan(sparse["kendall_tau"])
+
+
+def test_grade_agreement_table_shows_the_grades_used_and_a_constant_judge():
+    frame = pd.DataFrame({"human_grade": [0, 0, 0, 1, 2], "judge": [2, 2, 2, 2, 2]})
+    table = validity.grade_agreement_table(frame, ["judge"], categories=(0, 1, 2), constant=0)
+    assert table.loc["judge", "grades used"] == "2:5" and table.loc["judge", "exact_agreement"] == 0.2
+    assert table.loc["always 0", "exact_agreement"] == 0.6 and table.loc["always 0", "grades used"] == "0:5"
+    assert table.loc["judge", "kappa"] == pytest.approx(0.0)  # a constant judge: κ 0 by construction

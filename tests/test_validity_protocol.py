@@ -86,6 +86,10 @@ def test_geval_protocol_long_table():
     row = table[(table.dimension == "coherence") & (table.level == "summary") & (table.coefficient == "spearman")]
     assert row.value.item() == pytest.approx(-0.25) and row.n.item() == 2
     assert set(table[table.dimension == "average"].level) == {"summary"}
+    # the documents each CI resamples: the two kept ones at summary level, all four at system level (16 systems
+    # or 3, the interval still rests on the documents drawn)
+    system = table[(table.dimension == "coherence") & (table.level == "system") & (table.coefficient == "spearman")]
+    assert (row.documents.item(), system.n.item(), system.documents.item()) == (2, 3, 4)
 
 
 def agreement_frame():
@@ -184,3 +188,76 @@ def test_thresholds_fit_on_dev_never_see_test_rows():
     assert seen["scores"] == split.dev_rows(frame).score.tolist()  # exactly the dev rows, nothing of test
     assert set(test.qid) == set(split.test) and test.score_grade.notna().all()
     assert test.score_grade.tolist() == calibration.apply_thresholds(test.score, cuts, (0, 1, 2, 3)).tolist()
+
+
+def test_summary_and_system_level_intervals_are_undefined_over_one_document():
+    one = summeval_like()[lambda f: f.doc_id == "A"]
+    summary = validity.summary_level(one, "doc_id", [("coherence", "judge")], "spearman", 0, 100)
+    system = validity.system_level(one, "doc_id", "system_id", "coherence", "judge", "spearman", 0, 100)
+    assert summary["value"] == pytest.approx(0.5) and np.isnan(summary["ci_low"]) and np.isnan(summary["ci_high"])
+    assert system["value"] == pytest.approx(0.5) and np.isnan(system["ci_low"])
+
+
+def test_weighted_kappa_difference_pairs_the_items():
+    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0], "a": [0, 1, 2, 2, 1, 0], "b": [0, 2, 2, 1, 1, None]})
+    result = validity.weighted_kappa_difference(frame, "a", "b", categories=(0, 1, 2), seed=0, n_resamples=300)
+    both = frame.dropna().astype(int)
+    expected = 1 - cohen_kappa(both.human_grade.tolist(), both.b.tolist(), (0, 1, 2), weights="quadratic")
+    assert result["n"] == 5 and result["difference"] == pytest.approx(expected)  # κ_w(human, a) = 1 on those rows
+    assert result["ci_low"] <= result["difference"] <= result["ci_high"]
+    assert validity.weighted_kappa_difference(frame, "a", "a", categories=(0, 1, 2), seed=0, n_resamples=50)[
+        "ci_high"] == 0
+
+
+def dev_frame():
+    """Three dev queries; 'good' orders the grades (thresholds recover them), 'noisy' does not."""
+    human = [0, 1, 2, 3] * 3
+    return pd.DataFrame({"qid": np.repeat(["a", "b", "c"], 4), "human_grade": human,
+                         "good": [g + 0.01 * k for k, g in enumerate(human)],
+                         "argmax": [0, 1, 2, 3, 0, 1, 2, 2, 1, 1, 2, 3], "noisy": [3, 0, 1, 2] * 3})
+
+
+def test_out_of_fold_grades_never_grade_a_group_with_its_own_cuts():
+    frame = dev_frame()
+    fitted_on = []
+
+    def spy(scores, human, scale):
+        fitted_on.append(sorted(scores))
+        return calibration.fit_thresholds(scores, human, scale)
+
+    grades = calibration.out_of_fold_grades(frame, "qid", "good", "human_grade", (0, 1, 2, 3), fit=spy)
+    assert len(fitted_on) == 3 and all(len(scores) == 8 for scores in fitted_on)
+    for held_out, scores in zip("abc", fitted_on):  # each fit saw the other two queries only
+        assert not set(scores) & set(frame[frame.qid == held_out].good)
+    assert grades.tolist() == frame.human_grade.tolist()
+    with pytest.raises(ValueError, match="at least two"):
+        calibration.out_of_fold_grades(frame[frame.qid == "a"], "qid", "good", "human_grade", (0, 1, 2, 3))
+
+
+def test_choose_method_prefers_the_cheapest_among_those_indistinguishable_from_the_best():
+    table = pd.DataFrame({"calls": [1, 1, 3, 0], "weighted_kappa": [0.30, 0.45, 0.60, 0.90],
+                          "weighted_kappa_ci_low": [0.0, 0.20, 0.40, 0.80]},
+                         index=pd.Index(["plain", "thresholds", "criteria", "bm25"], name="method"))
+    # The best LLM method is criteria (0.60, low 0.40): thresholds (0.45) is within, plain (0.30) is not; the
+    # baseline never competes. Thresholds costs 1 call against 3.
+    assert calibration.choose_method(table) == "thresholds"
+    assert calibration.tied_with_best(table) == ["thresholds", "criteria"]
+    assert calibration.choose_method(table.assign(weighted_kappa_ci_low=[0.0, 0.2, 0.5, 0.8])) == "criteria"
+
+
+def test_compare_on_dev_and_freeze():
+    frame = dev_frame()
+    methods = [calibration.Method("argmax", "argmax", fit=False, calls=1),
+               calibration.Method("thresholds", "good", fit=True, calls=1),
+               calibration.Method("noise", "noisy", fit=True, calls=0)]
+    table = calibration.compare_on_dev(frame, methods, "qid", "human_grade", (0, 1, 2, 3), seed=0, n_resamples=100)
+    assert list(table.index) == ["argmax", "thresholds", "noise"] and table.n.tolist() == [12, 12, 12]
+    assert table.at["thresholds", "weighted_kappa"] == pytest.approx(1.0)
+    assert table.at["argmax", "exact_agreement"] == pytest.approx(10 / 12)  # two of twelve differ
+    assert calibration.choose_method(table) == "thresholds"
+    frozen = calibration.freeze(methods[1], frame, "human_grade", (0, 1, 2, 3))
+    new = pd.DataFrame({"good": [0.05, 3.2, None]}, index=[7, 8, 9])
+    assert frozen.grades(new, (0, 1, 2, 3)).tolist() == [0, 3, pd.NA]
+    assert frozen.cuts == calibration.fit_thresholds(frame.good, frame.human_grade, (0, 1, 2, 3))
+    as_written = calibration.freeze(methods[0], frame, "human_grade", (0, 1, 2, 3))
+    assert as_written.cuts is None and as_written.grades(frame, (0, 1, 2, 3)).tolist() == frame.argmax.tolist()

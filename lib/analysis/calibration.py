@@ -6,6 +6,10 @@
 * :func:`fit_thresholds` / :func:`apply_thresholds` — ordinal cuts on a continuous score (a judge's expected
   grade, a BM25 score, a cosine) that map it to grades; fit on dev by maximising quadratic-weighted κ with the
   human grades, then applied unchanged to test. :func:`fit_on_dev` does both and hands the fit only dev rows.
+* :class:`Method` / :func:`compare_on_dev` / :func:`choose_method` / :func:`freeze` — grading methods
+  (a judged column as written, or thresholds on it) scored on dev, a fitted method by leave-one-group-out
+  cuts (:func:`out_of_fold_grades`) so that no dev row is graded by cuts fit on it; one method chosen by a rule
+  fixed in advance, frozen (:class:`Frozen`: its cuts fit on all of dev) and only then graded on test.
 
 Cuts c_1 ≤ … ≤ c_{K−1} on scores s give the grade g(s) = g_0 + #{k : s ≥ c_k} on the scale g_0 < … < g_{K−1}
 (ordinal regression by thresholds, as in McCullagh 1980, fit here by direct search rather than a likelihood).
@@ -18,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
 
 
 @dataclass(frozen=True)
@@ -141,3 +144,92 @@ def fit_on_dev(frame: pd.DataFrame, split: Split, score: str, human: str, scale:
     test[f"{score}_grade"] = apply_thresholds(test[score].to_numpy(), cuts, scale)
     return tuple(cuts), test
 
+
+
+@dataclass(frozen=True)
+class Method:
+    """A way to grade items from one column of a judged frame: the column's grades as written (``fit`` False:
+    an argmax or a rounded E[g] grade), or ordinal thresholds fit on dev on the continuous column (``fit``
+    True: E[g], a criteria mean, a BM25 score); ``calls``: LLM calls per item (0 for a non-LLM baseline)."""
+
+    name: str
+    column: str
+    fit: bool
+    calls: int
+
+
+def out_of_fold_grades(dev: pd.DataFrame, group: str, score: str, human: str, scale: Sequence[int],
+                       fit: Callable[..., tuple[float, ...]] = fit_thresholds) -> pd.Series:
+    """Leave one group out: the grades of each dev group from cuts fit (``fit``) on the other dev groups, so
+    a fitted method is scored on dev without grading the rows its cuts were fit on (index of ``dev``;
+    nullable Int64). Needs at least two groups."""
+    groups = sorted(set(dev[group]))
+    if len(groups) < 2:
+        raise ValueError(f"{len(groups)} dev group(s): leave-one-group-out needs at least two")
+    out = pd.Series(pd.array([None] * len(dev), dtype="Int64"), index=dev.index)
+    for held_out in groups:
+        held = (dev[group] == held_out).to_numpy()
+        cuts = fit(dev.loc[~held, score].to_numpy(), dev.loc[~held, human].to_numpy(), scale)
+        out[held] = apply_thresholds(dev.loc[held, score].to_numpy(), cuts, scale)
+    return out
+
+
+def compare_on_dev(dev: pd.DataFrame, methods: Sequence[Method], group: str, human: str, scale: Sequence[int],
+                   seed: int, n_resamples: int = 2000) -> pd.DataFrame:
+    """Each method's agreement with the human grades on the dev rows: its grades as written, or
+    :func:`out_of_fold_grades` for a fitted one; n (rows with both grades), failed (rows without a method
+    grade), exact agreement, Cohen's κ and quadratic-weighted κ with item-bootstrap CIs
+    (:func:`lib.analysis.validity.agreement_ci`, seeded). One row per method, index ``method``."""
+    from lib.analysis.validity import agreement, agreement_ci
+
+    rows = {}
+    for method in methods:
+        grades = (out_of_fold_grades(dev, group, method.column, human, scale) if method.fit
+                  else pd.Series(pd.array(dev[method.column], dtype="Int64"), index=dev.index))
+        both = grades.notna() & dev[human].notna()
+        a, b = dev.loc[both, human].astype(int), grades[both].astype(int)
+        rows[method.name] = {"calls": method.calls, "fit": method.fit, "failed": int(grades.isna().sum()),
+                             **agreement(a, b, scale), **agreement_ci(a, b, seed, n_resamples, categories=scale)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
+
+
+def tied_with_best(table: pd.DataFrame) -> list[str]:
+    """The LLM methods (calls > 0) of a :func:`compare_on_dev` table whose dev κ_w reaches the lower 95% bound
+    of the best dev κ_w: on dev they cannot be told apart from the best. When that is nearly all of them, the
+    choice of :func:`choose_method` rests on cost, not on measured quality."""
+    llm = table[table["calls"] > 0]
+    best = llm["weighted_kappa"].idxmax()
+    return llm.index[llm["weighted_kappa"] >= llm.at[best, "weighted_kappa_ci_low"]].tolist()
+
+
+def choose_method(table: pd.DataFrame) -> str:
+    """The rule, fixed before any dev judgment is seen: among the LLM methods (calls > 0) of a
+    :func:`compare_on_dev` table, those whose dev κ_w reaches the lower 95% bound of the best dev κ_w are
+    indistinguishable from the best on dev; of those, the fewest calls per item wins (it is the cheapest to
+    run on test and later), then the higher dev κ_w, then table order."""
+    tied = table.loc[tied_with_best(table)]
+    ranked = tied.assign(order=range(len(tied))).sort_values(["calls", "weighted_kappa", "order"],
+                                                             ascending=[True, False, True], kind="stable")
+    return str(ranked.index[0])
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """A method with everything it learnt from dev fixed before any test call: its cuts (None when it grades from
+    its column as written)."""
+
+    method: Method
+    cuts: tuple[float, ...] | None
+
+    def grades(self, rows: pd.DataFrame, scale: Sequence[int]) -> pd.Series:
+        """The method's grades of ``rows`` (nullable Int64, indexed like ``rows``), the cuts applied unchanged."""
+        values = rows[self.method.column].to_numpy()
+        grades = apply_thresholds(values, self.cuts, scale) if self.cuts is not None else pd.array(values, dtype="Int64")
+        return pd.Series(grades, index=rows.index, name=self.method.name)
+
+
+def freeze(method: Method, dev: pd.DataFrame, human: str, scale: Sequence[int],
+           fit: Callable[..., tuple[float, ...]] = fit_thresholds) -> Frozen:
+    """The method frozen on dev: a fitted method's cuts fit on every dev row (``fit``), else no cuts."""
+    cuts = tuple(fit(dev[method.column].to_numpy(), dev[human].to_numpy(), scale)) if method.fit else None
+    return Frozen(method, cuts)

@@ -9,12 +9,19 @@ anchor, and the threats to validity written from the measured numbers.
   :func:`lib.analysis.validity.correlation_table` (chapters 05 and 06 summarised with their CIs);
   :func:`report_card` stacks them and puts the anchors beside them (:func:`with_anchors`, which also serves the
   bias battery's table).
+* :func:`level_rows` — chapter 06's conversation judge against a CRS metric at four levels (pooled, without the
+  echo, within systems, system means).
+* :func:`monitor_rows` — chapter 05's nightly monitor as a card row: does the judge's daily score separate
+  the day a broken release was served from the normal days?
+* :func:`target_table` / :func:`supported_uses` — the lifted judge's test numbers against the targets the
+  chapter's issue sets (``TARGETS``), and which of the study's conclusions they can carry.
 * :func:`threats_to_validity` — Markdown generated from the card, the bias battery and the sizes.
 
 Card columns (``CARD_COLUMNS``): judge (judge and method, e.g. "G-Eval, study steps, weighted"), model (the judge
 model's identity; "—" for a non-LLM baseline), dataset, criterion (SummEval dimension, "relevance", a CRS
 metric, …), statistic (``STATISTICS``), level (item, summary, system), n, value, ci_low, ci_high (95 %,
-bootstrap), failed (items without a judgment).
+bootstrap), ci_over (what the bootstrap resampled, e.g. "4 documents": a system-level ρ rests on 16 systems but its
+interval only on the documents drawn), failed (items without a judgment).
 
 The notebook's plan (split sizes, reused cache, order of operations) is in ``lib/analysis/CHAPTER07.md``.
 """
@@ -29,7 +36,7 @@ import pandas as pd
 from lib.report import describe_model
 
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
-                "failed")
+                "ci_over", "failed")
 
 # Statistic names used in the card and the anchors (one name per statistic).
 KAPPA = "Cohen κ"
@@ -40,7 +47,17 @@ EXPECTED_RHO = "Spearman ρ of E[g]"
 SPEARMAN = "Spearman ρ"
 KENDALL = "Kendall τ"
 POSITION_CONSISTENCY = "position consistency"
-STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY)
+MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
+STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
+              MARGIN)
+# Judge names the targets and the headline look up: the relevance method chosen on dev carries CHOSEN after its
+# name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
+CHOSEN = " (chosen on dev)"
+GEVAL_WEIGHTED = "G-Eval, study steps, weighted"
+GEVAL_ARGMAX = "G-Eval, study steps, argmax digit (ablation)"
+GEVAL_NO_STEPS = "G-Eval, no evaluation steps, weighted (ablation)"
+ROUGE_BASELINE = "ROUGE-1 F to the reference"
+COSINE_BASELINE = "MiniLM cosine to the source"
 COEFFICIENT_NAMES = {"spearman": SPEARMAN, "kendall": KENDALL}
 
 GEVAL_PAPER = "Liu et al., G-Eval, EMNLP 2023, Table 1 (summary level)"
@@ -89,6 +106,10 @@ def _geval(judge: str, criterion: str, rho: float, tau: float | None, checked_rh
 _FLUENCY_NOTE = ("the study's transcription in data/human_judgments/summeval_geval/SOURCE.md reads .506/.455 for this "
                  "cell; versions of the paper may differ")
 _ISSUE_NOTE = "as given in the chapter's issue; not read in the paper's own text here"
+_TRANSCRIPTION_NOTE = ("the ablation rows (-Probs, -CoT) of Table 1 as transcribed in data/human_judgments/"
+                       "summeval_geval/SOURCE.md from a text copy of the paper; G-Eval-4 sampled 20 scores at "
+                       "temperature 1 rather than weighting logprobs, and the paper's AVG is not the plain mean of "
+                       "its four columns")
 
 ANCHORS: tuple[Anchor, ...] = (
     *_geval("G-Eval (GPT-4)", "coherence", 0.582, 0.457, note=_ISSUE_NOTE),
@@ -99,6 +120,8 @@ ANCHORS: tuple[Anchor, ...] = (
             note="ρ = 0.514 is stated in the paper's abstract; τ as given in the issue"),
     *_geval("G-Eval (GPT-3.5)", "average", 0.401, 0.320, note=_ISSUE_NOTE),
     *_geval("G-Eval (GPT-3.5), argmax (no probabilities)", "average", 0.346, None, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-4), without probabilities", "average", 0.502, 0.446, note=_TRANSCRIPTION_NOTE),
+    *_geval("G-Eval (GPT-4), without CoT steps", "average", 0.500, 0.407, note=_TRANSCRIPTION_NOTE),
     *_geval("ROUGE-1", "average", 0.192, 0.150, note=_ISSUE_NOTE),
     Anchor("UMBRELA (GPT-4o)", "TREC DL 2019–2023", "TREC DL19", "relevance", KAPPA, "item", 0.31, UMBRELA_PAPER,
            False, upper=0.37, note=_ISSUE_NOTE),
@@ -126,67 +149,230 @@ def anchors_table(anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     return pd.DataFrame([a.__dict__ for a in anchors])
 
 
+def _matching(row: Mapping, anchors: Sequence[Anchor]) -> list[Anchor]:
+    """The anchors of the row's criterion, statistic and level shown with its data set (or with any)."""
+    return [a for a in anchors if a.shown_with in (None, row["dataset"]) and a.criterion == row["criterion"]
+            and a.statistic == row["statistic"] and a.level == row["level"]]
+
+
 def with_anchors(table: pd.DataFrame, anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     """``table`` (columns dataset, criterion, statistic, level) with ``anchors`` (the texts of every anchor of
     the same criterion, statistic and level shown with the row's data set, "; "-joined, "—" when none) and
     ``anchor_unchecked`` (some of them not checked in the paper)."""
-    def matching(row: pd.Series) -> list[Anchor]:
-        return [a for a in anchors if a.shown_with in (None, row["dataset"]) and a.criterion == row["criterion"]
-                and a.statistic == row["statistic"] and a.level == row["level"]]
-
-    found = table.apply(matching, axis=1) if len(table) else pd.Series(dtype=object)
+    found = table.apply(_matching, axis=1, anchors=anchors) if len(table) else pd.Series(dtype=object)
     return table.assign(anchors=[("; ".join(a.text() for a in m) or "—") for m in found],
                         anchor_unchecked=[any(not a.checked_in_paper for a in m) for m in found])
 
 
+def judge_kind(card: pd.DataFrame) -> pd.Series:
+    """Per card row, "non-LLM baseline" or "LLM judge (<model description>)" (:func:`lib.report.describe_model`)."""
+    return card["model"].map(lambda m: "non-LLM baseline" if m == "—" else f"LLM judge ({describe_model(m)})")
+
+
+def forest_rows(table: pd.DataFrame, label: Sequence[str], group: str | pd.Series, anchors: Sequence[Anchor] = ANCHORS
+                ) -> pd.DataFrame:
+    """The rows of a card or bias table as :func:`lib.plots.interval_forest` draws them: label (the ``label``
+    columns joined by " · "), group (column ``group``, or a series such as :func:`judge_kind`), value, CI, and
+    anchor (the first matching anchor's value, the middle of a range; NaN when none)."""
+    def anchor_value(row: pd.Series) -> float:
+        found = _matching(row, anchors)
+        if not found:
+            return float("nan")
+        first = found[0]
+        return first.value if first.upper is None else (first.value + first.upper) / 2
+
+    groups = table[group] if isinstance(group, str) else group
+    return pd.DataFrame({"label": table[list(label)].astype(str).agg(" · ".join, axis=1), "group": groups,
+                         "value": table["value"], "ci_low": table["ci_low"], "ci_high": table["ci_high"],
+                         "anchor": table.apply(anchor_value, axis=1) if len(table) else []}).reset_index(drop=True)
+
+
 def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, level: str, n: float, value: float,
-         ci_low: float, ci_high: float, failed: float = 0) -> dict[str, object]:
+         ci_low: float, ci_high: float, ci_over: str, failed: float = 0) -> dict[str, object]:
     return dict(zip(CARD_COLUMNS, (judge, model, dataset, criterion, statistic, level, n, value, ci_low, ci_high,
-                                   failed)))
+                                   ci_over, failed)))
+
+
+def _units(n: float, unit: str) -> str:
+    """``ci_over`` text: "24 passages", "1 document"."""
+    return f"{int(n)} {unit}{'' if int(n) == 1 else 's'}"
 
 
 def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, dataset: str,
                    criterion: str = "relevance") -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.relevance_agreement` result: κ, quadratic-weighted κ,
-    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level."""
+    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level (passages
+    resampled)."""
     a = agreement
     common = (judge, model, dataset, criterion)
-    rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], a["failed"]),
+    over = _units(a["n"], "passage")
+    rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], over, a["failed"]),
             _row(*common, WEIGHTED_KAPPA, "item", a["n"], a["weighted_kappa"], a["weighted_kappa_ci_low"],
-                 a["weighted_kappa_ci_high"], a["failed"]),
+                 a["weighted_kappa_ci_high"], over, a["failed"]),
             _row(*common, BINARY_KAPPA, "item", a["n"], a["binary_kappa"], a["binary_kappa_ci_low"],
-                 a["binary_kappa_ci_high"], a["failed"]),
-            _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], a["failed"])]
+                 a["binary_kappa_ci_high"], over, a["failed"]),
+            _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], over, a["failed"])]
     if "expected_rho" in a:
         rows.append(_row(*common, EXPECTED_RHO, "item", a["expected_n"], a["expected_rho"], a["expected_rho_ci_low"],
-                         a["expected_rho_ci_high"], a["failed"]))
+                         a["expected_rho_ci_high"], _units(a["expected_n"], "passage"), a["failed"]))
     return rows
 
 
 def protocol_rows(protocol: pd.DataFrame, judge: str, model: str, dataset: str, failed: int = 0
                   ) -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.geval_protocol` table (one per dimension, level and
-    coefficient; n = documents kept at summary level, systems at system level)."""
+    coefficient; n = documents kept at summary level, systems at system level; both CIs resample the documents)."""
     return [_row(judge, model, dataset, r.dimension, COEFFICIENT_NAMES[r.coefficient], r.level, r.n, r.value,
-                 r.ci_low, r.ci_high, failed) for r in protocol.itertuples()]
+                 r.ci_low, r.ci_high, _units(r.documents, "document"), failed) for r in protocol.itertuples()]
 
 
 def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, level: str, group: str = "all",
                      failed: int = 0) -> list[dict[str, object]]:
     """Card rows of the ``group`` rows of a :func:`lib.analysis.validity.correlation_table` (index by, score,
-    method): one per score column and coefficient, the score column as the criterion."""
+    method): one per score column and coefficient, the score column as the criterion (the pairs, units named by
+    ``level``, resampled)."""
     part = table.xs(group, level=0)
     return [_row(judge, model, dataset, str(score), COEFFICIENT_NAMES[method], level, r["n"], r["r"], r["ci_low"],
-                 r["ci_high"], failed) for (score, method), r in part.iterrows()]
+                 r["ci_high"], _units(r["n"], level), failed) for (score, method), r in part.iterrows()]
+
+
+def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, criterion: str, failed: int = 0
+               ) -> list[dict[str, object]]:
+    """Card rows (Spearman ρ) of a :func:`lib.crs.tables.judge_levels` table: the pooled sessions, the sessions
+    without the degenerate system and within systems are levels "session", "session, without …" and
+    "session, within systems"; the system means are level "system" (their CI resamples the systems' mean pairs)."""
+    names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}
+    return [_row(judge, model, dataset, criterion, SPEARMAN, names.get(level, f"session, {level}"), r["n"], r["r"],
+                 r["ci_low"], r["ci_high"], _units(r["n"], "system" if level == "system level" else "session"), failed)
+            for level, r in levels.iterrows()]
+
+
+def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"
+                 ) -> list[dict[str, object]]:
+    """One card row from a ``monitor_days`` table: the separation margin min(``score`` on the normal days) −
+    ``score`` on the degraded day (> 0: some alert threshold flags the degraded day and no other), over n =
+    days. A single degraded day gives nothing to resample, so the CI is undefined (NaN)."""
+    degraded, normal = days[days["degraded"]], days[~days["degraded"]]
+    if len(degraded) != 1 or normal.empty:
+        raise ValueError(f"monitor_days: {len(degraded)} degraded day(s) and {len(normal)} normal ones; need 1 and ≥ 1")
+    margin = float(normal[score].min() - degraded[score].iloc[0])
+    failed = int(days["failed"].sum()) if "failed" in days else 0
+    return [_row(judge, model, dataset, score, MARGIN, "day", len(days), margin, float("nan"), float("nan"), "—",
+                 failed)]
 
 
 def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
-    """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`)."""
+    """The one table: every card row (``CARD_COLUMNS``) with its anchors beside it (:func:`with_anchors`). An
+    interval that resampled fewer than ``MIN_CI_UNITS`` units is set undefined (NaN): a percentile bootstrap over
+    k units takes at most C(2k−1, k) distinct values (35 for 4 documents) and under-covers badly, so it would
+    look like evidence it is not; ``ci_over`` still says how many units there were."""
     card = pd.DataFrame(list(rows), columns=list(CARD_COLUMNS))
     unknown = sorted(set(card.statistic) - set(STATISTICS))
     if unknown:
         raise ValueError(f"unknown statistic(s) {unknown}; use one of STATISTICS")
+    units = card["ci_over"].map(resampled_units)
+    card.loc[units.notna() & (units < MIN_CI_UNITS), ["ci_low", "ci_high"]] = np.nan
     return with_anchors(card, anchors)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A value the chapter's issue asks the lifted judge to reach on test: the card row of dataset, criterion,
+    statistic and level whose judge name ends with ``judge``."""
+
+    what: str
+    judge: str
+    dataset: str
+    criterion: str
+    statistic: str
+    level: str
+    value: float
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("relevance labels on TREC DL19", CHOSEN, "TREC DL19", "relevance", WEIGHTED_KAPPA, "item", 0.40),
+    Target("G-Eval on SummEval, average of the four dimensions", GEVAL_WEIGHTED, "SummEval", "average", SPEARMAN,
+           "summary", 0.30),
+)
+
+
+def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.DataFrame:
+    """Per target: the card row it reads (judge, n, value, CI), the target, ``reached`` (the value is at least
+    the target) and ``reached_by_interval`` (the lower 95% bound is). A target without its row is an error."""
+    out = []
+    for t in targets:
+        rows = card[card["judge"].str.endswith(t.judge) & (card["dataset"] == t.dataset)
+                    & (card["criterion"] == t.criterion) & (card["statistic"] == t.statistic)
+                    & (card["level"] == t.level)]
+        if len(rows) != 1:
+            raise ValueError(f"target {t.what!r}: {len(rows)} card rows match, expected 1")
+        r = rows.iloc[0]
+        out.append({"target": t.what, "judge": r["judge"], "statistic": t.statistic, "level": t.level, "n": r["n"],
+                    "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "goal": t.value,
+                    "reached": bool(r["value"] >= t.value),
+                    "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value)})
+    return pd.DataFrame(out)
+
+
+def _verdict(reached: bool, by_interval: bool) -> str:
+    return ("reached: the whole 95% interval clears the target" if by_interval
+            else "not established: the estimate reaches the target, its interval does not" if reached
+            else "not reached")
+
+
+def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
+    """Which conclusions of the study the judge can carry, from the card and :func:`target_table`: per target
+    (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
+    ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
+    is set there; above 0 means the judge orders SummEval's systems better than chance)."""
+    uses = {t.target: f"{t.statistic} {_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
+                      f"{_verdict(t.reached, t.reached_by_interval)}." for t in targets.itertuples()}
+    system = _system_rows(card)
+    above = system_level_dimensions(card)
+    values = ", ".join(f"{r.criterion} {r.value:.2f}" for r in system.itertuples())
+    over = f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on {system['ci_over'].iloc[0] if len(system) else '0 documents'}"
+    if len(system) and not np.isfinite(system["ci_low"]).any():
+        uses["system level"] = (f"Spearman ρ over {over}: {values}. Too few documents for an interval, so no "
+                                f"system-level verdict either way.")
+    else:
+        uses["system level"] = (
+            f"Spearman ρ over {over}: {values}; the 95% interval lies above 0 for {len(above)} of {len(system)} "
+            f"dimensions" + (f" ({', '.join(above)}): there the judge orders systems better than chance, which is "
+                             f"less than ordering them as people do." if above else
+                             ": on none does it order systems better than chance."))
+    return uses
+
+
+def _system_rows(card: pd.DataFrame) -> pd.DataFrame:
+    return card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
+
+
+def system_level_dimensions(card: pd.DataFrame) -> list[str]:
+    """The SummEval dimensions on which G-Eval (as declared) orders the systems better than chance: the 95%
+    interval of its system-level Spearman ρ lies above 0."""
+    system = _system_rows(card)
+    return system.loc[system["ci_low"] > 0, "criterion"].tolist()
+
+
+def compact(card: pd.DataFrame) -> pd.DataFrame:
+    """The card for reading: one row per judge, model, data set, criterion and level, one column per statistic
+    holding "value (low to high)" (— where the judge has no such number), with n, what the intervals resampled
+    (ci_over) and failed."""
+    cells = card.assign(text=[_interval(r).replace("95% CI ", "") for r in card.to_dict("records")])
+    keys = ["judge", "dataset", "criterion", "level"]
+    wide = cells.pivot_table(index=keys, columns="statistic", values="text", aggfunc="first", sort=False)
+    grouped = cells.groupby(keys, sort=False)
+    counts = grouped[["n"]].max().join(grouped[["ci_over"]].first()).join(grouped[["failed"]].max())
+    ordered = [s for s in STATISTICS if s in wide.columns]
+    return counts.join(wide[ordered]).fillna("—")
+
+
+MIN_CI_UNITS = 10  # fewer resampled units: no interval on the card (see report_card)
+
+
+def resampled_units(ci_over: str) -> int | None:
+    """The count in a ``ci_over`` text ("4 documents" → 4); None for "—" (no interval)."""
+    return None if ci_over == "—" else int(ci_over.split()[0])
 
 
 def _interval(row: Mapping) -> str:
@@ -198,31 +384,53 @@ def _interval(row: Mapping) -> str:
 def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
                         crs_sessions: int | None = None) -> str:
     """Markdown list of the threats to chapter 07's conclusions, every number taken from the tables passed in:
-    the judge model (``describe_model``) beside the anchors' models; the card rows whose CI includes 0 and the
-    widest CI with its n; the bias battery's measured numbers (``bias``: columns bias, statistic, value, ci_low,
-    ci_high, n); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter
-    06 (``crs_sessions``, None when the CRS rows are not in the card)."""
-    lines = [f"- **A small judge.** Every LLM number here comes from {describe_model(model)}; the anchors beside "
-             f"them come from GPT-4-class models, so a gap is expected and says how far this judge can be used, "
-             f"not that the protocol differs."]
+    the judge models (``model`` and those of the card's LLM rows, ``describe_model``) beside the anchors' models;
+    the card rows whose CI includes 0, grouped by judge and data set, and the widest CI with its n; the bias
+    battery's measured numbers (``bias``: columns bias, statistic, value, ci_low, ci_high, n, and form when
+    known); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter 06
+    (``crs_sessions``, None when the CRS rows are not in the card)."""
+    models = sorted((set(card.model) - {"—"}) | {model})
+    lines = [f"- **A small judge.** Every LLM number here comes from {' and '.join(map(describe_model, models))}; "
+             f"the anchors beside them come from GPT-4-class models (and from other samples: G-Eval's 100 documents, "
+             f"LLMJudge's DL 2023 queries), so a gap is expected and says how far this judge can be used."]
     llm = card[card.model != "—"]
     spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
+    below_zero = llm[llm.ci_high < 0]
+    if len(below_zero):
+        listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
+                           f"{_interval(r._asdict())}" for r in below_zero.itertuples())
+        lines.append(f"- **Worse than chance.** {len(below_zero)} LLM-judge numbers have a 95% CI entirely below 0 "
+                     f"— {listed}: the judge disagrees with the humans more than random labels would.")
     if len(spans_zero):
-        listed = "; ".join(f"{r.judge} on {r.dataset} ({r.criterion}, {r.statistic}, {r.level}): {_interval(r._asdict())}"
-                           for r in spans_zero.itertuples())
+        listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
+            f"{r.statistic} ({r.criterion}, {r.level}) {_interval(r._asdict())}" for r in part.itertuples())
+            for (judge, dataset), part in spans_zero.groupby(["judge", "dataset"], sort=False))
         lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of {len(llm)} LLM-judge numbers "
-                     f"have a 95% CI that includes 0: {listed}.")
+                     f"have a 95% CI that includes 0 — {listed}.")
     widths = (card.ci_high - card.ci_low).dropna()
     if len(widths):
         widest = card.loc[widths.idxmax()]
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
                      f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
                      f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
-    for r in bias.itertuples():
-        lines.append(f"- **Judge bias — {r.bias}.** {r.statistic}: {_interval(r._asdict())} over n = {int(r.n)}.")
+    units = card["ci_over"].map(resampled_units)
+    few = card[units.notna() & (units < MIN_CI_UNITS)]
+    if len(few):
+        groups = few.groupby(["judge", "dataset", "ci_over"], sort=False).size()
+        listed = "; ".join(f"*{judge}* on {dataset} ({count} row{'s' if count > 1 else ''}, over {over})"
+                           for (judge, dataset, over), count in groups.items())
+        lines.append(f"- **No interval over fewer than {MIN_CI_UNITS} units.** {len(few)} numbers rest on too few "
+                     f"documents, systems or answers to resample — {listed}. They are point estimates only; with 4 "
+                     f"documents a bootstrap takes at most 35 distinct values and would look narrower than the "
+                     f"uncertainty is.")
+    for r in bias.to_dict("records"):
+        form = f", {r['form']}" if "form" in r else ""
+        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
-                 f"won on dev can lose on test by chance, which the test interval shows.")
+                 f"won on dev can lose on test by chance. The item intervals resample passages, which are nested in "
+                 f"those {test_groups} groups (and NovelEval's, ALCE's answers in their questions), so they treat "
+                 f"related items as independent and are narrower than intervals over groups would be.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
                      f"{crs_sessions} simulated sessions, not against people: convergent validity with an unvalidated "

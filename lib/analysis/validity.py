@@ -98,6 +98,25 @@ def constant_baselines(human: Sequence[int], categories: Sequence[int] = GRADES)
     return pd.DataFrame(rows).T.rename_axis("label_definition")
 
 
+def grade_agreement_table(frame: pd.DataFrame, columns: Sequence[str], human: str = "human_grade",
+                          categories: Sequence[int] = GRADES, constant: int | None = None) -> pd.DataFrame:
+    """Per grade column: :func:`agreement_of_columns` with ``human`` and the grades it used ("grade:count", the
+    collapse onto one grade shows here). ``constant``: a row "always <g>" for a constant judge (e.g. the dev
+    majority grade, fixed before the test), whose exact agreement every method should beat and whose κ is 0
+    or undefined by construction."""
+    table = frame[[human, *columns]].copy()
+    names = list(columns)
+    if constant is not None:
+        names.append(f"always {constant}")
+        table[names[-1]] = constant
+    rows = {}
+    for name in names:
+        used = table[name].dropna().astype(int).value_counts().sort_index()
+        rows[name] = {**agreement_of_columns(table, human, name, categories),
+                      "grades used": " ".join(f"{g}:{c}" for g, c in used.items())}
+    return pd.DataFrame(rows).T.rename_axis("judge")
+
+
 def confusion(frame: pd.DataFrame, human: str, judge: str, categories: Sequence[int] = GRADES) -> pd.DataFrame:
     """Human × judge grade counts over the rows where both are present, every grade shown."""
     both = frame[human].notna() & frame[judge].notna()
@@ -251,21 +270,22 @@ def geval_correlations(frame: pd.DataFrame, group: str, human: str, scores: Sequ
     return table
 
 
-def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str, seed: int,
+def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str | None, seed: int,
                       n_resamples: int = 2000) -> pd.DataFrame:
     """Spearman's ρ and Kendall's τ-b of each column in ``scores`` with ``human`` over the rows where both are
-    present, per group of ``by`` and over all rows (group ``all``), each with its pair-bootstrap CI
-    (:func:`lib.analysis.stats.correlation_ci`). Index (by, score, method)."""
+    present, per group of ``by`` (None: no groups) and over all rows (group ``all``), each with its pair-bootstrap
+    CI (:func:`lib.analysis.stats.correlation_ci`). Index (by or "group", score, method)."""
     from lib.analysis.stats import correlation_ci
 
+    level = by or "group"
     rows = []
-    for group, part in [*frame.groupby(by, sort=True), ("all", frame)]:
+    for group, part in [*(frame.groupby(by, sort=True) if by else []), ("all", frame)]:
         for column in scores:
             both = part[[column, human]].dropna()
             for method in ("spearman", "kendall"):
-                rows.append({by: group, "score": column, "method": method,
+                rows.append({level: group, "score": column, "method": method,
                              **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples)})
-    return pd.DataFrame(rows).set_index([by, "score", "method"])
+    return pd.DataFrame(rows).set_index([level, "score", "method"])
 
 
 def _order_text(means: pd.Series) -> str:
@@ -324,7 +344,8 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     documents where either side is constant are skipped, per pair). CI: documents are resampled with
     replacement (all pairs together, so the average keeps its dependence between dimensions); in a resample
     each pair's mean is taken over its kept documents as drawn (with multiplicity); percentile interval.
-    Keys: value, documents (distinct documents kept by some pair), ci_low, ci_high."""
+    Keys: value, documents (distinct documents kept by some pair: those the bootstrap draws from), ci_low, ci_high
+    (NaN with fewer than two documents: resampling one document only repeats it)."""
     per_document = pd.concat([document_correlations(frame, group, human, score, coefficient).rename(i)
                               for i, (human, score) in enumerate(pairs)], axis=1)
     if per_document.empty:
@@ -336,7 +357,7 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
         means = (counts @ np.where(kept, values, 0.0)) / (counts @ kept)
     distribution = means.mean(axis=1)
     value = float(np.mean([np.nanmean(values[:, j]) for j in range(values.shape[1])]))
-    low, high = _percentile_ci(distribution, level)
+    low, high = _percentile_ci(distribution, level) if len(values) > 1 else (float("nan"), float("nan"))
     return {"value": value, "documents": int(kept.any(axis=1).sum()), "ci_low": low, "ci_high": high}
 
 
@@ -346,7 +367,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     score (what a leaderboard user reads), with a CI from resampling documents (a resample draws documents with
     replacement; each system's two means are recomputed over the drawn documents, with multiplicity, over the
     rows where the score is present). ``coefficient``: spearman or kendall (τ-b). Keys: value, systems,
-    documents, ci_low, ci_high."""
+    documents, ci_low, ci_high (NaN with fewer than two documents)."""
     from scipy import stats as sps
 
     func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
@@ -368,7 +389,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
         score_means = (counts @ np.where(present, s, 0.0)) / n
         human_means = (counts @ np.where(present, h, 0.0)) / n
     distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means)])
-    low, high = _percentile_ci(distribution, level)
+    low, high = _percentile_ci(distribution, level) if len(s) > 1 else (float("nan"), float("nan"))
     return {"value": value, "systems": int(scores.shape[1]), "documents": int(len(s)), "ci_low": low, "ci_high": high}
 
 
@@ -379,23 +400,23 @@ def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: st
     column) and for their average (``average``, summary level only, as G-Eval's AVG), the summary-level
     (:func:`summary_level`) and system-level (:func:`system_level`) correlations with CIs by resampling
     documents. Long table: dimension, level, coefficient, value, ci_low, ci_high, n (documents kept at summary
-    level, systems at system level)."""
+    level, systems at system level), documents (the documents the CI resamples, at both levels)."""
     rows = []
     for coefficient in coefficients:
         for human, score in dimensions.items():
             summary = summary_level(frame, group, [(human, score)], coefficient, seed, n_resamples)
             rows.append({"dimension": human, "level": "summary", "coefficient": coefficient,
                          "value": summary["value"], "ci_low": summary["ci_low"], "ci_high": summary["ci_high"],
-                         "n": summary["documents"]})
+                         "n": summary["documents"], "documents": summary["documents"]})
             systems = system_level(frame, group, system, human, score, coefficient, seed, n_resamples)
             rows.append({"dimension": human, "level": "system", "coefficient": coefficient,
                          "value": systems["value"], "ci_low": systems["ci_low"], "ci_high": systems["ci_high"],
-                         "n": systems["systems"]})
+                         "n": systems["systems"], "documents": systems["documents"]})
         if len(dimensions) > 1:
             average = summary_level(frame, group, list(dimensions.items()), coefficient, seed, n_resamples)
             rows.append({"dimension": "average", "level": "summary", "coefficient": coefficient,
                          "value": average["value"], "ci_low": average["ci_low"], "ci_high": average["ci_high"],
-                         "n": average["documents"]})
+                         "n": average["documents"], "documents": average["documents"]})
     return pd.DataFrame(rows)
 
 
@@ -451,3 +472,25 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_gra
         out |= {"expected_rho": rho["r"], "expected_n": rho["n"], "expected_rho_ci_low": rho["ci_low"],
                 "expected_rho_ci_high": rho["ci_high"]}
     return out
+
+
+def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, human: str = "human_grade",
+                              categories: Sequence[int] = GRADES, seed: int = 0, n_resamples: int = 2000,
+                              level: float = 0.95) -> dict[str, float]:
+    """κ_w(human, a) − κ_w(human, b) (quadratic weights, :func:`lib.analysis.stats.cohen_kappa`) over the rows
+    where the human grade and both judge grades are present, with a percentile item-bootstrap CI: the rows are
+    resampled with replacement, each row's three grades kept together (seeded numpy draws), so the two κ_w share
+    their resample and the interval is that of the paired difference; resamples where either κ_w is undefined
+    are dropped. Keys n, difference, ci_low, ci_high."""
+    rows = frame[[human, a, b]].dropna().astype(int)
+    h, x, y = rows.to_numpy().T  # by position: a and b may name the same column
+
+    def difference(index: np.ndarray) -> float:
+        return (cohen_kappa(h[index], x[index], categories, weights="quadratic")
+                - cohen_kappa(h[index], y[index], categories, weights="quadratic"))
+
+    value = difference(np.arange(len(rows))) if len(rows) else float("nan")
+    draws = np.random.default_rng(seed).integers(0, len(rows), size=(n_resamples, len(rows))) if len(rows) else []
+    low, high = _percentile_ci(np.array([difference(i) for i in draws]), level) if len(rows) > 1 \
+        else (float("nan"), float("nan"))
+    return {"n": len(rows), "difference": value, "ci_low": low, "ci_high": high}

@@ -2,7 +2,7 @@
 differences between systems).
 
 * Convergent — :func:`convergent_validity`: Spearman's ρ and Kendall's τ of TAS, CAS and their components with
-  each judge criterion and the judge's mean, per system and over all, with pair-bootstrap CIs
+  each judge criterion and the judge's mean, per system (optional) and over all, with pair-bootstrap CIs
   (:func:`lib.analysis.validity.correlation_table`).
 * Construct — :func:`shift_cc` (CC before, at and after each shift, per session) and :func:`cr_within_across`
   (CR of each reply to the user turns of its own segment vs the other segments), tested across sessions by
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.comparisons import holm
+from lib.analysis.stats import min_attainable_p
 from lib.analysis.validity import correlation_table
 from lib.crs.config import MetricConfig
 from lib.crs.judge import RUBRIC_CRITERIA
@@ -31,15 +32,17 @@ METRICS = ("tas", "cas", "cc", "cr", "copy_ratio", "recovery_rate", "interferenc
 
 
 def convergent_validity(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000,
-                        metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+                        metrics: Sequence[str] = METRICS, per_system: bool = True) -> pd.DataFrame:
     """For each judge score (every rubric criterion and ``judge_mean``, their mean) over the judged sessions:
-    :func:`lib.analysis.validity.correlation_table` of the session ``metrics`` with it, per system and ``all``.
+    :func:`lib.analysis.validity.correlation_table` of the session ``metrics`` with it, per system (when
+    ``per_system``; each bootstrap costs time, and a system has few sessions) and over all (``all``).
     Index (judge_score, model, score, method); columns n, r, p, ci_low, ci_high."""
     judged = rows[rows["judge_ok"].astype(bool)].copy()
     criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
     judged[criteria] = judged[criteria].astype(float)
     judged["judge_mean"] = judged[criteria].mean(axis=1)
-    tables = {judge: correlation_table(judged, list(metrics), judge, by="model", seed=seed, n_resamples=n_resamples)
+    tables = {judge: correlation_table(judged, list(metrics), judge, by="model" if per_system else None, seed=seed,
+                                       n_resamples=n_resamples).rename_axis(index={"group": "model"})
               for judge in [*criteria, "judge_mean"]}
     return pd.concat(tables, names=["judge_score"])
 
@@ -111,7 +114,9 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
     """Per group of ``by`` (system) and comparison name → (a, b): over the sessions with both values, the mean
     of a − b, the Wilcoxon signed-rank test of a − b (scipy.stats.wilcoxon, two-sided, exact for small n, zero
     differences dropped; NaN p without a non-zero difference), the rank-biserial effect size
-    (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family)."""
+    (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family). ``nonzero``: the
+    differences the test uses; ``min_p``: the smallest p it could give whatever their signs
+    (:func:`lib.analysis.stats.min_attainable_p`) — see :func:`holm_floor`."""
     from scipy.stats import wilcoxon
 
     rows = []
@@ -120,11 +125,20 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
             both = part[[a, b]].dropna()
             d = (both[a] - both[b]).to_numpy(dtype=float)
             p = float(wilcoxon(d).pvalue) if np.any(d != 0) else float("nan")
-            rows.append({by: group, "comparison": name, "a": a, "b": b, "n": len(d),
+            nonzero = int(np.count_nonzero(d))
+            rows.append({by: group, "comparison": name, "a": a, "b": b, "n": len(d), "nonzero": nonzero,
                          "mean_diff": float(d.mean()) if len(d) else float("nan"), "p": p,
-                         "rank_biserial": rank_biserial(d)})
+                         "min_p": min_attainable_p(nonzero), "rank_biserial": rank_biserial(d)})
     table = pd.DataFrame(rows)
     return table.assign(p_holm=holm(table["p"].tolist()) if len(table) else [])
+
+
+def holm_floor(tests: pd.DataFrame) -> float:
+    """The smallest Holm-adjusted p a family of :func:`paired_tests` could reach, whatever the data: Holm
+    multiplies the smallest p by the number of tests m (Holm 1979), so the floor is min(1, m · min_i min_p_i). A
+    floor at or above α means the family cannot reject anything at its size."""
+    tested = tests[tests["p"].notna()]
+    return float(min(1.0, len(tested) * tested["min_p"].min())) if len(tested) else float("nan")
 
 
 def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> dict[str, object]:
@@ -135,6 +149,3 @@ def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> 
     holds = bool(means.notna().all() and np.all(np.diff(means.to_numpy()) < 0))
     return {"metric": metric, "expected": " > ".join(expected), "observed": " > ".join(observed.index),
             "holds": holds, **{f"mean_{m}": float(v) for m, v in means.items()}}
-
-
-# Variant -> the variant whose system order it is compared with (None: a reference).

@@ -1,7 +1,8 @@
 """Bias battery of a relevance judge: each bias a measured number with a seeded bootstrap CI (:class:`BiasResult`).
 
 * Position — :func:`listwise_swap`: each pool judged as given and reversed; consistency = share of items whose
-  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`).
+  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`),
+  read beside :func:`listwise_modal_share` (a constant judge is perfectly consistent).
   :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
   "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
 * Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
@@ -13,7 +14,8 @@
   added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
   inflation with it (each condition against its own uninjected baseline).
 
-Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). A failed call or an answer
+Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). No interval is given over
+fewer than ``lib.analysis.report_card.MIN_CI_UNITS`` items or pools (see the report card). A failed call or an answer
 without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from lib.analysis.report_card import POSITION_CONSISTENCY
+from lib.analysis.report_card import MIN_CI_UNITS, POSITION_CONSISTENCY
 from lib.analysis.stats import bootstrap_ci, cluster_bootstrap_ci
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.methods import PairJudgment
@@ -89,10 +91,14 @@ def defended_messages(item: JudgeItem, prompts: RelevancePrompts) -> list[dict[s
 
 def _rate(bias: str, form: str, statistic: str, values: np.ndarray, clusters: Sequence | None, seed: int
           ) -> BiasResult:
-    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given (≥ 2 clusters)."""
+    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given; no CI (NaN) when
+    fewer than ``MIN_CI_UNITS`` units would be resampled, as on the report card."""
     if not len(values):
         return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0)
-    if clusters is not None and len(set(clusters)) >= 2:
+    units = len(set(clusters)) if clusters is not None else len(values)
+    if units < MIN_CI_UNITS:
+        low, high = float("nan"), float("nan")
+    elif clusters is not None:
         low, high = cluster_bootstrap_ci(values, clusters, seed)
     else:
         low, high = bootstrap_ci(values, seed)
@@ -118,6 +124,16 @@ def listwise_consistency(swap: pd.DataFrame, seed: int) -> BiasResult:
     both = swap.dropna(subset=["grade_given", "grade_reversed"])
     same = (both.grade_given == both.grade_reversed).to_numpy(dtype=float)
     return _rate("position", "listwise", POSITION_CONSISTENCY, same, both.pool.tolist(), seed)
+
+
+def listwise_modal_share(swap: pd.DataFrame, seed: int) -> BiasResult:
+    """Share of the as-given grades equal to their most frequent grade (the smallest on a tie); CI resampling
+    pools. The reading aid for :func:`listwise_consistency`: a judge that gives one grade to everything is
+    perfectly consistent under any order, so consistency means little when this share is near 1."""
+    given = swap.dropna(subset=["grade_given"])
+    modal = given.grade_given.mode().min() if len(given) else None
+    same = (given.grade_given == modal).to_numpy(dtype=float)
+    return _rate("position", "listwise", "share of the modal grade, as given", same, given.pool.tolist(), seed)
 
 
 def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasResult]:
@@ -149,6 +165,18 @@ def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_
             shares.append(counts.max() / len(valid))
     return _rate("self-consistency", "pointwise", f"agreement with the modal grade over {n_samples} samples at "
                  f"T = {temperature}", np.array(shares, dtype=float), None, seed)
+
+
+def uniform_modal_share(n_grades: int, n_samples: int) -> float:
+    """The value :func:`self_consistency` expects from a rater that draws every sample uniformly from
+    ``n_grades`` grades: E[max count / n_samples] over all n_grades^n_samples equally likely sample tuples
+    (exact enumeration; 17/27 ≈ 0.63 for 3 grades and 3 samples). A judge near this value samples about as
+    randomly as it can; 1 means it always answers the same."""
+    from itertools import product
+
+    shares = [max(draw.count(g) for g in range(n_grades)) / n_samples
+              for draw in product(range(n_grades), repeat=n_samples)]
+    return float(np.mean(shares))
 
 
 def _expected(judgments: Sequence[Judgment]) -> np.ndarray:

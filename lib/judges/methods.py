@@ -17,6 +17,11 @@ for pairs, the same gateway; a failed call is a failed judgment, never a grade.
    which of two passages is more relevant with each shown first; :func:`prp_scores` counts a win only when
    both orders agree and half a point to each for a tie (the orders disagree), s_i = Σ_j 1[i beats j] +
    ½·1[tie]; :func:`pool_ndcg` measures the within-pool ranking against human grades (ir_measures nDCG@k).
+
+:func:`judge_kinds` runs the calls of 1, 3 and 4 on items and returns their columns ``<kind>_grade`` (argmax),
+``<kind>_expected`` (E[g]; the criteria mean for ``criteria``) and ``<kind>_rounded``; :func:`lifting_methods`
+names every way of grading from those columns (:class:`lib.analysis.calibration.Method`) for the dev
+comparison, and :func:`call_kind` says which calls a method needs.
 """
 from __future__ import annotations
 
@@ -31,9 +36,10 @@ import pandas as pd
 from ir_measures import Qrel, ScoredDoc
 from pydantic import BaseModel
 
+from lib.analysis.calibration import Method
 from lib.judges.items import JudgeItem
 from lib.judges.relevance import (PASSAGE_4POINT_PROMPTS, Judgment, RelevancePrompts, judge_messages,
-                                  pointwise_messages, truncate)
+                                  judge_pointwise, pointwise_messages, truncate)
 from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 
@@ -197,3 +203,92 @@ def pool_ndcg(scored: pd.DataFrame, score: str, human: str = "human_grade", cuto
     measure = ir_measures.nDCG @ cutoff
     values = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
     return pd.Series(values, name=f"nDCG@{cutoff} by {score}").rename_axis("pool").sort_index()
+
+
+def pool_ties(scored: pd.DataFrame, scores: Sequence[str], human: str = "human_grade") -> pd.DataFrame:
+    """Per pool: its passages, those humans graded > 0, and for each column of ``scores`` how many distinct
+    values it gave the pool's passages. A ranking with fewer distinct values than passages is decided partly by
+    the tie-break (docid, see :func:`pool_ndcg`), and a pool without a relevant passage has no nDCG at all."""
+    grouped = scored.groupby("pool")
+    table = pd.DataFrame({"passages": grouped.size(), "relevant (grade > 0)": grouped[human].apply(lambda g: int((g > 0).sum()))})
+    for score in scores:
+        table[f"distinct {score}"] = grouped[score].nunique()
+    return table
+
+
+# The kinds of calls a lifting method's grades come from; each gives the columns <kind>_grade (argmax, absent for
+# criteria), <kind>_expected and <kind>_rounded.
+CALL_KINDS = ("pointwise", "fewshot", "criteria")
+
+
+def _rounded(expected: pd.Series) -> pd.Series:
+    """E[g] rounded half up to a grade (as :func:`lib.judges.relevance.rounded_expected`); missing stays missing."""
+    return pd.Series(pd.array([None if pd.isna(x) else int(np.floor(x + 0.5)) for x in expected], dtype="Int64"),
+                     index=expected.index)
+
+
+def judge_kinds(kinds: Sequence[str], gateway: Gateway, items: Sequence[JudgeItem], *,
+                examples: pd.DataFrame | None = None, example_chars: int = 300,
+                criteria: Sequence[str] = tuple(CRITERIA), prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS,
+                call_label: str = "lifting") -> pd.DataFrame:
+    """The calls of each distinct kind of ``kinds`` (``CALL_KINDS``) on ``items``, one row per item: pointwise
+    with ``prompts``; few-shot with ``examples`` (:func:`fewshot_examples`, passages cut at ``example_chars``);
+    each criterion of ``criteria`` (0–3) and their mean (:func:`combine_criteria`). Columns
+    ``<kind>_grade`` (argmax; not for criteria), ``<kind>_expected`` and ``<kind>_rounded`` (half up); a
+    failed call leaves its item's values missing."""
+    columns = []
+    for kind in dict.fromkeys(kinds):
+        if kind == "criteria":
+            mean = combine_criteria(judge_criteria(gateway, items, criteria, f"{call_label}-criteria"))
+            columns.append(pd.DataFrame({"criteria_expected": mean, "criteria_rounded": _rounded(mean)}))
+            continue
+        if kind == "pointwise":
+            judged = judge_pointwise(gateway, items, f"{call_label}-pointwise", prompts=prompts)
+        elif kind == "fewshot":
+            if examples is None:
+                raise ValueError("few-shot calls need examples (fewshot_examples on the dev rows)")
+            judged = judge_fewshot(gateway, items, examples, example_chars, prompts, f"{call_label}-fewshot")
+        else:
+            raise ValueError(f"unknown call kind {kind!r}; one of {CALL_KINDS}")
+        expected = pd.Series([np.nan if j.expected_grade is None else j.expected_grade for j in judged], dtype=float)
+        columns.append(pd.DataFrame({f"{kind}_grade": pd.array([j.grade for j in judged], dtype="Int64"),
+                                     f"{kind}_expected": expected, f"{kind}_rounded": _rounded(expected)}))
+    return pd.concat(columns, axis=1)
+
+
+def judge_passages(kinds: Sequence[str], gateway: Gateway, rows: pd.DataFrame, query: str = "query",
+                   passage: str = "passage", **options: object) -> pd.DataFrame:
+    """:func:`judge_kinds` on each row's (``query``, ``passage``), the result indexed like ``rows``."""
+    items = [JudgeItem(source=q, output=t) for q, t in zip(rows[query], rows[passage])]
+    return judge_kinds(kinds, gateway, items, **options).set_axis(rows.index)  # type: ignore[arg-type]
+
+
+REFERENCE_METHOD = Method("pointwise, argmax", "pointwise_grade", fit=False, calls=1)
+
+
+def lifting_methods(n_criteria: int) -> list[Method]:
+    """Every way of grading compared on dev, the plain judge (``REFERENCE_METHOD``) first: for pointwise and
+    few-shot calls the argmax grade, the rounded E[g] and thresholds on E[g] fit on dev; for the criteria (one
+    call per criterion and item) the rounded mean and thresholds on the mean."""
+    return [REFERENCE_METHOD,
+            Method("pointwise, rounded E[g]", "pointwise_rounded", fit=False, calls=1),
+            Method("pointwise, thresholds on E[g]", "pointwise_expected", fit=True, calls=1),
+            Method("few-shot, argmax", "fewshot_grade", fit=False, calls=1),
+            Method("few-shot, rounded E[g]", "fewshot_rounded", fit=False, calls=1),
+            Method("few-shot, thresholds on E[g]", "fewshot_expected", fit=True, calls=1),
+            Method("criteria, rounded mean", "criteria_rounded", fit=False, calls=n_criteria),
+            Method("criteria, thresholds on the mean", "criteria_expected", fit=True, calls=n_criteria)]
+
+
+def expected_column(method: Method) -> str | None:
+    """The E[g] column of the calls ``method`` grades from (its Spearman ρ with the human grade is reported),
+    None for a method that makes no LLM call."""
+    return f"{call_kind(method)}_expected" if method.calls else None
+
+
+def call_kind(method: Method) -> str:
+    """The kind of calls (``CALL_KINDS``) whose columns ``method`` grades from."""
+    kind = method.column.split("_", 1)[0]
+    if kind not in CALL_KINDS:
+        raise ValueError(f"method {method.name!r} grades from {method.column!r}, which no LLM call kind writes")
+    return kind

@@ -1,0 +1,75 @@
+"""Chapter 07's generated summary: each bullet says what its numbers carry (hand-made tables)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lib.analysis import report_card as rc
+from lib.analysis import summary07
+
+
+def dev_table():
+    return pd.DataFrame({"calls": [1, 1, 3, 0], "n": [16] * 4, "weighted_kappa": [0.22, 0.225, 0.10, 0.6],
+                         "weighted_kappa_ci_low": [0.0, -0.3, -0.2, 0.3], "weighted_kappa_ci_high": [0.5, 0.6, 0.4, 0.8]},
+                        index=pd.Index(["plain", "rounded", "criteria", "bm25"], name="method"))
+
+
+def test_relevance_bullets_say_the_choice_rested_on_cost_and_name_the_baselines():
+    test_card = pd.DataFrame({"value": [0.05, 0.11, 0.55], "ci_low": [-0.06, 0.0, 0.16], "ci_high": [0.16, 0.24, 0.82],
+                              "n": [24, 24, 24]}, index=["plain", "rounded" + rc.CHOSEN, "MiniLM cosine, thresholds"])
+    grades = pd.DataFrame({"exact_agreement": [0.25, 0.5], "grades used": ["1:2 2:21 3:1", "0:24"]},
+                          index=["rounded" + rc.CHOSEN, "always 0"])
+    lines = summary07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
+                                {"difference": 0.06, "ci_low": -0.07, "ci_high": 0.2}, grades, 0,
+                                {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds")
+    assert "3 of 3 LLM methods are within the best one's interval on dev, so the rule chose by cost" in lines[0]
+    assert "rounded (chosen on dev) κ_w 0.11 (0.00 to 0.24)" in lines[1] and "+0.06 (95% CI -0.07 to +0.20)" in lines[1]
+    assert "agrees exactly on 0.25 of them, always answering the dev majority grade 0 on 0.50" in lines[2]
+    assert "MiniLM cosine, thresholds minus the chosen method: κ_w +0.44 (95% CI +0.09 to +0.71)" in lines[2]
+
+
+def test_lean_on_says_undetermined_without_system_intervals():
+    targets = pd.DataFrame({"reached_by_interval": [False, False]})
+    card = pd.DataFrame([rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.3,
+                                 np.nan, np.nan, "4 documents")])
+    assert summary07.lean_on(targets, card).endswith(
+        "not summary-level G-Eval scores; system-level G-Eval orderings are undetermined (4 documents, no interval).")
+
+
+def battery(recovered=(-0.05, -0.09, -0.02)):
+    rows = [("listwise", rc.POSITION_CONSISTENCY, 0.9, 0.7, 1.0, 20), ("listwise", "share of the modal grade, as given",
+                                                                       1.0, 1.0, 1.0, 20),
+            ("pairwise", rc.POSITION_CONSISTENCY, 0.08, 0.0, 0.17, 12),
+            ("pairwise", "share of answers choosing the first-shown passage", 0.96, 0.9, 1.0, 12),
+            ("pointwise", "inflation recovered by the defence", *recovered, 6)]
+    rows.append(("pointwise", "agreement with the modal grade over 3 samples at T = 1.0", 0.44, 0.33, 0.56, 6))
+    return pd.DataFrame([{"form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": n, "anchors": "A",
+                          "bias": "self-consistency" if s.startswith("agreement") else "other"}
+                         for f, s, v, lo, hi, n in rows])
+
+
+def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by_its_sign():
+    pools = pd.DataFrame({"passages": [4, 4], "relevant (grade > 0)": [2, 0], "distinct prp": [3, 1]})
+    text = summary07.bias(battery(), pools, 17 / 27)
+    assert "consistency 0.90 (0.70 to 1.00, n = 20), but the judge gave its most frequent grade to 1.00" in text
+    assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
+    assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
+    assert "0.44 (0.33 to 0.56, n = 6) against 0.63 for grades drawn uniformly at random" in text
+    assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
+    assert summary07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
+        "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")
+    assert summary07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
+
+
+def test_crs_bullet_states_each_familys_holm_floor():
+    tests = pd.DataFrame({"p": [0.031, 0.5], "p_holm": [0.062, 0.5], "min_p": [2 / 64, 2 / 64]})
+    levels = pd.DataFrame({"n": [30, 30, 5], "r": [0.5, -0.2, 0.6], "ci_low": [0.2, -0.5, -1.0],
+                           "ci_high": [0.7, 0.2, 1.0]}, index=["pooled", "within systems", "system level"])
+    orderings = pd.DataFrame({"metric": ["tas"], "holds": [True], "observed": ["a > b"]})
+    ablations = pd.DataFrame({"variant": ["cc_only"], "changed": [True], "kendall_tau": [0.6]})
+    text = summary07.crs({"r": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 30}, levels, orderings, tests,
+                         tests.iloc[:1], ablations, 0.05)
+    assert "over the 5 system means ρ = 0.60 (too few systems for an interval)" in text
+    assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "
+            "this size) and in 0 of 1 within-vs-across tests (the smallest Holm-adjusted p this family could reach is "
+            "0.03)") in text
