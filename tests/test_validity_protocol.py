@@ -261,3 +261,14 @@ def test_compare_on_dev_and_freeze():
     assert frozen.cuts == calibration.fit_thresholds(frame.good, frame.human_grade, (0, 1, 2, 3))
     as_written = calibration.freeze(methods[0], frame, "human_grade", (0, 1, 2, 3))
     assert as_written.cuts is None and as_written.grades(frame, (0, 1, 2, 3)).tolist() == frame.argmax.tolist()
+
+
+def test_summary_level_average_is_undefined_when_a_dimension_keeps_no_document():
+    import warnings
+
+    frame = summeval_like().assign(flat=2)  # the flat score is constant in every document
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" may reach the report
+        result = validity.summary_level(frame, "doc_id", [("coherence", "judge"), ("fluency", "flat")], "spearman",
+                                        0, 100)
+    assert np.isnan(result["value"]) and result["documents"] == 2

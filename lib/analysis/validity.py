@@ -356,7 +356,9 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (counts @ np.where(kept, values, 0.0)) / (counts @ kept)
     distribution = means.mean(axis=1)
-    value = float(np.mean([np.nanmean(values[:, j]) for j in range(values.shape[1])]))
+    # a pair without a kept document is undefined, and so is the average over pairs that includes it
+    value = float(np.mean([values[kept[:, j], j].mean() if kept[:, j].any() else np.nan
+                           for j in range(values.shape[1])]))
     low, high = _percentile_ci(distribution, level) if len(values) > 1 else (float("nan"), float("nan"))
     return {"value": value, "documents": int(kept.any(axis=1).sum()), "ci_low": low, "ci_high": high}
 
