@@ -141,9 +141,11 @@ def judge_report_card(tables: Tables) -> str:
     targets = target_table(card)
 
     def said(t: pd.Series) -> str:
+        has_interval = bool(np.isfinite([t["ci_low"], t["ci_high"]]).all())
         reached = ("reaches it" if t["reached_by_interval"] else "reaches it by the estimate, not by the interval"
-                   if t["reached"] else "misses it")
-        interval = (f"95% CI {t['ci_low']:.2f} to {t['ci_high']:.2f}" if np.isfinite([t["ci_low"], t["ci_high"]]).all()
+                   if t["reached"] and has_interval else "misses it" if has_interval
+                   else "without an interval, neither reached nor missed")
+        interval = (f"95% CI {t['ci_low']:.2f} to {t['ci_high']:.2f}" if has_interval
                     else "too few units for an interval")
         return (f"{t['statistic']} = {t['value']:.2f} ({interval}, n = {int(t['n'])}) against a target of "
                 f"{t['goal']:.2f}: it {reached}")

@@ -63,14 +63,16 @@ def test_pairwise_consistency_and_first_position_share_by_hand():
 
 
 def test_self_consistency_counts_agreement_with_the_modal_grade(tmp_path):
-    def by_seed(body, n):  # seeds 0, 1, 2, 3 answer 1, 1, 2, 1 for every item
-        grade = [1, 1, 2, 1][body["seed"]]
+    def by_seed(body, n):  # each item's samples 0, 1, 2, 3 answer 1, 1, 2, 1
+        grade = [1, 1, 2, 1][body["seed"] % 4]
         return Reply(json.dumps({"grade": grade}), logprobs=digit_logprobs({grade: 1.0}))
 
     items = [JudgeItem("q", f"p{k}") for k in range(3)]
     with FakeOpenAI(by_seed) as fake:
         result = bias.self_consistency(gateway_for(fake, tmp_path), items, seed=0, n_samples=4, temperature=0.7)
     assert {r["temperature"] for r in fake.requests} == {0.7}
+    # every item and sample has a seed of its own: item i, sample s → 4·i + s
+    assert sorted(r["seed"] for r in fake.requests) == list(range(12))
     assert result.value == pytest.approx(0.75) and result.n == 3 and np.isnan(result.ci_low)  # 3 items: no interval
 
 

@@ -84,5 +84,5 @@ def test_headline_07_states_both_targets_with_their_intervals():
     few = [*rows[:2], rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 4, 0.35, 0.12,
                               0.58, "4 documents")]
     assert entry.sentence({"report_card": rc.report_card(few)}).endswith(
-        "summary-level Spearman ρ = 0.35 (too few units for an interval, n = 4) against a target of 0.30: it reaches "
-        "it by the estimate, not by the interval.")
+        "summary-level Spearman ρ = 0.35 (too few units for an interval, n = 4) against a target of 0.30: it "
+        "without an interval, neither reached nor missed.")

@@ -93,7 +93,7 @@ def test_threats_are_written_from_the_numbers():
     assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16" \
         in text
     assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30" in text
-    assert "10 dev groups" in text and "20 disjoint test groups" in text and "6 simulated sessions" in text
+    assert "10 dev groups" in text and "20 disjoint test groups" in text and "6 simulated conversations" in text
     no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 1, 1)
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
 
@@ -190,3 +190,9 @@ def test_level_rows_name_each_level_of_the_crs_judge_agreement():
     assert rows.level.tolist() == ["session", "session, without echo", "session, within systems", "system"]
     assert set(rows.statistic) == {rc.SPEARMAN} and rows.value.tolist() == [0.5, 0.3, -0.2, 0.9]
     assert rows.ci_over.tolist() == ["30 sessions", "24 sessions", "30 sessions", "5 systems"]
+
+
+def test_without_small_intervals_blanks_only_rows_below_ten_units():
+    table = pd.DataFrame({"n": [5, 30], "r": [0.6, 0.5], "ci_low": [-1.0, 0.2], "ci_high": [1.0, 0.7]})
+    shown = rc.without_small_intervals(table)
+    assert shown.ci_low.isna().tolist() == [True, False] and shown.ci_high.iloc[1] == 0.7 and shown.r.tolist() == [0.6, 0.5]

@@ -17,23 +17,26 @@ def dev_table():
 def test_relevance_bullets_say_the_choice_rested_on_cost_and_name_the_baselines():
     test_card = pd.DataFrame({"value": [0.05, 0.11, 0.55], "ci_low": [-0.06, 0.0, 0.16], "ci_high": [0.16, 0.24, 0.82],
                               "n": [24, 24, 24]}, index=["plain", "rounded" + rc.CHOSEN, "MiniLM cosine, thresholds"])
-    grades = pd.DataFrame({"exact_agreement": [0.25, 0.5], "grades used": ["1:2 2:21 3:1", "0:24"]},
-                          index=["rounded" + rc.CHOSEN, "always 0"])
+    grades = pd.DataFrame({"exact_agreement": [0.25, 0.625, 0.5], "grades used": ["1:2 2:21 3:1", "0:13 2:11", "0:24"]},
+                          index=["rounded" + rc.CHOSEN, "MiniLM cosine, thresholds", "always 0"])
     lines = summary07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
                                 {"difference": 0.06, "ci_low": -0.07, "ci_high": 0.2}, grades, 0,
                                 {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds")
     assert "3 of 3 LLM methods are within the best one's interval on dev, so the rule chose by cost" in lines[0]
     assert "rounded (chosen on dev) κ_w 0.11 (0.00 to 0.24)" in lines[1] and "+0.06 (95% CI -0.07 to +0.20)" in lines[1]
     assert "agrees exactly on 0.25 of them, always answering the dev majority grade 0 on 0.50" in lines[2]
-    assert "MiniLM cosine, thresholds minus the chosen method: κ_w +0.44 (95% CI +0.09 to +0.71)" in lines[2]
+    assert ("MiniLM cosine, thresholds minus the chosen method: κ_w +0.44 (95% CI +0.09 to +0.71); it uses the grades "
+            "0:13 2:11, its dev cuts leaving the others unreachable") in lines[2]
 
 
 def test_lean_on_says_undetermined_without_system_intervals():
-    targets = pd.DataFrame({"reached_by_interval": [False, False]})
+    targets = pd.DataFrame({"reached_by_interval": [False, False], "ci_low": [0.0, np.nan], "value": [0.1, 0.29],
+                            "goal": [0.4, 0.3], "n": [24, 4]})
     card = pd.DataFrame([rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.3,
                                  np.nan, np.nan, "4 documents")])
     assert summary07.lean_on(targets, card).endswith(
-        "not summary-level G-Eval scores; system-level G-Eval orderings are undetermined (4 documents, no interval).")
+        "summary-level G-Eval scores are undetermined (0.29 against 0.30 over 4 documents, no interval); system-level "
+        "G-Eval orderings are undetermined (4 documents, no interval).")
 
 
 def battery(recovered=(-0.05, -0.09, -0.02)):
@@ -54,7 +57,9 @@ def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by
     assert "consistency 0.90 (0.70 to 1.00, n = 20), but the judge gave its most frequent grade to 1.00" in text
     assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
     assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
-    assert "0.44 (0.33 to 0.56, n = 6) against 0.63 for grades drawn uniformly at random" in text
+    assert "docid tie-break. Pointwise: inflation recovered by the defence" in text
+    assert "agreement with the modal grade over 3 samples at T = 1.0 0.44 (0.33 to 0.56, n = 6) against 0.63, the " \
+        "least an independent sampler can score" in text
     assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
     assert summary07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
         "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")

@@ -90,6 +90,9 @@ def test_geval_protocol_long_table():
     # or 3, the interval still rests on the documents drawn)
     system = table[(table.dimension == "coherence") & (table.level == "system") & (table.coefficient == "spearman")]
     assert (row.documents.item(), system.n.item(), system.documents.item()) == (2, 3, 4)
+    one = validity.geval_protocol(summeval_like()[lambda f: f.doc_id == "A"], {"coherence": "judge"}, seed=0,
+                                  n_resamples=50)
+    assert set(one.level) == {"summary"}  # one document: no system-level row repeating it
 
 
 def agreement_frame():
@@ -114,6 +117,17 @@ def test_relevance_agreement_against_hand_computed_values():
                                                                                         "spearman"))
     for name in ("kappa", "weighted_kappa", "binary_kappa", "alpha"):
         assert result[f"{name}_ci_low"] <= result[f"{name}_ci_high"]
+
+
+def test_a_constant_judge_gets_kappa_zero_without_an_interval():
+    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0], "grade": [2, 2, 2, 2, 2, 2],
+                          "two_grades": [1, 2, 1, 2, 1, 1]})  # never 0: varies on the scale, constant binarised at 1
+    constant = validity.relevance_agreement(frame, "grade", expected=None, scale=(0, 1, 2), seed=0, n_resamples=100)
+    assert constant["kappa"] == 0 and np.isnan(constant["kappa_ci_low"]) and np.isnan(constant["weighted_kappa_ci_high"])
+    assert np.isnan(constant["binary_kappa_ci_low"])
+    binary = validity.relevance_agreement(frame, "two_grades", expected=None, scale=(0, 1, 2), relevant_from=1, seed=0,
+                                          n_resamples=100)
+    assert np.isfinite(binary["kappa_ci_low"]) and np.isnan(binary["binary_kappa_ci_low"])
 
 
 def test_alpha_ci_is_seeded_and_interval_alpha_by_hand():

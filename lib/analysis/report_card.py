@@ -314,7 +314,9 @@ def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.
     return pd.DataFrame(out)
 
 
-def _verdict(reached: bool, by_interval: bool) -> str:
+def _verdict(reached: bool, by_interval: bool, has_interval: bool = True) -> str:
+    if not has_interval:
+        return "undetermined: a point estimate without an interval carries no verdict either way"
     return ("reached: the whole 95% interval clears the target" if by_interval
             else "not established: the estimate reaches the target, its interval does not" if reached
             else "not reached")
@@ -326,7 +328,8 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
     uses = {t.target: f"{t.statistic} {_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
-                      f"{_verdict(t.reached, t.reached_by_interval)}." for t in targets.itertuples()}
+                      f"{_verdict(t.reached, t.reached_by_interval, bool(np.isfinite(t.ci_low)))}."
+            for t in targets.itertuples()}
     system = _system_rows(card)
     above = system_level_dimensions(card)
     values = ", ".join(f"{r.criterion} {r.value:.2f}" for r in system.itertuples())
@@ -370,15 +373,33 @@ def compact(card: pd.DataFrame) -> pd.DataFrame:
 MIN_CI_UNITS = 10  # fewer resampled units: no interval on the card (see report_card)
 
 
+def without_small_intervals(table: pd.DataFrame, n: str = "n") -> pd.DataFrame:
+    """``table`` with ci_low and ci_high blanked (NaN) on rows whose ``n`` is below ``MIN_CI_UNITS``: the card's
+    rule, for tables shown before they enter the card."""
+    small = table[n] < MIN_CI_UNITS
+    return table.assign(ci_low=table["ci_low"].mask(small), ci_high=table["ci_high"].mask(small))
+
+
 def resampled_units(ci_over: str) -> int | None:
     """The count in a ``ci_over`` text ("4 documents" → 4); None for "—" (no interval)."""
     return None if ci_over == "—" else int(ci_over.split()[0])
 
 
+def _number(x: float) -> str:
+    return f"{x:.2f}".replace("-0.00", "0.00")
+
+
 def _interval(row: Mapping) -> str:
+    """"value (95% CI low to high)"; an undefined value (e.g. scores constant within every document) and a
+    suppressed interval (fewer than ``MIN_CI_UNITS`` units, see :func:`report_card`) are said to be so."""
+    if not np.isfinite(row["value"]):
+        return "undefined (no document or item left to correlate)"
     low, high = row["ci_low"], row["ci_high"]
-    return (f"{row['value']:.2f} (95% CI {low:.2f} to {high:.2f})" if np.isfinite(low) and np.isfinite(high)
-            else f"{row['value']:.2f} (CI undefined)")
+    if np.isfinite(low) and np.isfinite(high):
+        return f"{_number(row['value'])} (95% CI {_number(low)} to {_number(high)})"
+    units = resampled_units(row["ci_over"]) if "ci_over" in row else None
+    return (f"{_number(row['value'])} (no CI: {row['ci_over']})" if units is not None and units < MIN_CI_UNITS
+            else f"{_number(row['value'])} (CI undefined)")
 
 
 def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
@@ -405,14 +426,16 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
         listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
             f"{r.statistic} ({r.criterion}, {r.level}) {_interval(r._asdict())}" for r in part.itertuples())
             for (judge, dataset), part in spans_zero.groupby(["judge", "dataset"], sort=False))
-        lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of {len(llm)} LLM-judge numbers "
-                     f"have a 95% CI that includes 0 — {listed}.")
+        with_ci = int(np.isfinite(llm.ci_low).sum())
+        lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of the {with_ci} LLM-judge numbers "
+                     f"with an interval "
+                     f"include 0 in it — {listed}.")
     widths = (card.ci_high - card.ci_low).dropna()
     if len(widths):
         widest = card.loc[widths.idxmax()]
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
-                     f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n in the card "
-                     f"is {int(card.n.min())}. Intervals resample items (or documents), never the judge's noise.")
+                     f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n of a defined "
+                     f"number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals resample items (or documents), never the judge's noise.")
     units = card["ci_over"].map(resampled_units)
     few = card[units.notna() & (units < MIN_CI_UNITS)]
     if len(few):
@@ -433,6 +456,6 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
                  f"related items as independent and are narrower than intervals over groups would be.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
-                     f"{crs_sessions} simulated sessions, not against people: convergent validity with an unvalidated "
+                     f"{crs_sessions} simulated conversations, not against people: convergent validity with an unvalidated "
                      f"judge is agreement between two instruments, not accuracy.")
     return "\n".join(lines)

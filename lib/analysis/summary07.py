@@ -58,8 +58,10 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
         f"{chosen_grades.exact_agreement:.2f} of them, always answering the dev majority grade {dev_majority} on "
         f"{constant.exact_agreement:.2f}; it uses the grades {chosen_grades['grades used']} (grade:passages). "
         f"{best_baseline} minus the chosen method: κ_w {gap['difference']:+.2f} "
-        f"({_ci(gap['ci_low'], gap['ci_high'], signed=True)}) — all-MiniLM-L6-v2 was trained on pairs that include "
-        f"MS MARCO, DL19's corpus, so it is a strong baseline here, not a trivial one.",
+        f"({_ci(gap['ci_low'], gap['ci_high'], signed=True)}); it uses the grades "
+        f"{grades.loc[best_baseline, 'grades used']}, its dev cuts leaving the others unreachable. Its embedding model "
+        f"(all-MiniLM-L6-v2) was trained on pairs that include MS MARCO, DL19's corpus, so it is a strong baseline "
+        f"here, not a trivial one.",
     ]
 
 
@@ -72,8 +74,11 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     relevance_part = ("the item-level relevance labels" if targets.reached_by_interval.iloc[0]
                       else "not the item-level relevance labels chapters 03–04 rank with (chapter 04's differences are "
                            "differences under this judge, not under human assessors)")
-    geval_part = ("summary-level G-Eval scores" if targets.reached_by_interval.iloc[1]
-                  else "not summary-level G-Eval scores")
+    geval = targets.iloc[1]
+    geval_part = ("summary-level G-Eval scores" if geval.reached_by_interval
+                  else "not summary-level G-Eval scores" if np.isfinite(geval.ci_low)
+                  else f"summary-level G-Eval scores are undetermined ({geval.value:.2f} against {geval.goal:.2f} over "
+                       f"{int(geval.n)} documents, no interval)")
     if len(system) and not np.isfinite(system["ci_low"]).any():
         system_part = f"system-level G-Eval orderings are undetermined ({system['ci_over'].iloc[0]}, no interval)"
     elif above:
@@ -130,9 +135,9 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
 
     pointwise = battery[battery.form == "pointwise"]
     parts = [f"{r.statistic} {r.value:.2f} ({_ci(r.ci_low, r.ci_high).removeprefix('95% CI ')}, n = {int(r.n)})"
-             + (f" against {uniform_self_consistency:.2f} for grades drawn uniformly at random (the judge is used "
-                f"through its probabilities at T = 0; this measures how spread its sampling is)"
-                if r.bias == "self-consistency" else "")
+             + (f" against {uniform_self_consistency:.2f}, the least an independent sampler can score (grades "
+                f"drawn uniformly at random); the judge is used through its probabilities at T = 0, so this "
+                f"describes how spread its sampling is" if r.bias == "self-consistency" else "")
              for r in pointwise.itertuples()]
     defence = pointwise[pointwise.statistic.str.startswith("inflation recovered")]
     reading = ""
@@ -161,7 +166,7 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
             f"{len(pools)} pools, {relevant} with a relevant passage (nDCG needs one), with "
             f"{', '.join(str(int(v)) for v in scored.iloc[:, 0])} distinct scores for "
             f"{', '.join(str(int(v)) for v in pools.passages)} passages: its order is partly the docid tie-break. "
-            + "; ".join(parts) + "." + reading)
+            + "Pointwise: " + "; ".join(parts) + "." + reading)
 
 
 def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,

@@ -56,11 +56,15 @@ def agreement_ci(a: Sequence[int], b: Sequence[int], seed: int, n_resamples: int
                  categories: Sequence[int] = GRADES) -> dict[str, float]:
     """Percentile item-bootstrap CIs (Efron & Tibshirani 1993, §13.3) of Cohen's κ and quadratic-weighted κ:
     items are resampled with replacement, pairs kept together (scipy.stats.bootstrap, ``paired=True``, seeded).
-    Resamples where κ is undefined (both raters constant) are dropped. Keys kappa_ci_low/high and
-    weighted_kappa_ci_low/high."""
+    Resamples where κ is undefined (both raters constant) are dropped. A rater constant on the whole sample has
+    κ = 0 by construction in every resample, and an interval "0 to 0" would read as a precise measurement: there
+    is none (NaN). Keys kappa_ci_low/high and weighted_kappa_ci_low/high."""
     from scipy.stats import bootstrap
 
     a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
+    if len(set(a.tolist())) < 2 or len(set(b.tolist())) < 2:
+        return dict.fromkeys(("kappa_ci_low", "kappa_ci_high", "weighted_kappa_ci_low", "weighted_kappa_ci_high"),
+                             float("nan"))
     out: dict[str, float] = {}
     for name, weights in (("kappa", None), ("weighted_kappa", "quadratic")):
         def statistic(x: np.ndarray, y: np.ndarray) -> float:
@@ -402,7 +406,8 @@ def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: st
     column) and for their average (``average``, summary level only, as G-Eval's AVG), the summary-level
     (:func:`summary_level`) and system-level (:func:`system_level`) correlations with CIs by resampling
     documents. Long table: dimension, level, coefficient, value, ci_low, ci_high, n (documents kept at summary
-    level, systems at system level), documents (the documents the CI resamples, at both levels)."""
+    level, systems at system level), documents (the documents the CI resamples, at both levels). No system-level
+    row over fewer than two documents: it would repeat the one document's summary-level correlation."""
     rows = []
     for coefficient in coefficients:
         for human, score in dimensions.items():
@@ -411,6 +416,8 @@ def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: st
                          "value": summary["value"], "ci_low": summary["ci_low"], "ci_high": summary["ci_high"],
                          "n": summary["documents"], "documents": summary["documents"]})
             systems = system_level(frame, group, system, human, score, coefficient, seed, n_resamples)
+            if systems["documents"] < 2:  # over one document the system level is that document's correlation again
+                continue
             rows.append({"dimension": human, "level": "system", "coefficient": coefficient,
                          "value": systems["value"], "ci_low": systems["ci_low"], "ci_high": systems["ci_high"],
                          "n": systems["systems"], "documents": systems["documents"]})
@@ -456,7 +463,8 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_gra
     grades binarised at ``relevant_from`` (:func:`binarise`) with its CI (keys binary_kappa, binary_kappa_ci_*),
     Krippendorff's α (ordinal, :func:`alpha_ci`), and Spearman's ρ of the ``expected`` grade with the human grade
     with its pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`; keys expected_rho, expected_n,
-    expected_rho_ci_*). Every CI is seeded with ``seed``."""
+    expected_rho_ci_*). Every CI is seeded with ``seed``; a judge that gives one grade to every item (on the
+    scale, or binarised) gets κ 0 by construction and no κ interval (:func:`agreement_ci`)."""
     from lib.analysis.stats import correlation_ci
 
     both = frame[human].notna() & frame[judge].notna()

@@ -6,7 +6,7 @@
   :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
   "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
 * Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
-  (seeds 0..n−1); per item, the share of its valid samples equal to its modal grade; the mean over items.
+  (a seed of its own for every item and sample); per item, the share of its valid samples equal to its modal grade; the mean over items.
 * Verbosity — :func:`verbosity_effect`: the judged text padded by :func:`pad` (no new content); the mean paired
   change of E[g].
 * Prompt injection — :func:`injection_effect`: items humans graded irrelevant, with an instruction to give the
@@ -151,11 +151,13 @@ def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasR
 def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_samples: int = 5,
                      temperature: float = 1.0, prompts: RelevancePrompts = PASSAGE_PROMPTS,
                      call_label: str = "self-consistency") -> BiasResult:
-    """Per item, the share of its valid samples (seeds 0..n_samples−1 at ``temperature``) equal to its modal
-    grade (the smallest grade on a tie; 1 means the judge always answered the same); mean over items with at
-    least two valid samples, CI resampling items."""
-    samples = pd.DataFrame({s: [j.grade for j in judge_pointwise(gateway, items, f"{call_label}:{s}", temperature,
-                                                                 s, prompts)]
+    """Per item, the share of its valid samples (``n_samples`` at ``temperature``) equal to its modal grade
+    (the smallest grade on a tie; 1 means the judge always answered the same); mean over items with at least two
+    valid samples, CI resampling items. Item i's sample s uses seed i·n_samples + s: with one seed per sample for
+    every item, the server's sampler repeats its random draw, so near-uniform items would follow the seed
+    together instead of the judge (the first live run showed exactly that)."""
+    samples = pd.DataFrame({s: [judge_pointwise(gateway, [item], f"{call_label}:{s}", temperature, i * n_samples + s,
+                                                prompts)[0].grade for i, item in enumerate(items)]
                             for s in range(n_samples)})
     shares = []
     for row in samples.itertuples(index=False):
@@ -170,8 +172,9 @@ def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_
 def uniform_modal_share(n_grades: int, n_samples: int) -> float:
     """The value :func:`self_consistency` expects from a rater that draws every sample uniformly from
     ``n_grades`` grades: E[max count / n_samples] over all n_grades^n_samples equally likely sample tuples
-    (exact enumeration; 17/27 ≈ 0.63 for 3 grades and 3 samples). A judge near this value samples about as
-    randomly as it can; 1 means it always answers the same."""
+    (exact enumeration; 17/27 ≈ 0.63 for 3 grades and 3 samples). For 3 samples of 3 grades it is the least any
+    independent sampler can score — E = 2/3 + Σp³/3 − 2∏p is smallest at uniform p — so a measured value below
+    it means the samples were not independent; 1 means the judge always answers the same."""
     from itertools import product
 
     shares = [max(draw.count(g) for g in range(n_grades)) / n_samples
