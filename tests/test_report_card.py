@@ -26,7 +26,8 @@ def agreement():
             "weighted_kappa": 0.4, "weighted_kappa_ci_low": 0.2, "weighted_kappa_ci_high": 0.6,
             "binary_kappa": 0.3, "binary_kappa_ci_low": -0.1, "binary_kappa_ci_high": 0.6,
             "alpha": 0.35, "alpha_ci_low": 0.1, "alpha_ci_high": 0.55,
-            "expected_rho": 0.45, "expected_n": 38, "expected_rho_ci_low": 0.2, "expected_rho_ci_high": 0.65}
+            "expected_rho": 0.45, "expected_n": 38, "expected_rho_ci_low": 0.2, "expected_rho_ci_high": 0.65,
+            "expected_rho_within": 0.1, "expected_groups": 5}
 
 
 def protocol():
@@ -56,7 +57,7 @@ def card():
 def test_report_card_rows_and_anchors():
     table = card()
     assert list(table.columns) == [*rc.CARD_COLUMNS, "anchors", "anchor_unchecked"]
-    assert len(table) == 5 + 3 + 2  # agreement set, protocol rows, the "all" rows of the correlation table
+    assert len(table) == 6 + 3 + 2  # agreement set, protocol rows, the "all" rows of the correlation table
     kappa = table[(table.dataset == "TREC DL19") & (table.statistic == rc.KAPPA)].iloc[0]
     assert (kappa.n, kappa.value, kappa.failed) == (40, 0.2, 2)
     assert kappa.anchors.split("; ") == ["UMBRELA (GPT-4o) 0.31–0.37* (Upadhyay et al.)",
@@ -75,6 +76,8 @@ def test_report_card_rows_and_anchors():
     system = table[table.level == "system"].iloc[0]
     assert (system.n, system.ci_over) == (16, "12 documents")
     assert kappa.ci_over == "40 passages" and table[table.statistic == rc.EXPECTED_RHO].ci_over.item() == "38 passages"
+    within = table[table.statistic == rc.EXPECTED_RHO_WITHIN].iloc[0]  # per-query ρ averaged: no interval over 5
+    assert (within.n, within.value, within.ci_over) == (5, 0.1, "5 queries") and np.isnan(within.ci_low)
     assert table[table.dataset == "ALCE"].ci_over.tolist() == ["16 answers", "16 answers"]
 
 

@@ -21,10 +21,14 @@ def test_relevance_bullets_say_the_choice_rested_on_cost_and_name_the_baselines(
                           index=["rounded" + rc.CHOSEN, "MiniLM cosine, thresholds", "always 0"])
     lines = summary07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
                                 {"difference": 0.06, "ci_low": -0.07, "ci_high": 0.2}, grades, 0,
-                                {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds")
+                                {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds",
+                                pd.DataFrame({"judge": ["plain", "plain", "BM25"], "value": [0.41, -0.2, 0.27],
+                                              "statistic": [rc.EXPECTED_RHO, rc.EXPECTED_RHO_WITHIN,
+                                                            rc.EXPECTED_RHO_WITHIN]}))
     assert "3 of 3 LLM methods are within the best one's interval on dev, so the rule chose by cost" in lines[0]
     assert "rounded (chosen on dev) κ_w 0.11 (0.00 to 0.24)" in lines[1] and "+0.06 (95% CI -0.07 to +0.20)" in lines[1]
     assert "agrees exactly on 0.25 of them, always answering the dev majority grade 0 on 0.50" in lines[2]
+    assert "against the same ρ pooled over queries): plain -0.20 (pooled 0.41); BM25 0.27 (pooled nan)." in lines[3]
     assert ("MiniLM cosine, thresholds minus the chosen method: κ_w +0.44 (95% CI +0.09 to +0.71); it uses the grades "
             "0:13 2:11, its dev cuts leaving the others unreachable") in lines[2]
 

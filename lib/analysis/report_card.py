@@ -43,12 +43,13 @@ KAPPA = "Cohen κ"
 WEIGHTED_KAPPA = "quadratic-weighted κ"
 BINARY_KAPPA = "Cohen κ, binarised"
 ALPHA = "Krippendorff α (ordinal)"
-EXPECTED_RHO = "Spearman ρ of E[g]"
+EXPECTED_RHO = "Spearman ρ of E[g] or score"  # an LLM judge's expected grade, a baseline's continuous score
+EXPECTED_RHO_WITHIN = "Spearman ρ of E[g] or score, within queries"  # mean over queries (per-query ρ, constant ones skipped)
 SPEARMAN = "Spearman ρ"
 KENDALL = "Kendall τ"
 POSITION_CONSISTENCY = "position consistency"
 MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
-STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
+STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
               MARGIN)
 # Judge names the targets and the headline look up: the relevance method chosen on dev carries CHOSEN after its
 # name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
@@ -194,15 +195,16 @@ def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, l
 
 
 def _units(n: float, unit: str) -> str:
-    """``ci_over`` text: "24 passages", "1 document"."""
-    return f"{int(n)} {unit}{'' if int(n) == 1 else 's'}"
+    """``ci_over`` text: "24 passages", "1 document", "6 queries"."""
+    plural = unit[:-1] + "ies" if unit.endswith("ry") else unit + "s"
+    return f"{int(n)} {unit if int(n) == 1 else plural}"
 
 
 def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, dataset: str,
                    criterion: str = "relevance") -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.relevance_agreement` result: κ, quadratic-weighted κ,
-    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, item level (passages
-    resampled)."""
+    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, pooled (passages
+    resampled) and within queries (n = queries kept; no interval), item level."""
     a = agreement
     common = (judge, model, dataset, criterion)
     over = _units(a["n"], "passage")
@@ -215,6 +217,9 @@ def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, datas
     if "expected_rho" in a:
         rows.append(_row(*common, EXPECTED_RHO, "item", a["expected_n"], a["expected_rho"], a["expected_rho_ci_low"],
                          a["expected_rho_ci_high"], _units(a["expected_n"], "passage"), a["failed"]))
+    if "expected_rho_within" in a:  # an interval would resample the queries: too few here, see MIN_CI_UNITS
+        rows.append(_row(*common, EXPECTED_RHO_WITHIN, "item", a["expected_groups"], a["expected_rho_within"],
+                         float("nan"), float("nan"), _units(a["expected_groups"], "query"), a["failed"]))
     return rows
 
 

@@ -25,7 +25,7 @@ def _ci(low: float, high: float, signed: bool = False) -> str:
 
 def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int, test_card: pd.DataFrame,
               lift: Mapping[str, float], grades: pd.DataFrame, dev_majority: int, gap: Mapping[str, float],
-              best_baseline: str) -> list[str]:
+              best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
     """The DL19 bullets: the dev choice (and whether it rested on quality or on cost,
     :func:`lib.analysis.calibration.tied_with_best`), the test κ_w of every frozen method, the chosen method's
     lift over the plain judge, and the trivial and non-LLM baselines beside it.
@@ -33,7 +33,8 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
     ``dev_table``: :func:`lib.analysis.calibration.compare_on_dev`; ``test_card``: the card's DL19 κ_w rows
     indexed by judge; ``lift``/``gap``: :func:`lib.analysis.validity.weighted_kappa_difference` results (chosen −
     plain; ``best_baseline`` − chosen); ``reference``: the plain judge's name in ``dev_table``; ``grades``: :func:`lib.analysis.validity.grade_agreement_table` on test
-    with the row "always <dev_majority>"."""
+    with the row "always <dev_majority>"; ``rho_rows``: the card's DL19 rows of Spearman's ρ of E[g] (or of a
+    baseline's score), pooled and within queries."""
     from lib.analysis.calibration import tied_with_best
 
     row, plain = dev_table.loc[chosen], dev_table.loc[reference]
@@ -62,6 +63,13 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
         f"{grades.loc[best_baseline, 'grades used']}, its dev cuts leaving the others unreachable. Its embedding model "
         f"(all-MiniLM-L6-v2) was trained on pairs that include MS MARCO, DL19's corpus, so it is a strong baseline "
         f"here, not a trivial one.",
+        "**Ranking within a query** (Spearman ρ of the score with the NIST grade, averaged over the test queries, "
+        "against the same ρ pooled over queries): "
+        + "; ".join(f"{judge} {part.set_index('statistic').value.get(rc.EXPECTED_RHO_WITHIN, np.nan):.2f} "
+                    f"(pooled {part.set_index('statistic').value.get(rc.EXPECTED_RHO, np.nan):.2f})"
+                    for judge, part in rho_rows.groupby("judge", sort=False))
+        + ". Pooled over queries, ρ also credits telling easy queries from hard ones; ranking a query's passages "
+          "is what chapter 04 uses.",
     ]
 
 

@@ -456,14 +456,18 @@ def alpha_ci(a: Sequence[float], b: Sequence[float], seed: int, level_of_measure
 
 def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_grade",
                         expected: str | None = "expected_grade", scale: Sequence[int] = GRADES,
-                        relevant_from: int = 2, seed: int = 0, n_resamples: int = 2000) -> dict[str, float]:
+                        relevant_from: int = 2, seed: int = 0, n_resamples: int = 2000, group: str | None = None
+                        ) -> dict[str, float]:
     """The agreement set of a relevance judge with human grades on one ``scale`` (the judge's and the humans'
     grades must share it), over the items with both grades: n, failed (items without a judge grade), exact
     agreement, Cohen's κ and quadratic-weighted κ (:func:`agreement` with :func:`agreement_ci`), κ of the
     grades binarised at ``relevant_from`` (:func:`binarise`) with its CI (keys binary_kappa, binary_kappa_ci_*),
     Krippendorff's α (ordinal, :func:`alpha_ci`), and Spearman's ρ of the ``expected`` grade with the human grade
     with its pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`; keys expected_rho, expected_n,
-    expected_rho_ci_*). Every CI is seeded with ``seed``; a judge that gives one grade to every item (on the
+    expected_rho_ci_*). With ``group`` (e.g. the query id) also ρ of the expected grade *within* groups, averaged
+    over the groups where neither side is constant (:func:`per_group_correlation`, G-Eval's per-document protocol;
+    keys expected_rho_within, expected_groups): pooled over queries, ρ also rewards a judge for telling easy
+    queries from hard ones, which is not the ranking use. Every CI is seeded with ``seed``; a judge that gives one grade to every item (on the
     scale, or binarised) gets κ 0 by construction and no κ interval (:func:`agreement_ci`)."""
     from lib.analysis.stats import correlation_ci
 
@@ -481,6 +485,9 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_gra
         rho = correlation_ci(present[expected], present[human], "spearman", seed, n_resamples)
         out |= {"expected_rho": rho["r"], "expected_n": rho["n"], "expected_rho_ci_low": rho["ci_low"],
                 "expected_rho_ci_high": rho["ci_high"]}
+        if group is not None:
+            within, groups = per_group_correlation(frame.dropna(subset=[expected, human]), group, expected, human)
+            out |= {"expected_rho_within": within, "expected_groups": groups}
     return out
 
 
