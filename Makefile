@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: all help install report lab serve stop test bench clean
+.PHONY: all help install report lab serve stop test bench prune-cache clean
 
 all: report ## set up the venv and packages, run every notebook (replaying the committed LLM cache), render HTML
 
@@ -41,6 +41,11 @@ test: $(INSTALLED) ## unit and integration tests, the live-model test, then nbva
 
 bench: $(INSTALLED) ## throughput of the server direct vs through the gateway; notebook 01 cold vs warm
 	$(PY) -m lib.tools.bench
+
+prune-cache: $(INSTALLED) ## replay every notebook, then delete the LLM cache entries none of them asked for
+	rm -f .cache/cache-usage.log
+	LLM_MODE=replay LLM_CACHE_USAGE_LOG=$(CURDIR)/.cache/cache-usage.log $(PY) -m lib.tools.pipeline run-all
+	$(PY) -m lib.llm.cache prune --used .cache/cache-usage.log --keep-label geval-steps
 
 clean: stop ## remove the venv, the assembled model and run files (keeps outputs/ and the LLM cache)
 	rm -rf $(VENV) .cache .pytest_cache

@@ -89,3 +89,24 @@ def test_concurrent_writers_leave_only_complete_entries(tmp_path):
         entry = cache.read(path.stem)
         assert len(entry["response"]["payload"]) == 5000
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
+    from lib.llm.cache import prune
+
+    log = tmp_path / "usage.log"
+    cache = ResponseCache(tmp_path / "cache", usage_log=log)
+    for n in range(3):
+        cache.get({"n": n}, lambda: {"response": "r"})
+    replay = ResponseCache(tmp_path / "cache", usage_log=tmp_path / "replay.log")
+    replay.get({"n": 0}, lambda: {"response": "r"})  # a hit is logged too
+    used = set((tmp_path / "replay.log").read_text().split())
+    assert used == {request_key({"n": 0})} and len(log.read_text().split()) == 3
+    assert prune(tmp_path / "cache", used, dry_run=True)[0] == 2 and len(list((tmp_path / "cache").glob("??/*.json"))) == 3
+    removed, size = prune(tmp_path / "cache", used)
+    assert removed == 2 and size > 0
+    assert [p.stem for p in (tmp_path / "cache").glob("??/*.json")] == [request_key({"n": 0})]
+    cache.get({"steps": 1}, lambda: {"response": "r", "label": "geval-steps:Coherence"})  # made outside a notebook
+    assert prune(tmp_path / "cache", used, keep_labels=["geval-steps"]) == (0, 0)
+    with pytest.raises(ValueError, match="refusing to delete every cache entry"):
+        prune(tmp_path / "cache", set())

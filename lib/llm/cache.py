@@ -17,15 +17,22 @@ its holder ends, even by ``kill -9``, so a crash never leaves a key blocked.
 
 Only what ``compute`` returns is stored; when ``compute`` raises (an endpoint fault, a malformed answer,
 replay mode), nothing is written and the next run asks again.
+
+Pruning: with ``LLM_CACHE_USAGE_LOG`` set, every key looked up is appended to that file (one line per lookup;
+appends of a line are atomic). ``make prune-cache`` replays every notebook with the log on, then
+``python -m lib.llm.cache prune --used LOG`` deletes the entries no notebook asked for (e.g. requests of an
+earlier version of a chapter), so the committed cache is exactly what the report replays.
 """
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import json
 import os
+import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,8 +53,10 @@ def request_key(request: dict[str, Any]) -> str:
 class ResponseCache:
     """Folder of ``<key[:2]>/<key>.json`` entries, each ``{"request": …, "response": …, "latency_s": …}``."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, usage_log: Path | None = None) -> None:
         self.folder = Path(folder)
+        log = usage_log or os.environ.get("LLM_CACHE_USAGE_LOG")
+        self.usage_log = Path(log) if log else None
 
     def path_for(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -68,6 +77,9 @@ class ResponseCache:
         """``(entry, True)`` from the cache, or ``(compute(), False)`` after storing what ``compute`` returned
         with ``request`` added. One caller per key computes at a time (see the module docstring)."""
         key = request_key(request)
+        if self.usage_log is not None:
+            with open(self.usage_log, "a", encoding="utf-8") as log:
+                log.write(key + "\n")
         entry = self.read(key)
         if entry is not None:
             return entry, True
@@ -121,3 +133,42 @@ class ResponseCache:
 
     def __len__(self) -> int:
         return sum(1 for _ in self.folder.glob("??/*.json"))
+
+
+def prune(folder: Path, used: set[str], dry_run: bool = False, keep_labels: Sequence[str] = ()) -> tuple[int, int]:
+    """Delete the entries of the cache in ``folder`` whose key is not in ``used`` and whose label starts with none
+    of ``keep_labels`` (calls made outside the notebooks, e.g. G-Eval's step generation, which a replay of the
+    report never asks for); returns (entries, bytes) removed (or that would be, with ``dry_run``). An empty
+    ``used`` is refused: it would empty the cache."""
+    if not used:
+        raise ValueError("no used keys: refusing to delete every cache entry (was the usage log written?)")
+    removed, size = 0, 0
+    for path in sorted(Path(folder).glob("??/*.json")):
+        if path.stem not in used and not json.loads(path.read_text(encoding="utf-8")).get("label", "").startswith(
+                tuple(keep_labels) or ("\0",)):
+            removed, size = removed + 1, size + path.stat().st_size
+            if not dry_run:
+                path.unlink()
+    return removed, size
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from lib import paths
+
+    parser = argparse.ArgumentParser(prog="python -m lib.llm.cache", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    pruning = commands.add_parser("prune", help="delete the entries a replay of the report did not ask for")
+    pruning.add_argument("--used", type=Path, required=True, help="usage log written with LLM_CACHE_USAGE_LOG set")
+    pruning.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+    pruning.add_argument("--keep-label", action="append", default=[],
+                         help="keep entries whose label starts with this (calls made outside the notebooks)")
+    args = parser.parse_args(argv)
+    used = set(args.used.read_text(encoding="utf-8").split()) if args.used.exists() else set()
+    removed, size = prune(paths.LLM_CACHE, used, args.dry_run, args.keep_label)
+    print(f"{'would remove' if args.dry_run else 'removed'} {removed} unused entries ({size / 1e6:.1f} MB); "
+          f"{len(used)} keys in use")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
