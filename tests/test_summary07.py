@@ -67,6 +67,9 @@ def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by
     assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
     assert summary07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
         "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")
+    no_pairs = battery()
+    no_pairs.loc[no_pairs.form == "pairwise", ["value", "n"]] = [np.nan, 0]  # every pair failed in one order
+    assert "chosen in no answer: no pair was judged in both orders." in summary07.bias(no_pairs, pools, 17 / 27)
     assert summary07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
 
 

@@ -160,8 +160,13 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
 
     first = rows.loc[("pairwise", "share of answers choosing the first-shown passage")]
     answers = 2 * int(first.n)
-    chose_first = int(round(first.value * answers))
-    first_p = binomtest(chose_first, answers, 0.5).pvalue
+    if answers:
+        chose_first = int(round(first.value * answers))
+        first_shown = (f"{chose_first} of {answers} answers (exact binomial p = "
+                       f"{binomtest(chose_first, answers, 0.5).pvalue:.1g} against no preference; the answers share "
+                       f"passages, so read it as a description)")
+    else:
+        first_shown = "no answer: no pair was judged in both orders"
     scored = pools.filter(like="distinct prp")
     relevant = int((pools["relevant (grade > 0)"] > 0).sum())
     return (f"**Bias**: listwise position consistency {said('listwise', rc.POSITION_CONSISTENCY)}, but the judge gave "
@@ -169,8 +174,7 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
             f"and a judge that always gives one grade is perfectly consistent; pairwise consistency "
             f"{said('pairwise', rc.POSITION_CONSISTENCY)} (published: "
             f"{rows.loc[('pairwise', rc.POSITION_CONSISTENCY)].anchors}), the first-shown passage chosen in "
-            f"{chose_first} of {answers} answers (exact binomial p = {first_p:.1g} against no preference; the answers "
-            f"share passages, so read it as a description). PRP ranked "
+            f"{first_shown}. PRP ranked "
             f"{len(pools)} pools, {relevant} with a relevant passage (nDCG needs one), with "
             f"{', '.join(str(int(v)) for v in scored.iloc[:, 0])} distinct scores for "
             f"{', '.join(str(int(v)) for v in pools.passages)} passages: its order is partly the docid tie-break. "
