@@ -164,3 +164,13 @@ def test_correlation_ci_point_value_by_hand_and_degenerate_resamples_dropped():
     tied = correlation_ci([1, 1, 1, 1, 2], [1, 2, 3, 4, 5], "kendall", seed=0, n_resamples=500)
     assert tied["ci_low"] == tied["ci_low"] and tied["ci_high"] == pytest.approx(1.0)  # finite despite NaN resamples
     assert math.isnan(correlation_ci([1, 1, 1], [1, 2, 3], "spearman", seed=0)["r"])
+
+
+def test_interval_text_is_the_one_way_an_interval_is_written():
+    from lib.analysis.stats import interval_text, number_text
+
+    assert interval_text(0.1, 0.684) == "95% CI 0.10 to 0.68"
+    assert interval_text(-0.0001, 0.2, digits=3, signed=True, label="") == "+0.000 to +0.200"  # no "-0.000"
+    assert interval_text(-0.5, float("nan")) == "no interval"
+    assert interval_text(float("nan"), 1.0, undefined="undefined") == "undefined"
+    assert number_text(-0.004) == "0.00" and number_text(-0.006) == "-0.01"

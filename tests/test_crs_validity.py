@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lib.analysis.comparisons import holm_floor
 from lib.crs import validity
 from lib.crs.records import SessionLog
 from tests.crs_tiny import tiny_universe
@@ -68,7 +69,7 @@ def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
     b_recovery = table[(table.model == "b") & (table.comparison == "recovery")].iloc[0]
     assert (b_recovery.n, b_recovery.nonzero, b_recovery.min_p) == (6, 1, 1.0)  # one non-zero difference: p ≥ 1
     # the family's floor: 3 tests, the best-placed with 6 non-zero differences: 3 · 2/64
-    assert validity.holm_floor(table) == pytest.approx(3 * 2 / 64)
+    assert holm_floor(table) == pytest.approx(3 * 2 / 64)
 
 
 def session_rows():

@@ -195,7 +195,7 @@ def test_front_page(tmp_path: Path) -> None:
 
 
 def test_headlines_01_and_02_from_tables() -> None:
-    from lib.headlines import HEADLINES
+    from lib.chapters import HEADLINES
 
     entries = pd.DataFrame({"generation_ok": [True, True, False, True]})
     candidates = pd.DataFrame({"near_duplicate": [False, True, False, True, True, False]})

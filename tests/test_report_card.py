@@ -116,7 +116,7 @@ def test_threats_name_the_intervals_that_resample_few_units():
 
 
 def test_undefined_interval_is_said_so():
-    assert rc._interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"
+    assert rc.value_with_interval({"value": 0.1, "ci_low": np.nan, "ci_high": 0.2}) == "0.10 (CI undefined)"
 
 
 def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_normal_day():

@@ -87,6 +87,15 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
+def holm_floor(tests: pd.DataFrame) -> float:
+    """The smallest Holm-adjusted p a family of tests could reach, whatever the data: Holm multiplies the
+    smallest p by the number of tests m (Holm 1979), so the floor is min(1, m · min_i min_p_i), over the rows of
+    ``tests`` with a p (columns ``p`` and ``min_p``, the smallest p each test could give at its size). A floor at
+    or above α means the family cannot reject anything at its size."""
+    tested = tests[tests["p"].notna()]
+    return float(min(1.0, len(tested) * tested["min_p"].min())) if len(tested) else float("nan")
+
+
 def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tuple[list[float], list[int]]:
     """:func:`holm` applied within each family separately; returns the adjusted p-values and each p-value's
     family size m, both in input order."""

@@ -33,24 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from lib.report import describe_model
+from lib.analysis.names import (ALPHA, BINARY_KAPPA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, KAPPA, KENDALL, MARGIN,
+                                POSITION_CONSISTENCY, SPEARMAN, STATISTICS, WEIGHTED_KAPPA)
+from lib.analysis.stats import MIN_CI_UNITS, interval_text, number_text
+from lib.llm.server import describe_model
 
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
                 "ci_over", "failed")
 
-# Statistic names used in the card and the anchors (one name per statistic).
-KAPPA = "Cohen κ"
-WEIGHTED_KAPPA = "quadratic-weighted κ"
-BINARY_KAPPA = "Cohen κ, binarised"
-ALPHA = "Krippendorff α (ordinal)"
-EXPECTED_RHO = "Spearman ρ of E[g] or score"  # an LLM judge's expected grade, a baseline's continuous score
-EXPECTED_RHO_WITHIN = "Spearman ρ of E[g] or score, within queries"  # mean over queries (per-query ρ, constant ones skipped)
-SPEARMAN = "Spearman ρ"
-KENDALL = "Kendall τ"
-POSITION_CONSISTENCY = "position consistency"
-MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
-STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
-              MARGIN)
 # Judge names the targets and the headline look up: the relevance method chosen on dev carries CHOSEN after its
 # name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
 CHOSEN = " (chosen on dev)"
@@ -166,7 +156,7 @@ def with_anchors(table: pd.DataFrame, anchors: Sequence[Anchor] = ANCHORS) -> pd
 
 
 def judge_kind(card: pd.DataFrame) -> pd.Series:
-    """Per card row, "non-LLM baseline" or "LLM judge (<model description>)" (:func:`lib.report.describe_model`)."""
+    """Per card row, "non-LLM baseline" or "LLM judge (<model description>)" (:func:`lib.llm.server.describe_model`)."""
     return card["model"].map(lambda m: "non-LLM baseline" if m == "—" else f"LLM judge ({describe_model(m)})")
 
 
@@ -332,7 +322,7 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
     ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
-    uses = {t.target: f"{t.statistic} {_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
+    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
                       f"{_verdict(t.reached, t.reached_by_interval, bool(np.isfinite(t.ci_low)))}."
             for t in targets.itertuples()}
     system = _system_rows(card)
@@ -366,16 +356,13 @@ def compact(card: pd.DataFrame) -> pd.DataFrame:
     """The card for reading: one row per judge, model, data set, criterion and level, one column per statistic
     holding "value (low to high)" (— where the judge has no such number), with n, what the intervals resampled
     (ci_over) and failed."""
-    cells = card.assign(text=[_interval(r).replace("95% CI ", "") for r in card.to_dict("records")])
+    cells = card.assign(text=[value_with_interval(r).replace("95% CI ", "") for r in card.to_dict("records")])
     keys = ["judge", "dataset", "criterion", "level"]
     wide = cells.pivot_table(index=keys, columns="statistic", values="text", aggfunc="first", sort=False)
     grouped = cells.groupby(keys, sort=False)
     counts = grouped[["n"]].max().join(grouped[["ci_over"]].first()).join(grouped[["failed"]].max())
     ordered = [s for s in STATISTICS if s in wide.columns]
     return counts.join(wide[ordered]).fillna("—")
-
-
-MIN_CI_UNITS = 10  # fewer resampled units: no interval on the card (see report_card)
 
 
 def without_small_intervals(table: pd.DataFrame, n: str = "n") -> pd.DataFrame:
@@ -390,21 +377,17 @@ def resampled_units(ci_over: str) -> int | None:
     return None if ci_over == "—" else int(ci_over.split()[0])
 
 
-def _number(x: float) -> str:
-    return f"{x:.2f}".replace("-0.00", "0.00")
-
-
-def _interval(row: Mapping) -> str:
+def value_with_interval(row: Mapping) -> str:
     """"value (95% CI low to high)"; an undefined value (e.g. scores constant within every document) and a
     suppressed interval (fewer than ``MIN_CI_UNITS`` units, see :func:`report_card`) are said to be so."""
     if not np.isfinite(row["value"]):
         return "undefined (no document or item left to correlate)"
     low, high = row["ci_low"], row["ci_high"]
     if np.isfinite(low) and np.isfinite(high):
-        return f"{_number(row['value'])} (95% CI {_number(low)} to {_number(high)})"
+        return f"{number_text(row['value'])} ({interval_text(low, high)})"
     units = resampled_units(row["ci_over"]) if "ci_over" in row else None
-    return (f"{_number(row['value'])} (no CI: {row['ci_over']})" if units is not None and units < MIN_CI_UNITS
-            else f"{_number(row['value'])} (CI undefined)")
+    return (f"{number_text(row['value'])} (no CI: {row['ci_over']})" if units is not None and units < MIN_CI_UNITS
+            else f"{number_text(row['value'])} (CI undefined)")
 
 
 def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
@@ -424,12 +407,12 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     below_zero = llm[llm.ci_high < 0]
     if len(below_zero):
         listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
-                           f"{_interval(r._asdict())}" for r in below_zero.itertuples())
+                           f"{value_with_interval(r._asdict())}" for r in below_zero.itertuples())
         lines.append(f"- **Worse than chance.** {len(below_zero)} LLM-judge numbers have a 95% CI entirely below 0 "
                      f"— {listed}: the judge disagrees with the humans more than random labels would.")
     if len(spans_zero):
         listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
-            f"{r.statistic} ({r.criterion}, {r.level}) {_interval(r._asdict())}" for r in part.itertuples())
+            f"{r.statistic} ({r.criterion}, {r.level}) {value_with_interval(r._asdict())}" for r in part.itertuples())
             for (judge, dataset), part in spans_zero.groupby(["judge", "dataset"], sort=False))
         with_ci = int(np.isfinite(llm.ci_low).sum())
         lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of the {with_ci} LLM-judge numbers "
@@ -439,7 +422,7 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     if len(widths):
         widest = card.loc[widths.idxmax()]
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
-                     f"{widest.statistic}): {_interval(widest)} over n = {int(widest.n)}; the smallest n of a defined "
+                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)}; the smallest n of a defined "
                      f"number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals resample items (or documents), never the judge's noise.")
     units = card["ci_over"].map(resampled_units)
     few = card[units.notna() & (units < MIN_CI_UNITS)]
@@ -453,7 +436,7 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
                      f"uncertainty is.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
-        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {_interval(r)} over n = {int(r['n'])}.")
+        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
                  f"won on dev can lose on test by chance. The item intervals resample passages, which are nested in "

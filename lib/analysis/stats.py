@@ -5,7 +5,7 @@ checked against hand-computed cases in tests/test_analysis_stats.py."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -175,12 +175,30 @@ def correlation_ci(x: Sequence[float], y: Sequence[float], method: str, seed: in
     return out
 
 
-def correlation_text(correlation: dict[str, float], symbol: str = "ρ") -> str:
+MIN_CI_UNITS = 10  # fewer resampled independent units: no interval is reported, in any chapter
+
+
+def number_text(x: float, digits: int = 2, signed: bool = False) -> str:
+    """``x`` rounded for prose, with a rounded-away sign dropped ("-0.00" reads "0.00")."""
+    text = f"{x:{'+' if signed else ''}.{digits}f}"
+    zero = f"{0:.{digits}f}"
+    return text.replace(f"-{zero}", f"+{zero}" if signed else zero)
+
+
+def interval_text(low: float, high: float, digits: int = 2, signed: bool = False, label: str = "95% CI ",
+                  undefined: str = "no interval") -> str:
+    """The one way the study writes an interval: "95% CI 0.10 to 0.68" (``label`` first, ``digits`` decimals,
+    a sign on both ends when ``signed``); ``undefined`` when either end is missing (NaN), never "nan to nan"."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return undefined
+    return f"{label}{number_text(low, digits, signed)} to {number_text(high, digits, signed)}"
+
+
+def correlation_text(correlation: Mapping[str, float], symbol: str = "ρ") -> str:
     """A :func:`correlation_ci` result in words: "ρ = 0.42 (95% CI 0.10 to 0.68), n = 23"; an undefined
     coefficient or interval is said to be undefined rather than printed as nan."""
     n = int(correlation["n"])
     if not np.isfinite(correlation["r"]):
         return f"{symbol} undefined (n = {n}: fewer than 3 pairs or a constant side)"
-    low, high = correlation["ci_low"], correlation["ci_high"]
-    interval = f"95% CI {low:.2f} to {high:.2f}" if np.isfinite(low) and np.isfinite(high) else "CI undefined"
+    interval = interval_text(correlation["ci_low"], correlation["ci_high"], undefined="CI undefined")
     return f"{symbol} = {correlation['r']:.2f} ({interval}), n = {n}"

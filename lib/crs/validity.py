@@ -116,7 +116,7 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
     differences dropped; NaN p without a non-zero difference), the rank-biserial effect size
     (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family). ``nonzero``: the
     differences the test uses; ``min_p``: the smallest p it could give whatever their signs
-    (:func:`lib.analysis.stats.min_attainable_p`) — see :func:`holm_floor`."""
+    (:func:`lib.analysis.stats.min_attainable_p`) — see :func:`lib.analysis.comparisons.holm_floor`."""
     from scipy.stats import wilcoxon
 
     rows = []
@@ -131,14 +131,6 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
                          "min_p": min_attainable_p(nonzero), "rank_biserial": rank_biserial(d)})
     table = pd.DataFrame(rows)
     return table.assign(p_holm=holm(table["p"].tolist()) if len(table) else [])
-
-
-def holm_floor(tests: pd.DataFrame) -> float:
-    """The smallest Holm-adjusted p a family of :func:`paired_tests` could reach, whatever the data: Holm
-    multiplies the smallest p by the number of tests m (Holm 1979), so the floor is min(1, m · min_i min_p_i). A
-    floor at or above α means the family cannot reject anything at its size."""
-    tested = tests[tests["p"].notna()]
-    return float(min(1.0, len(tested) * tested["min_p"].min())) if len(tested) else float("nan")
 
 
 def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> dict[str, object]:

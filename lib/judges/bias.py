@@ -15,7 +15,7 @@
   inflation with it (each condition against its own uninjected baseline).
 
 Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). No interval is given over
-fewer than ``lib.analysis.report_card.MIN_CI_UNITS`` items or pools (see the report card). A failed call or an answer
+fewer than ``lib.analysis.stats.MIN_CI_UNITS`` items or pools (see the report card). A failed call or an answer
 without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from lib.analysis.report_card import MIN_CI_UNITS, POSITION_CONSISTENCY
-from lib.analysis.stats import bootstrap_ci, cluster_bootstrap_ci
+from lib.analysis.names import POSITION_CONSISTENCY
+from lib.analysis.stats import MIN_CI_UNITS, bootstrap_ci, cluster_bootstrap_ci
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.methods import PairJudgment
 from lib.judges.relevance import (PASSAGE_PROMPTS, Judgment, RelevancePrompts, judge_listwise, judge_messages,

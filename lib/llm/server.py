@@ -35,6 +35,19 @@ MODEL_PARTS = 22
 MODEL_IDENTITY = f"{MODEL_NAME}@sha256:{MODEL_SHA256}"
 MODEL_FILE = paths.MODELS / f"{MODEL_NAME}.gguf"
 
+# What a model is, by the name before "@" in its recorded identity (tables' ``model`` column).
+MODEL_DESCRIPTIONS: dict[str, str] = {
+    MODEL_NAME: "Qwen2.5-Coder-1.5B-Instruct, a 1.5-billion-parameter model tuned for code, quantised to "
+                "4 bits (GGUF Q4_K_M)",
+}
+
+
+def describe_model(identity: str) -> str:
+    """A reader's description of a recorded model identity (``name@sha256:…``), or its name."""
+    name = str(identity).split("@")[0]
+    return MODEL_DESCRIPTIONS.get(name, name)
+
+
 HOST = "127.0.0.1"
 PORT = int(os.environ.get("LLM_EMBEDDED_PORT", "8765"))
 

@@ -1,7 +1,7 @@
 """The report's front page ``index.html``: the chapters in order with their titles, headlines and links, and
 the LLM work summed over every ledger.
 
-Titles come from each notebook's first markdown heading and headlines from :mod:`lib.headlines` (sentences
+Titles come from each notebook's first markdown heading and headlines from :mod:`lib.chapters` (sentences
 built from the result tables), so nothing on the page is typed by hand. Ledgers are found by glob, so a new
 chapter's ledger counts without a change here. Like the chapters, the page is offline (no script, nothing
 fetched) and byte-stable: it depends only on the notebooks, tables and ledgers.
@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from lib.headlines import HEADLINES
+from lib.chapters import HEADLINES
 
 TITLE = "LLM-as-judge evaluation for conversational assistants — a reproducible study"
 NO_HEADLINE = "no headline registered"

@@ -1,6 +1,7 @@
-"""Interpretation text generated from result tables, so prose and numbers cannot drift apart.
+"""Chapter 04 (NDCG analysis): text generated from its result tables, so prose and numbers cannot drift apart,
+and its front-page headline.
 
-Chapter 04's text: which measures and entries carry information (:func:`measure_status_text`), the primary
+The text: which measures and entries carry information (:func:`measure_status_text`), the primary
 and secondary comparisons (:func:`comparison_paragraph`), the perturbation check (:func:`perturbation_text`),
 threats to validity (:func:`threats_to_validity`) and the conclusion (:func:`conclusion`). Every number and
 every verdict in them is computed from the tables passed in; the only typed facts are what a data source or
@@ -13,19 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from lib.llm.server import MODEL_NAME as EMBEDDED_MODEL
-
-# What a model is, by the name before "@" in its recorded identity (tables' ``model`` column).
-MODEL_DESCRIPTIONS: dict[str, str] = {
-    EMBEDDED_MODEL: "Qwen2.5-Coder-1.5B-Instruct, a 1.5-billion-parameter model tuned for code, quantised to "
-                    "4 bits (GGUF Q4_K_M)",
-}
-
-
-def describe_model(identity: str) -> str:
-    """A reader's description of a recorded model identity (``name@sha256:…``), or its name."""
-    name = str(identity).split("@")[0]
-    return MODEL_DESCRIPTIONS.get(name, name)
+from lib.analysis.stats import interval_text
+from lib.chapters.headline import Tables, headline
+from lib.llm.server import describe_model
 
 
 def _p(p: float) -> str:
@@ -33,7 +24,7 @@ def _p(p: float) -> str:
 
 
 def _ci(low: float, high: float) -> str:
-    return "undefined" if not (np.isfinite(low) and np.isfinite(high)) else f"{low:+.3f} to {high:+.3f}"
+    return interval_text(low, high, digits=3, signed=True, label="", undefined="undefined")
 
 
 def _direction(diff: float) -> str:
@@ -330,3 +321,31 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
                    f"The finding is still this judge's view; see the threats to validity.")
     return (f"**Does {system} rank better than {baseline} on {measure}?** {answer}\n\n"
             f"**Can this judge rank these methods?** {verdict}")
+
+
+@headline("04_ndcg_analysis", "ndcg_comparisons")
+def primary_comparison(tables: Tables) -> str:
+    """The declared primary comparison with direction, effect, CI, p and minimum detectable effect, and how many
+    secondary comparisons are significant after Holm."""
+    comparisons = tables["ndcg_comparisons"]
+    primary = comparisons[comparisons["primary"].astype(bool)]
+    secondary = comparisons[~comparisons["primary"].astype(bool)]
+    rest = (f"; {int(secondary['significant'].sum())} of {len(secondary)} secondary comparisons are significant "
+            f"after Holm." if len(secondary) else ".")
+    if len(primary) != 1:
+        return f"No primary comparison could be tested (no informative entry on its measure){rest}"
+    row = primary.iloc[0]
+    if row["significant"]:
+        verdict = f"significant: {row['system']} ranks {'better' if row['mean_diff'] > 0 else 'worse'}"
+    else:
+        if row["min_p"] >= row["alpha"]:
+            verdict = (f"not significant, and with {int(row['wins'] + row['losses'])} non-tied entries no outcome "
+                       f"could have been significant")
+        elif pd.notna(row["mde"]):
+            verdict = f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
+        else:
+            verdict = "not significant"
+    return (f"Primary comparison, {row['system']} − {row['baseline']} on {row['measure']}: "
+            f"{row['mean_diff']:+.3f} ({interval_text(row['ci_low'], row['ci_high'], digits=3, signed=True)}) over "
+            f"{int(row['n_entries'])} entries ({int(row['n_informative'])} informative; {int(row['wins'])} wins, "
+            f"{int(row['losses'])} losses), exact sign-flip p = {row['p_permutation']:.2g} — {verdict}{rest}")

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis import report_card as rc
-from lib.analysis import summary07
+from lib.chapters import ch07
 
 
 def dev_table():
@@ -19,7 +19,7 @@ def test_relevance_bullets_say_the_choice_rested_on_cost_and_name_the_baselines(
                               "n": [24, 24, 24]}, index=["plain", "rounded" + rc.CHOSEN, "MiniLM cosine, thresholds"])
     grades = pd.DataFrame({"exact_agreement": [0.25, 0.625, 0.5], "grades used": ["1:2 2:21 3:1", "0:13 2:11", "0:24"]},
                           index=["rounded" + rc.CHOSEN, "MiniLM cosine, thresholds", "always 0"])
-    lines = summary07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
+    lines = ch07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
                                 {"difference": 0.06, "ci_low": -0.07, "ci_high": 0.2}, grades, 0,
                                 {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds",
                                 pd.DataFrame({"judge": ["plain", "plain", "BM25"], "value": [0.41, -0.2, 0.27],
@@ -38,7 +38,7 @@ def test_lean_on_says_undetermined_without_system_intervals():
                             "goal": [0.4, 0.3], "n": [24, 4]})
     card = pd.DataFrame([rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.3,
                                  np.nan, np.nan, "4 documents")])
-    assert summary07.lean_on(targets, card).endswith(
+    assert ch07.lean_on(targets, card).endswith(
         "summary-level G-Eval scores are undetermined (0.29 against 0.30 over 4 documents, no interval); system-level "
         "G-Eval orderings are undetermined (4 documents, no interval).")
 
@@ -57,7 +57,7 @@ def battery(recovered=(-0.05, -0.09, -0.02)):
 
 def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by_its_sign():
     pools = pd.DataFrame({"passages": [4, 4], "relevant (grade > 0)": [2, 0], "distinct prp": [3, 1]})
-    text = summary07.bias(battery(), pools, 17 / 27)
+    text = ch07.bias(battery(), pools, 17 / 27)
     assert "consistency 0.90 (0.70 to 1.00, n = 20), but the judge gave its most frequent grade to 1.00" in text
     assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
     assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
@@ -65,12 +65,12 @@ def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by
     assert "agreement with the modal grade over 3 samples at T = 1.0 0.44 (0.33 to 0.56, n = 6) against 0.63, the " \
         "least an independent sampler can score" in text
     assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
-    assert summary07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
+    assert ch07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
         "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")
     no_pairs = battery()
     no_pairs.loc[no_pairs.form == "pairwise", ["value", "n"]] = [np.nan, 0]  # every pair failed in one order
-    assert "chosen in no answer: no pair was judged in both orders." in summary07.bias(no_pairs, pools, 17 / 27)
-    assert summary07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
+    assert "chosen in no answer: no pair was judged in both orders." in ch07.bias(no_pairs, pools, 17 / 27)
+    assert ch07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
 
 
 def test_crs_bullet_states_each_familys_holm_floor():
@@ -79,7 +79,7 @@ def test_crs_bullet_states_each_familys_holm_floor():
                            "ci_high": [0.7, 0.2, 1.0]}, index=["pooled", "within systems", "system level"])
     orderings = pd.DataFrame({"metric": ["tas"], "holds": [True], "observed": ["a > b"]})
     ablations = pd.DataFrame({"variant": ["cc_only"], "changed": [True], "kendall_tau": [0.6]})
-    text = summary07.crs({"r": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 30}, levels, orderings, tests,
+    text = ch07.crs({"r": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 30}, levels, orderings, tests,
                          tests.iloc[:1], ablations, 0.05)
     assert "over the 5 system means ρ = 0.60 (too few systems for an interval)" in text
     assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "

@@ -1,4 +1,4 @@
-"""Chapter 07's "What the numbers say": each bullet written from the tables the chapter computed, so the prose
+"""Chapter 07 (validity statistics): its "What the numbers say" and its front-page headline. The summary: each bullet written from the tables the chapter computed, so the prose
 cannot drift from the numbers. One function per part of the chapter; :func:`bullets` joins them as Markdown.
 
 Every sentence states what a number can carry: intervals that include 0 or are undefined are said to be so,
@@ -13,14 +13,9 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis import report_card as rc
-from lib.analysis.stats import correlation_text
-
-
-def _ci(low: float, high: float, signed: bool = False) -> str:
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "no interval"
-    form = "+.2f" if signed else ".2f"
-    return f"95% CI {low:{form}} to {high:{form}}"
+from lib.analysis.stats import correlation_text, interval_text
+from lib.analysis.comparisons import holm_floor
+from lib.chapters.headline import Tables, headline
 
 
 def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int, test_card: pd.DataFrame,
@@ -45,21 +40,21 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
     constant = grades.loc[f"always {dev_majority}"]
     return [
         f"**Chosen on dev**: {chosen} ({int(row.calls)} call{'s' if row.calls > 1 else ''} per passage), dev κ_w "
-        f"{row.weighted_kappa:.2f} ({_ci(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high)}) against the plain "
+        f"{row.weighted_kappa:.2f} ({interval_text(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high)}) against the plain "
         f"judge's {plain.weighted_kappa:.2f}, over {int(row.n)} dev passages of {dev_queries} queries. "
         f"{len(tied)} of {llm} LLM methods are within the best one's interval on dev, so the rule "
         + ("chose by cost (fewest calls), not by a measured difference in quality." if len(tied) > 1
            else "had a single candidate."),
         f"**On test** ({test_queries} queries, {int(chosen_test.n)} passages): "
-        + "; ".join(f"{name} κ_w {r.value:.2f} ({_ci(r.ci_low, r.ci_high).removeprefix('95% CI ')})"
+        + "; ".join(f"{name} κ_w {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')})"
                     for name, r in test_card.iterrows())
         + f". The chosen method minus the plain judge: {lift['difference']:+.2f} "
-        f"({_ci(lift['ci_low'], lift['ci_high'], signed=True)}).",
+        f"({interval_text(lift['ci_low'], lift['ci_high'], signed=True)}).",
         f"**Baselines on the same test passages**: the chosen method agrees exactly on "
         f"{chosen_grades.exact_agreement:.2f} of them, always answering the dev majority grade {dev_majority} on "
         f"{constant.exact_agreement:.2f}; it uses the grades {chosen_grades['grades used']} (grade:passages). "
         f"{best_baseline} minus the chosen method: κ_w {gap['difference']:+.2f} "
-        f"({_ci(gap['ci_low'], gap['ci_high'], signed=True)}); it uses the grades "
+        f"({interval_text(gap['ci_low'], gap['ci_high'], signed=True)}); it uses the grades "
         f"{grades.loc[best_baseline, 'grades used']}, its dev cuts leaving the others unreachable. Its embedding model "
         f"(all-MiniLM-L6-v2) was trained on pairs that include MS MARCO, DL19's corpus, so it is a strong baseline "
         f"here, not a trivial one.",
@@ -139,10 +134,10 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
 
     def said(form: str, statistic: str) -> str:
         r = rows.loc[(form, statistic)]
-        return f"{r.value:.2f} ({_ci(r.ci_low, r.ci_high).removeprefix('95% CI ')}, n = {int(r.n)})"
+        return f"{r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')}, n = {int(r.n)})"
 
     pointwise = battery[battery.form == "pointwise"]
-    parts = [f"{r.statistic} {r.value:.2f} ({_ci(r.ci_low, r.ci_high).removeprefix('95% CI ')}, n = {int(r.n)})"
+    parts = [f"{r.statistic} {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')}, n = {int(r.n)})"
              + (f" against {uniform_self_consistency:.2f}, the least an independent sampler can score (grades "
                 f"drawn uniformly at random); the judge is used through its probabilities at T = 0, so this "
                 f"describes how spread its sampling is" if r.bias == "self-consistency" else "")
@@ -186,10 +181,8 @@ def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.Data
     """Chapter 06's metrics: the conversation judge against TAS at the pooled, within-system and system levels
     (``levels``: :func:`lib.crs.tables.judge_levels` for TAS; the system level over 5 systems is given without an
     interval), the expected orderings, the paired construct tests with each family's Holm floor
-    (:func:`lib.crs.validity.holm_floor`: when it is at or above ``alpha`` no result could be significant), and
+    (:func:`lib.analysis.comparisons.holm_floor`: when it is at or above ``alpha`` no result could be significant), and
     the ablations that reorder the systems."""
-    from lib.crs.validity import holm_floor
-
     system = levels.loc["system level"]
     families = []
     for name, tests in (("shift", shift_tests), ("within-vs-across", segment_tests)):
@@ -212,3 +205,26 @@ def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.Data
 def bullets(lines: Sequence[str]) -> str:
     """The bullets as one Markdown list."""
     return "\n".join(f"* {line}" for line in lines)
+
+
+@headline("07_validity", "report_card")
+def judge_report_card(tables: Tables) -> str:
+    """The lifted judge's two test numbers against the targets of chapter 07, each with its interval and
+    whether it reaches the target, and how many card rows there are."""
+    card = tables["report_card"]
+    targets = rc.target_table(card)
+
+    def said(t: pd.Series) -> str:
+        has_interval = bool(np.isfinite([t["ci_low"], t["ci_high"]]).all())
+        reached = ("reaches it" if t["reached_by_interval"] else "reaches it by the estimate, not by the interval"
+                   if t["reached"] and has_interval else "misses it" if has_interval
+                   else "without an interval, neither reached nor missed")
+        interval = interval_text(t["ci_low"], t["ci_high"], undefined="too few units for an interval")
+        return (f"{t['statistic']} = {t['value']:.2f} ({interval}, n = {int(t['n'])}) against a target of "
+                f"{t['goal']:.2f}: it {reached}")
+
+    relevance, geval = targets.iloc[0], targets.iloc[1]
+    method = relevance["judge"].removesuffix(rc.CHOSEN)
+    return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On held-out TREC "
+            f"DL19 queries the relevance method chosen on dev ({method}) has {said(relevance)}; G-Eval on held-out "
+            f"SummEval documents has a summary-level {said(geval)}.")

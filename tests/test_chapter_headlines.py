@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.headlines import HEADLINES
+from lib.chapters import HEADLINES
 
 
 def comparison(primary, significant=False, mean_diff=0.0075, p=0.719, mde=0.0607, min_p=0.03):
