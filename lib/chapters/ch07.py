@@ -1,5 +1,9 @@
-"""Chapter 07 (validity statistics): its "What the numbers say" and its front-page headline. The summary: each bullet written from the tables the chapter computed, so the prose
-cannot drift from the numbers. One function per part of the chapter; :func:`bullets` joins them as Markdown.
+"""Chapter 07 (validity statistics): the loops that build its report card and bias battery, its "What the numbers
+say" and its front-page headline. The notebook calls these in the order of its sections.
+
+The samples are drawn from ids before anything is judged (:func:`draw_samples`); each section returns its card
+rows (:mod:`lib.analysis.report_card`). The summary: each bullet is written from the tables the chapter computed,
+so the prose cannot drift from the numbers; :func:`bullets` joins them as Markdown.
 
 Every sentence states what a number can carry: intervals that include 0 or are undefined are said to be so,
 a choice that rests on cost rather than measured quality is called that, and a consistency that a constant
@@ -8,14 +12,290 @@ judge would reach is read beside the judge's grade distribution.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from lib import baselines
+from lib.analysis import calibration, validity
 from lib.analysis import report_card as rc
-from lib.analysis.stats import correlation_text, interval_text
 from lib.analysis.comparisons import holm_floor
+from lib.analysis.stats import correlation_text, interval_text
 from lib.chapters.headline import Tables, headline
+from lib.crs import tables as crs_tables
+from lib.judges import bias as judge_bias
+from lib.judges import geval, methods
+from lib.judges import relevance as judge_relevance
+from lib.judges.items import JudgeItem, JudgePool, make_pools, renumbered
+from lib.llm.gateway import Gateway
+
+CardRows = list[dict[str, object]]
+SCALE = judge_relevance.PASSAGE_4POINT_PROMPTS.scale  # TREC DL19's grades 0–3
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Every split and sample of the chapter, drawn from ids before anything is judged."""
+    dl19: pd.DataFrame
+    split: calibration.Split
+    sampled: pd.DataFrame
+    examples: pd.DataFrame
+    prp_qids: list[str]
+    summeval: pd.DataFrame
+    summeval_split: calibration.Split
+    nocot_doc_ids: list[str]
+    novel: pd.DataFrame
+    novel_queries: list[str]
+    novel_items: list[JudgeItem]
+    novel_pools: list[JudgePool]
+    swap_pool_ids: list[int]
+    consistency_rows: list[int]
+    verbosity_rows: list[int]
+    injection_rows: list[int]
+
+    def table(self) -> pd.DataFrame:
+        """Per data set and part: the groups (queries or documents) and the number of items."""
+        split, summeval_split = self.split, self.summeval_split
+        rows = [("TREC DL19", "dev (methods compared)", split.dev, len(split.dev_rows(self.sampled))),
+                ("TREC DL19", "test (chosen method, once)", split.test, len(split.test_rows(self.sampled))),
+                ("TREC DL19", "test queries ranked by PRP", self.prp_qids, int(self.sampled.qid.isin(self.prp_qids).sum())),
+                ("TREC DL19", "few-shot examples (dev queries, not scored)", list(self.examples.qid), len(self.examples)),
+                ("SummEval", "seen in chapter 03 (coherence replayed)", summeval_split.dev,
+                 len(summeval_split.dev_rows(self.summeval))),
+                ("SummEval", "test (G-Eval as declared)", summeval_split.test,
+                 len(summeval_split.test_rows(self.summeval))),
+                ("NovelEval", "chapter 03's queries (replayed; bias battery)", self.novel_queries, len(self.novel))]
+        return pd.DataFrame([{"data": data, "part": part, "groups": ", ".join(groups), "items": items}
+                             for data, part, groups, items in rows]).set_index(["data", "part"])
+
+
+def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
+                 test_queries: int, passages_per_query: int, split_seed: int, prp_queries: int, example_seed: int,
+                 chapter03_summeval_docs: int, chapter03_summeval_seed: int, summeval_test_docs: int,
+                 summeval_test_seed: int, nocot_docs: int, chapter03_noveleval_queries: int,
+                 chapter03_noveleval_seed: int, chapter03_passage_chars: int, swap_pools: int,
+                 self_consistency_items: int, verbosity_items: int, injection_items: int, bias_seed: int) -> Samples:
+    """The DL19 dev/test split by query and its passage sample (with BM25 and MiniLM scores), the few-shot
+    examples (dev passages not scored), the PRP queries, the SummEval documents of chapter 03 and the unseen test
+    documents, chapter 03's NovelEval sample (same seeds, so its calls replay) and the bias battery's samples."""
+    dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
+    split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
+    sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
+                                           passages_per_query, split_seed)
+    sampled = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(), sampled["passage"].tolist()))
+    examples = methods.fewshot_examples(split.dev_rows(dl19).drop(index=split.dev_rows(sampled).index), SCALE,
+                                        example_seed)
+    chapter03_docs = validity.sample_ids(summeval.doc_id, chapter03_summeval_docs, chapter03_summeval_seed)
+    unseen = summeval[~summeval.doc_id.isin(chapter03_docs)]
+    summeval_split = calibration.Split(
+        "doc_id", tuple(chapter03_docs), tuple(validity.sample_ids(unseen.doc_id, summeval_test_docs,
+                                                                   summeval_test_seed)), summeval_test_seed)
+    novel_queries = validity.sample_ids(novel.qid, chapter03_noveleval_queries, chapter03_noveleval_seed, key=int)
+    novel = novel[novel.qid.isin(novel_queries)].reset_index(drop=True)
+    novel["passage_shown"] = [judge_relevance.truncate(t, chapter03_passage_chars) for t in novel.passage]
+    novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
+    novel_pools = make_pools(novel_items, novel.qid, size=5)
+    return Samples(
+        dl19, split, sampled, examples, validity.sample_ids(split.test, prp_queries, split_seed), summeval,
+        summeval_split, list(summeval_split.test[:nocot_docs]), novel, novel_queries, novel_items, novel_pools,
+        validity.sample_ids(range(len(novel_pools)), swap_pools, bias_seed),
+        validity.sample_ids(novel.index, self_consistency_items, bias_seed),
+        validity.sample_ids(novel.index, verbosity_items, bias_seed),
+        validity.sample_ids(novel.index[novel.human_grade == 0], injection_items, bias_seed))
+
+
+def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int) -> CardRows:
+    """Card rows of chapter 03's NovelEval judge under each label definition (``novel`` carries its judgments).
+    E[g] belongs to the pointwise calls, not to a grading rule: its rows go with the pointwise argmax."""
+    rows: CardRows = []
+    for name, column in validity.LABEL_DEFINITIONS.items():
+        expected = "expected_grade" if column == validity.LABEL_DEFINITIONS["pointwise argmax"] else None
+        agreement = validity.relevance_agreement(novel, column, expected=expected, scale=(0, 1, 2), relevant_from=2,
+                                                 seed=seed, n_resamples=n_resamples, group="qid")
+        rows += rc.agreement_rows(agreement, f"{name} (chapter 03's prompt)", model, "NovelEval")
+    return rows
+
+
+def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
+    """Chapter 06's conversation judge against TAS and CAS at four levels: (the levels table, its card rows)."""
+    levels = pd.concat({metric: crs_tables.judge_levels(sessions, metric, seed=seed, n_resamples=n_resamples)
+                        for metric in ("tas", "cas")}, names=["metric"])
+    rows: CardRows = []
+    for metric, part in levels.groupby(level="metric", sort=False):
+        rows += rc.level_rows(part.droplevel("metric"), "CRS conversation rubric, mean of 3 criteria (chapter 06)",
+                              sessions.judge_model.dropna().iloc[0], "CRS simulation", str(metric),
+                              failed=int((~sessions.judge_ok).sum()))
+    return levels, rows
+
+
+def freeze_methods(candidates: Sequence[calibration.Method], chosen_name: str, dev: pd.DataFrame
+                   ) -> tuple[calibration.Method, dict[str, calibration.Frozen]]:
+    """The chosen method and, frozen on every dev passage, the methods reported on test: the reference (the plain
+    judge), the chosen one (its name marked ``rc.CHOSEN``) and the non-LLM baselines."""
+    chosen = next(m for m in candidates if m.name == chosen_name)
+    frozen = {m.name + (rc.CHOSEN if m == chosen else ""): calibration.freeze(m, dev, "human_grade", SCALE)
+              for m in dict.fromkeys([methods.REFERENCE_METHOD, chosen, *baselines.RELEVANCE_BASELINES])}
+    return chosen, frozen
+
+
+def frozen_table(frozen: Mapping[str, calibration.Frozen]) -> pd.DataFrame:
+    """What each frozen method learnt on dev: its column, calls per item and cuts."""
+    return pd.DataFrame([{"method": name, "column": f.method.column, "calls per item": f.method.calls,
+                          "cuts (grades 1, 2, 3 from)": "—" if f.cuts is None else ", ".join(f"{c:.3f}" for c in f.cuts)}
+                         for name, f in frozen.items()]).set_index("method")
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """DL19 test, once: the grades of every frozen method, their card rows and the comparisons the summary reads."""
+    grades: pd.DataFrame
+    rows: CardRows
+    chosen_column: str
+    lift: dict[str, float]
+    agreement: pd.DataFrame
+    dev_majority: int
+    best_baseline: str
+    baseline_gap: dict[str, float]
+
+
+def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], chosen: calibration.Method,
+               dev: pd.DataFrame, model: str, seed: int, n_resamples: int) -> TestResult:
+    """Every frozen method's grades on the judged test passages, with card rows (Spearman of E[g] once per call
+    kind: a property of the calls, not of the grading rule), the chosen method against the reference and the
+    best non-LLM baseline against the chosen method (paired κ_w differences), and the constant judge fixed on dev."""
+    grades = pd.DataFrame({name: f.grades(test, SCALE) for name, f in frozen.items()}).join(test[["human_grade"]])
+    rows: CardRows = []
+    expected_shown: set[str | None] = set()
+    for name, f in frozen.items():
+        expected = methods.expected_column(f.method) or f.method.column  # a baseline's own score
+        expected = None if expected in expected_shown else expected
+        expected_shown.add(expected)
+        agreement = validity.relevance_agreement(test.join(grades[[name]]), name, expected=expected, scale=SCALE,
+                                                 relevant_from=2, seed=seed, n_resamples=n_resamples, group="qid")
+        rows += rc.agreement_rows(agreement, name, model if f.method.calls else "—", "TREC DL19")
+    chosen_column = chosen.name + rc.CHOSEN
+    reference_column = next(name for name, f in frozen.items() if f.method == methods.REFERENCE_METHOD)
+    lift = validity.weighted_kappa_difference(grades, chosen_column, reference_column, categories=SCALE, seed=seed,
+                                              n_resamples=n_resamples)
+    dev_majority = int(dev.human_grade.mode().min())  # the constant judge is fixed on dev, like every other method
+    agreement_table = validity.grade_agreement_table(grades, list(frozen), categories=SCALE, constant=dev_majority)
+    best_baseline = max((name for name, f in frozen.items() if not f.method.calls),
+                        key=lambda name: agreement_table.at[name, "weighted_kappa"])
+    gap = validity.weighted_kappa_difference(grades, best_baseline, chosen_column, categories=SCALE, seed=seed,
+                                             n_resamples=n_resamples)
+    return TestResult(grades, rows, chosen_column, lift, agreement_table, dev_majority, best_baseline, gap)
+
+
+def prp_text(pairs: Sequence[methods.PairJudgment]) -> str:
+    """How many PRP pairs were judged in both orders and how many kept their winner."""
+    return (f"{sum(p.complete for p in pairs)} of {len(pairs)} pairs judged in both orders, "
+            f"{sum(p.consistent for p in pairs)} with the same winner")
+
+
+@dataclass(frozen=True)
+class GEvalResult:
+    """SummEval: the test summaries with every score column, the seen documents' coherence, the card rows, the
+    Spearman view per judge and level, the per-document ρ, and coherence with vs without evaluation steps."""
+    test: pd.DataFrame
+    rows: CardRows
+    view: pd.DataFrame
+    per_document: pd.DataFrame
+    with_steps: float
+    without_steps: float
+
+
+def geval_test(judge: Gateway, samples: Samples, model: str, n_samples: int, seed: int, n_resamples: int
+               ) -> GEvalResult:
+    """G-Eval as declared (study steps, probability-weighted) on the four SummEval dimensions of the test
+    documents, its argmax and no-steps ablations, chapter 03's seen documents, and two non-LLM baselines (MiniLM
+    cosine to the source, ROUGE-1 to the reference), each judged at summary and system level."""
+    summeval_test = (samples.summeval_split.test_rows(samples.summeval).sort_values(["doc_id", "system_id"])
+                     .reset_index(drop=True))
+    items = [JudgeItem(source=s, output=o) for s, o in zip(summeval_test.source, summeval_test.system_output,
+                                                           strict=True)]
+    results = {dimension: geval.geval(rubric, judge, geval.evaluation_steps(rubric, "study"), items,
+                                      n_samples=n_samples)
+               for dimension, rubric in geval.SUMMEVAL_RUBRICS.items()}
+    for dimension, scored in results.items():
+        summeval_test[f"{dimension}_weighted"] = [r.score for r in scored]
+        summeval_test[f"{dimension}_argmax"] = [np.nan if r.argmax is None else float(r.argmax) for r in scored]
+    nocot_rows = summeval_test.index[summeval_test.doc_id.isin(samples.nocot_doc_ids)]
+    nocot = geval.geval(geval.COHERENCE, judge, "", [items[i] for i in nocot_rows], n_samples=n_samples)
+    summeval_test.loc[nocot_rows, "coherence_no_steps"] = [r.score for r in nocot]
+    summeval_test["cosine_to_source"] = baselines.cosine_scores(summeval_test.system_output.tolist(),
+                                                                summeval_test.source.tolist())
+    summeval_test["rouge1"] = baselines.rouge1(summeval_test.system_output.tolist(), summeval_test.reference.tolist())
+    seen = (samples.summeval_split.dev_rows(samples.summeval).sort_values(["doc_id", "system_id"])
+            .reset_index(drop=True))
+    seen_results = geval.geval(geval.COHERENCE, judge, geval.evaluation_steps(geval.COHERENCE, "study"),
+                               [JudgeItem(source=s, output=o) for s, o in zip(seen.source, seen.system_output,
+                                                                              strict=True)],
+                               n_samples=n_samples)
+    seen["coherence_weighted"] = [r.score for r in seen_results]
+
+    dimensions = list(geval.SUMMEVAL_RUBRICS)
+    failed = sum(not r.ok for scored in results.values() for r in scored)
+    variants = {  # judge → (rows, human dimension → score column, model, failed items)
+        rc.GEVAL_WEIGHTED: (summeval_test, {d: f"{d}_weighted" for d in dimensions}, model, failed),
+        rc.GEVAL_ARGMAX: (summeval_test, {d: f"{d}_argmax" for d in dimensions}, model, failed),
+        rc.GEVAL_NO_STEPS: (summeval_test.loc[nocot_rows], {"coherence": "coherence_no_steps"}, model,
+                            sum(not r.ok for r in nocot)),
+        rc.GEVAL_WEIGHTED + " (chapter 03's documents, seen)": (seen, {"coherence": "coherence_weighted"}, model,
+                                                                sum(not r.ok for r in seen_results)),
+        rc.COSINE_BASELINE: (summeval_test, dict.fromkeys(dimensions, "cosine_to_source"), "—", 0),
+        rc.ROUGE_BASELINE: (summeval_test, dict.fromkeys(dimensions, "rouge1"), "—", 0),
+    }
+    protocols = {name: validity.geval_protocol(rows, columns, seed=seed, n_resamples=n_resamples)
+                 for name, (rows, columns, _, _) in variants.items()}
+    card_rows: CardRows = []
+    for name, (_, _, judge_model, failures) in variants.items():
+        card_rows += rc.protocol_rows(protocols[name], name, judge_model, "SummEval", failed=failures)
+    view = (pd.concat(protocols, names=["judge"]).query("coefficient == 'spearman'")
+            .pivot_table(index=["dimension", "level"], columns="judge", values="value", sort=False))
+    per_document = pd.concat({d: validity.document_correlations(summeval_test, "doc_id", d, f"{d}_weighted")
+                              for d in dimensions}, axis=1)
+    nocot_part = summeval_test.loc[nocot_rows]
+    with_steps = validity.per_group_correlation(nocot_part, "doc_id", "coherence", "coherence_weighted")[0]
+    without_steps = validity.per_group_correlation(nocot_part, "doc_id", "coherence", "coherence_no_steps")[0]
+    return GEvalResult(summeval_test, card_rows, view, per_document, with_steps, without_steps)
+
+
+def bias_battery(judge: Gateway, samples: Samples, pairs: Sequence[methods.PairJudgment], model: str, seed: int,
+                 consistency_samples: int, temperature: float) -> pd.DataFrame:
+    """The bias battery on chapter 03's NovelEval items (listwise swap, self-consistency, verbosity, injection)
+    and the PRP pairs (pairwise position), with MT-Bench's anchors."""
+    prompts = judge_relevance.PASSAGE_PROMPTS
+    items = samples.novel_items
+    swap_subset, _ = renumbered([samples.novel_pools[i] for i in samples.swap_pool_ids])
+    swap = judge_bias.listwise_swap(judge, swap_subset, prompts, call_label="noveleval-listwise")
+    novel_results = [
+        judge_bias.listwise_consistency(swap, seed),
+        judge_bias.listwise_modal_share(swap, seed),
+        judge_bias.self_consistency(judge, [items[i] for i in samples.consistency_rows], seed,
+                                    n_samples=consistency_samples, temperature=temperature, prompts=prompts),
+        judge_bias.verbosity_effect(judge, [items[i] for i in samples.verbosity_rows], seed, prompts=prompts),
+        *judge_bias.injection_effect(judge, [items[i] for i in samples.injection_rows], seed, prompts=prompts),
+    ]
+    return rc.with_anchors(pd.concat([judge_bias.bias_table(novel_results, "NovelEval"),
+                                      judge_bias.bias_table(judge_bias.pairwise_consistency(pairs, seed), "TREC DL19")],
+                                     ignore_index=True)).assign(model=model)
+
+
+def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[str, float]]]:
+    """The card's two forest plots, as (rows, title, x label, target lines): relevance judges by κ_w, and
+    Spearman ρ against human ratings and TAS/CAS (SummEval at system level and the summary-level average)."""
+    relevance_rows = card[card.statistic == rc.WEIGHTED_KAPPA]
+    correlation_rows = card[(card.statistic == rc.SPEARMAN) & ((card.dataset != "SummEval") | (card.level == "system")
+                                                               | (card.criterion == "average"))]
+    forests = []
+    for part, title, x_label in ((relevance_rows, "Relevance judges against human grades", "quadratic-weighted κ (95% CI)"),
+                                 (correlation_rows, "Scores against human ratings and TAS/CAS", "Spearman ρ (95% CI)")):
+        targets = {f"target {t.value:.2f} ({t.dataset} {t.level} only)": t.value
+                   for t in rc.TARGETS if t.statistic == part.statistic.iloc[0]}
+        forests.append((rc.forest_rows(part, ["judge", "dataset", "criterion", "level"], rc.judge_kind(part)), title,
+                        x_label, targets))
+    return forests
 
 
 def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int, test_card: pd.DataFrame,
@@ -66,6 +346,11 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
         + ". Pooled over queries, ρ also credits telling easy queries from hard ones; ranking a query's passages "
           "is what chapter 04 uses.",
     ]
+
+
+def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
+    """One bullet per use the study makes of a judge, with the verdict of :func:`rc.supported_uses`."""
+    return [f"**{what[0].upper() + what[1:]}**: {verdict}" for what, verdict in rc.supported_uses(card, targets).items()]
 
 
 def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
