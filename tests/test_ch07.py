@@ -85,3 +85,34 @@ def test_crs_bullet_states_each_familys_holm_floor():
     assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "
             "this size) and in 0 of 1 within-vs-across tests (the smallest Holm-adjusted p this family could reach is "
             "0.03)") in text
+
+
+def test_frozen_table_shows_cuts_or_a_dash():
+    from lib.analysis.calibration import Frozen, Method
+
+    table = ch07.frozen_table({"plain": Frozen(Method("plain", "pointwise_grade", False, 1), None),
+                               "E[g] cuts": Frozen(Method("E[g] cuts", "pointwise_expected", True, 1), (0.5, 1.25, 2.0))})
+    assert table.loc["plain", "cuts (grades 1, 2, 3 from)"] == "—"
+    assert table.loc["E[g] cuts", "cuts (grades 1, 2, 3 from)"] == "0.500, 1.250, 2.000"
+    assert table.loc["E[g] cuts", "column"] == "pointwise_expected"
+
+
+def test_prp_text_counts_complete_and_consistent_pairs():
+    from lib.judges.methods import PairJudgment
+
+    pairs = [PairJudgment("q", "a", "b", "a", "a"), PairJudgment("q", "a", "c", "a", "c"),
+             PairJudgment("q", "b", "c", None, "b")]
+    assert ch07.prp_text(pairs) == "2 of 3 pairs judged in both orders, 1 with the same winner"
+
+
+def test_card_forests_keep_summeval_system_and_average_rows_with_their_targets():
+    card = pd.DataFrame({"judge": ["j"] * 4, "dataset": ["TREC DL19", "SummEval", "SummEval", "ALCE"],
+                         "criterion": ["relevance", "coherence", "average", "utility"],
+                         "statistic": [rc.WEIGHTED_KAPPA, rc.SPEARMAN, rc.SPEARMAN, rc.SPEARMAN],
+                         "level": ["item", "summary", "summary", "answer"], "model": ["m"] * 4,
+                         "value": [0.1, 0.2, 0.3, 0.4], "ci_low": [0.0] * 4, "ci_high": [0.5] * 4, "n": [24] * 4,
+                         "anchors": ["—"] * 4})
+    (kappa_rows, _, _, kappa_targets), (rho_rows, _, _, rho_targets) = ch07.card_forests(card)
+    assert len(kappa_rows) == 1 and list(kappa_targets.values()) == [0.40]
+    assert len(rho_rows) == 2  # the per-dimension summary-level row is left out; the average and ALCE stay
+    assert list(rho_targets.values()) == [0.30]
