@@ -1,0 +1,46 @@
+"""Chapter 06's top-floor functions on small hand-made tables (no LLM)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from lib.chapters import ch06
+from lib.crs.config import MetricConfig
+
+
+def test_judgment_counts_name_each_failure_kind():
+    rows = pd.DataFrame({"judge_failure_kind": [None, None, "invalid_json"]})
+    assert ch06.judgment_counts(rows) == "conversations: judged 2, invalid_json 1"
+
+
+def _correlation(r: float, n: int) -> dict[str, float]:
+    return {"r": r, "ci_low": r - 0.2, "ci_high": r + 0.2, "n": n}
+
+
+def test_summary_is_written_from_the_tables():
+    systems = ["llm", "echo"]
+    rows = pd.DataFrame({"model": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2], "failed_turns": [0, 1, 0, 0]})
+    checks = pd.DataFrame({"expectation": ["llm above echo"], "metric": ["tas"], "holds": [True], "mean_above": [0.6],
+                           "mean_below": [-0.2], "sessions_holding": [2], "sessions": [2], "sign_test_p": [0.5],
+                           "by_design": ["the echo copies"]})
+    summary = pd.DataFrame({"recovery_rate": [0.75, 0.0]}, index=systems)
+    orders = pd.DataFrame({"changed": [False, True], "echo_rank": [2, 1]}, index=["tas", "tas_without_copy"])
+    sessions = pd.DataFrame({"judge_ok": [True, True, False]})
+    levels = pd.DataFrame([_correlation(0.1, 4), _correlation(0.2, 4), _correlation(0.9, 2)],
+                          index=["without echo", "within systems", "system level"])
+    judge_vs = pd.DataFrame([_correlation(0.3, 3)], index=["reply_words"])
+    segmentation = pd.DataFrame({"f1": [0.5, 0.4, 0.0, 0.6], "pk": [0.3, 0.4, 0.35, 0.5]},
+                                index=[*systems, "baseline: no boundary", "baseline: every turn"])
+    title_filter = pd.DataFrame({"titles_proposed": [10], "titles_off_universe": [2], "titles_off_candidates": [1]})
+    cues = pd.DataFrame({"with_cue": [0], "shift_turns": [3]}, index=["llm"])
+    text = ch06.summary(ch06.Results(rows, systems, 2, MetricConfig(legacy_method="jaccard"), checks, summary, orders,
+                                     sessions, _correlation(0.5, 3), levels, judge_vs, segmentation, title_filter, cues,
+                                     16, 10, 6, 0))
+    assert "1 of 1 expected differences hold on the means over 2 sessions" in text
+    assert "llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (exact sign test p = 0.5) — by design" in text
+    assert "over 4 shifts per system: llm 75%, echo 0%." in text
+    assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
+    assert "2 of 3 conversations scored" in text and "system level: ρ = 0.90 (95% CI 0.70 to 1.10), n = 2" in text
+    assert "(jaccard) has F1 0.40–0.50 and Pk 0.30–0.40" in text and "does better than no boundary" in text
+    assert "2 of 10 proposed titles were outside" in text
+    assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text and "0 of 3 LLM-phrased shift turns" in text
+    assert text.endswith("0 user turns named a hidden target; 1 system turns failed.")
