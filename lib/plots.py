@@ -99,16 +99,16 @@ def _colours(systems: Sequence[str]) -> dict[str, str]:
 
 
 def _plain_facet_titles(fig: go.Figure) -> None:
-    """Facet titles "model=echo" → "echo"."""
+    """Facet titles "system=echo" → "echo"."""
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
 
 
 def crs_timeline(timeline: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
-    """Per-turn metric lines of one session (``timeline``: model, turn, shift, metric, value), one panel per
+    """Per-turn metric lines of one session (``timeline``: system, turn, shift, metric, value), one panel per
     system; dashed vertical lines at the user turns where the preference shifts."""
-    panels = [s for s in systems if s in set(timeline["model"])]
-    fig = px.line(timeline, x="turn", y="value", color="metric", facet_row="model", markers=True,
-                  category_orders={"model": panels}, labels={"turn": "user turn", "value": ""})
+    panels = [s for s in systems if s in set(timeline["system"])]
+    fig = px.line(timeline, x="turn", y="value", color="metric", facet_row="system", markers=True,
+                  category_orders={"system": panels}, labels={"turn": "user turn", "value": ""})
     for turn in sorted(set(timeline.loc[timeline["shift"], "turn"])):
         fig.add_vline(x=turn, line_dash="dash", line_color="grey", row="all", col="all")
     _plain_facet_titles(fig)
@@ -119,10 +119,10 @@ def crs_timeline(timeline: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
 
 
 def component_violin(components: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
-    """Session-level values of each component (``components``: model, component, value) per system, as violins
+    """Session-level values of each component (``components``: system, component, value) per system, as violins
     with every session shown as a point."""
-    fig = px.violin(components, x="component", y="value", color="model", box=True, points="all",
-                    category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    fig = px.violin(components, x="component", y="value", color="system", box=True, points="all",
+                    category_orders={"system": list(systems)}, color_discrete_map=_colours(systems))
     fig.update_layout(title="Session means of CC, CR, I and TAS per system", violinmode="group",
                       yaxis_title="session mean", height=420)
     return fig
@@ -146,17 +146,17 @@ def correlation_scatter(points: pd.DataFrame, x: str, y: str, correlation: dict[
                         x_label: str, y_label: str) -> go.Figure:
     """Paired values per session coloured by system, with Spearman's ρ and its CI
     (:func:`lib.analysis.stats.correlation_ci`) in the title."""
-    fig = px.scatter(points, x=x, y=y, color="model", labels={x: x_label, y: y_label},
-                     category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    fig = px.scatter(points, x=x, y=y, color="system", labels={x: x_label, y: y_label},
+                     category_orders={"system": list(systems)}, color_discrete_map=_colours(systems))
     fig.update_traces(marker={"size": 10, "opacity": 0.7})
     fig.update_layout(title=f"{y_label} vs {x_label}: Spearman {correlation_text(correlation)}", height=420)
     return fig
 
 
 def recovery_delay_histogram(delays: pd.DataFrame, systems: Sequence[str], window: int) -> go.Figure:
-    """Counts of recovery delays (``delays``: model, delay) per system; the dashed line separates the delays
+    """Counts of recovery delays (``delays``: system, delay) per system; the dashed line separates the delays
     that count as recovered within ``window`` turns."""
-    fig = px.histogram(delays, x="delay", color="model", barmode="group", category_orders={"model": list(systems)},
+    fig = px.histogram(delays, x="delay", color="system", barmode="group", category_orders={"system": list(systems)},
                        color_discrete_map=_colours(systems), labels={"delay": "recovery delay (turns)"})
     fig.add_vline(x=window - 0.5, line_dash="dash", annotation_text=f"recovered within W = {window}")
     fig.update_xaxes(dtick=1)
@@ -166,10 +166,10 @@ def recovery_delay_histogram(delays: pd.DataFrame, systems: Sequence[str], windo
 
 
 def recovery_by_window(rates: pd.DataFrame, systems: Sequence[str], window: int) -> go.Figure:
-    """Recovery rate per system as the window W grows (``rates``: model, window, recovery_rate); the declared W
+    """Recovery rate per system as the window W grows (``rates``: system, window, recovery_rate); the declared W
     is marked."""
-    fig = px.line(rates, x="window", y="recovery_rate", color="model", markers=True,
-                  category_orders={"model": list(systems)}, color_discrete_map=_colours(systems),
+    fig = px.line(rates, x="window", y="recovery_rate", color="system", markers=True,
+                  category_orders={"system": list(systems)}, color_discrete_map=_colours(systems),
                   labels={"window": "window W (turns)", "recovery_rate": "recovery rate"})
     fig.add_vline(x=window, line_dash="dash", annotation_text=f"declared W = {window}")
     fig.update_xaxes(dtick=1)
@@ -178,9 +178,9 @@ def recovery_by_window(rates: pd.DataFrame, systems: Sequence[str], window: int)
 
 
 def ablation_bars(scores: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
-    """Mean score per variant (``scores``: model, variant, score), one bar per system."""
-    fig = px.bar(scores, x="variant", y="score", color="model", barmode="group",
-                 category_orders={"model": list(systems)}, color_discrete_map=_colours(systems))
+    """Mean score per variant (``scores``: system, variant, score), one bar per system."""
+    fig = px.bar(scores, x="variant", y="score", color="system", barmode="group",
+                 category_orders={"system": list(systems)}, color_discrete_map=_colours(systems))
     fig.update_layout(title="System means under each ablation of TAS and CAS", yaxis_title="mean over sessions",
                       height=400)
     return fig
@@ -224,14 +224,14 @@ def confusion_heatmap(table: pd.DataFrame, title: str) -> go.Figure:
 
 def cc_around_shift(frame: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
     """Mean CC over sessions before, at and after the shifts per system (``frame``: one row per session with
-    model, cc_before, cc_at_shift, cc_after — :func:`lib.crs.validity.shift_cc`): an adapting system dips at the
+    system, cc_before, cc_at_shift, cc_after — :func:`lib.crs.validity.shift_cc`): an adapting system dips at the
     shift and comes back; a stale one stays down."""
     phases = {"cc_before": "before", "cc_at_shift": "at the shift", "cc_after": "after"}
-    means = (frame.groupby("model", sort=False)[list(phases)].mean().reset_index()
-             .melt(id_vars="model", var_name="phase", value_name="cc"))
+    means = (frame.groupby("system", sort=False)[list(phases)].mean().reset_index()
+             .melt(id_vars="system", var_name="phase", value_name="cc"))
     means["phase"] = means["phase"].map(phases)
-    fig = px.line(means, x="phase", y="cc", color="model", markers=True, category_orders={
-        "model": list(systems), "phase": list(phases.values())}, color_discrete_map=_colours(systems))
+    fig = px.line(means, x="phase", y="cc", color="system", markers=True, category_orders={
+        "system": list(systems), "phase": list(phases.values())}, color_discrete_map=_colours(systems))
     fig.update_layout(title="Concept consistency around the preference shifts (mean over sessions)",
                       yaxis_title="CC", yaxis_range=[-0.02, 1.02], height=380)
     return fig

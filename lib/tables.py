@@ -160,7 +160,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "model": "judge model identity",
     },
     "crs_sessions": {
-        "model": "CRS system under test (lib.crs.systems.default_systems): llm, retrieval_template, memoryless_llm, "
+        "system": "CRS system under test (lib.crs.systems.default_systems): llm, retrieval_template, memoryless_llm, "
                  "stale_template, echo",
         "session_id": "s<seed>: one simulated user; every system meets the same scripted user",
         "seed": "the session's seed (script, phrasing variants, retrieval ties)",
@@ -192,7 +192,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "generator_model": "identity of the model behind the LLM systems and the LLM-phrased user turns",
     },
     "crs_checks": {
-        "expectation": "a difference the systems' built-in behaviour implies (lib.crs.tables.EXPECTATIONS)",
+        "expectation": "a difference the systems' built-in behaviour implies (lib.crs.summaries.EXPECTATIONS)",
         "metric": "the crs_sessions column compared",
         "above": "systems expected higher",
         "below": "systems expected lower",

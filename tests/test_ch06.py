@@ -18,7 +18,7 @@ def _correlation(r: float, n: int) -> dict[str, float]:
 
 def test_summary_is_written_from_the_tables():
     systems = ["llm", "echo"]
-    rows = pd.DataFrame({"model": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2], "failed_turns": [0, 1, 0, 0]})
+    rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2], "failed_turns": [0, 1, 0, 0]})
     checks = pd.DataFrame({"expectation": ["llm above echo"], "metric": ["tas"], "holds": [True], "mean_above": [0.6],
                            "mean_below": [-0.2], "sessions_holding": [2], "sessions": [2], "sign_test_p": [0.5],
                            "by_design": ["the echo copies"]})

@@ -54,7 +54,7 @@ def test_headline_05_counts_vital_scores_and_compares_the_degraded_day():
 def test_headline_06_counts_the_known_differences_and_names_the_failures():
     checks = pd.DataFrame({"expectation": ["the echo copies the most", "the stale template recovers less"],
                            "holds": [True, False]})
-    sessions = pd.DataFrame({"model": ["llm", "llm", "retrieval_template", "retrieval_template"],
+    sessions = pd.DataFrame({"system": ["llm", "llm", "retrieval_template", "retrieval_template"],
                              "session_id": ["s0", "s1", "s0", "s1"], "recovery_rate": [0.5, 0.0, 1.0, 1.0]})
     sentence = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks, "crs_sessions": sessions})
     assert "Over 2 simulated users, the adaptation metrics reproduce 1 of 2 expected differences" in sentence

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from lib import plots
-from lib.crs import tables
+from lib.crs import summaries
 from lib.crs.config import MetricConfig
 from lib.crs.records import SessionLog
 from lib.crs.runner import run_sessions
@@ -34,15 +34,15 @@ def run(universe):
 
 def test_ablation_recomputes_each_variant_and_reports_order_changes(run):
     rows = run.rows
-    scores = tables.ablation(run.turns, rows).set_index(["model", "variant"])["score"]
-    assert set(scores.index.get_level_values("variant")) == {*tables.TAS_VARIANTS, *tables.CAS_VARIANTS}
-    echo = rows[rows["model"] == "echo"]
+    scores = summaries.ablation(run.turns, rows).set_index(["system", "variant"])["score"]
+    assert set(scores.index.get_level_values("variant")) == {*summaries.TAS_VARIANTS, *summaries.CAS_VARIANTS}
+    echo = rows[rows["system"] == "echo"]
     assert scores["echo", "cr_only"] == pytest.approx(echo["cr"].mean(), abs=1e-6)
     # CAS without recovery: the declared tas 0.5 and stability 0.25, divided by their sum.
-    expected = ((0.5 * rows["tas"] + 0.25 * (1 - rows["interference"])) / 0.75).groupby(rows["model"]).mean()
+    expected = ((0.5 * rows["tas"] + 0.25 * (1 - rows["interference"])) / 0.75).groupby(rows["system"]).mean()
     for model in SYSTEMS:
         assert scores[model, "cas_without_recovery"] == pytest.approx(expected[model], abs=1e-6)
-    orders = tables.ablation_orders(tables.ablation(run.turns, rows))
+    orders = summaries.ablation_orders(summaries.ablation(run.turns, rows))
     assert orders.loc["tas", "order"] == "retrieval_template > stale_template > echo"
     assert not orders.loc["tas", "changed"] and not orders.loc["cas", "changed"]
     # The echo names exactly what the user just said: CR alone puts it first.
@@ -52,17 +52,17 @@ def test_ablation_recomputes_each_variant_and_reports_order_changes(run):
 
 def hand_rows(values):
     """Results rows from {model: [session values of tas]} (other metrics unused)."""
-    return pd.DataFrame([{"model": m, "session_id": f"s{i}", "tas": v} for m, vs in values.items()
+    return pd.DataFrame([{"system": m, "session_id": f"s{i}", "tas": v} for m, vs in values.items()
                          for i, v in enumerate(vs)])
 
 
 def test_known_behaviour_on_means_and_per_session():
-    expectations = (tables.Expectation("a above b", "tas", ("a",), ("b",)),
-                    tables.Expectation("a at least c", "tas", ("a",), ("c",), strict=False),
-                    tables.Expectation("a above everyone", "tas", ("a",), ("b", "c")),
-                    tables.Expectation("needs d", "tas", ("d",), ("a",)))
+    expectations = (summaries.Expectation("a above b", "tas", ("a",), ("b",)),
+                    summaries.Expectation("a at least c", "tas", ("a",), ("c",), strict=False),
+                    summaries.Expectation("a above everyone", "tas", ("a",), ("b", "c")),
+                    summaries.Expectation("needs d", "tas", ("d",), ("a",)))
     rows = hand_rows({"a": [0.9, 0.2, 0.5], "b": [0.1, 0.4, np.nan], "c": [0.9, 0.1, 0.5]})
-    checks = tables.known_behaviour(rows, expectations).set_index("expectation")
+    checks = summaries.known_behaviour(rows, expectations).set_index("expectation")
     assert list(checks.index) == ["a above b", "a at least c", "a above everyone"]  # d is not in the run
     assert checks.loc["a above b", "holds"] and checks.loc["a above b", "mean_above"] == pytest.approx(1.6 / 3)
     assert (checks.loc["a above b", "sessions_holding"], checks.loc["a above b", "sessions"]) == (1, 2)
@@ -77,10 +77,10 @@ def test_known_behaviour_on_means_and_per_session():
 
 
 def test_judge_levels_separate_between_and_within_system_agreement():
-    sessions = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3 + ["echo"] * 3,
+    sessions = pd.DataFrame({"system": ["a"] * 3 + ["b"] * 3 + ["echo"] * 3,
                              "tas": [0.9, 0.8, 0.7, 0.5, 0.4, 0.3, -0.2, -0.3, -0.1],
                              "judge_mean": [4.0, 4.1, 4.2, 3.0, 3.1, 3.2, 1.0, 1.1, 1.2]})
-    levels = tables.judge_levels(sessions, n_resamples=200)
+    levels = summaries.judge_levels(sessions, n_resamples=200)
     assert levels.loc["system level", "r"] == pytest.approx(1.0) and levels.loc["system level", "n"] == 3
     # inside each system the judge goes down where TAS goes up (the echo: -0.2,-0.3,-0.1 vs 1.0,1.1,1.2 -> mixed)
     centred_tas = [0.1, 0, -0.1, 0.1, 0, -0.1, 0, -0.1, 0.1]
@@ -91,7 +91,7 @@ def test_judge_levels_separate_between_and_within_system_agreement():
 
 
 def test_known_behaviour_holds_for_the_template_run(run):
-    checks = tables.known_behaviour(run.rows)
+    checks = summaries.known_behaviour(run.rows)
     # Without the LLM systems the two expectations about them are left out; the echo is compared with the rest.
     assert len(checks) == 7
     assert checks.loc[0, "below"] == "retrieval_template, stale_template"
@@ -99,74 +99,74 @@ def test_known_behaviour_holds_for_the_template_run(run):
 
 
 def test_segmentation_baselines(run):
-    baselines = tables.segmentation_baselines(run.logs)
+    baselines = summaries.segmentation_baselines(run.logs)
     assert len(baselines) == 2 * 3  # once per session, not per system
-    agreement = tables.segmentation_agreement(baselines)
+    agreement = summaries.segmentation_agreement(baselines)
     none, every = agreement.loc["baseline: no boundary"], agreement.loc["baseline: every turn"]
     assert none["recall"] == 0 and np.isnan(none["precision"])
     assert every["recall"] == 1 and every["precision"] == pytest.approx(6 / 21)  # 2 shifts in 7 boundaries, ×3
 
 
 def test_session_frame_and_judge_correlations(run):
-    sessions = tables.session_frame(run.rows, run.logs)
-    echo = [log for log in run.logs if log.model_name == "echo"][0]
+    sessions = summaries.session_frame(run.rows, run.logs)
+    echo = [log for log in run.logs if log.system == "echo"][0]
     user_words = [len(t.text.split()) for t in echo.conversation[0::2]]
-    assert sessions.set_index(["model", "session_id"]).loc[("echo", echo.session_id), "reply_words"] == \
+    assert sessions.set_index(["system", "session_id"]).loc[("echo", echo.session_id), "reply_words"] == \
         pytest.approx(np.mean(user_words))
     assert sessions["judge_mean"].isna().all()  # nothing judged
     judged = pd.DataFrame({"judge_ok": [True] * 5 + [False], "judge_mean": [1, 2, 3, 4, 5, np.nan],
                            "tas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.9], "reply_words": [9, 8, 7, 6, 5, 1]})
-    correlations = tables.judge_correlations(judged, ["tas", "reply_words"], n_resamples=200)
+    correlations = summaries.judge_correlations(judged, ["tas", "reply_words"], n_resamples=200)
     assert correlations.loc["tas", "n"] == 5 and correlations.loc["tas", "r"] == pytest.approx(1.0)
     assert correlations.loc["reply_words", "r"] == pytest.approx(-1.0)
 
 
 def test_recovery_summary_separates_llm_phrased_sessions():
-    shifts = pd.DataFrame({"model": ["a"] * 4, "session_id": ["s0", "s0", "s1", "s1"], "turn": [3, 6, 3, 6],
+    shifts = pd.DataFrame({"system": ["a"] * 4, "session_id": ["s0", "s0", "s1", "s1"], "turn": [3, 6, 3, 6],
                            "delay": [0, None, 4, 1], "recovered": [True, False, False, True],
                            "censored": [False, True, False, True]})
-    rows = pd.DataFrame({"model": ["a", "a"], "session_id": ["s0", "s1"], "llm_user_turns": [5, 0]})
-    summary = tables.recovery_summary(shifts, rows)
+    rows = pd.DataFrame({"system": ["a", "a"], "session_id": ["s0", "s1"], "llm_user_turns": [5, 0]})
+    summary = summaries.recovery_summary(shifts, rows)
     assert summary.loc[("a", "llm-phrased")].to_dict() == {"shifts": 2, "recovered_within_w": 1, "recovery_rate": 0.5,
                                                           "recovered_later": 0, "never_recovered": 1, "censored": 1}
     assert summary.loc[("a", "template"), "recovered_later"] == 1
 
 
 def test_shift_cues_counts_each_session_once(run, universe):
-    cues = tables.shift_cues(run.logs)
+    cues = summaries.shift_cues(run.logs)
     assert cues.to_dict("index") == {"template": {"shift_turns": 6, "with_cue": 6}}  # 3 sessions × 2 shifts
     record = run.logs[0].record()
     shift = next(u for u in record["conversation"][0::2] if u["user_meta"]["shift"])
     shift["text"], shift["user_meta"]["phrasing"] = "Now a horror movie, please.", "llm"
-    cues = tables.shift_cues([SessionLog.model_validate(record)])
+    cues = summaries.shift_cues([SessionLog.model_validate(record)])
     assert cues.loc["llm"].to_dict() == {"shift_turns": 1, "with_cue": 0}
 
 
 def test_concept_error_table_puts_systems_side_by_side():
-    turns = pd.DataFrame({"model": ["a", "a", "b"], "scored": [True, True, True],
+    turns = pd.DataFrame({"system": ["a", "a", "b"], "scored": [True, True, True],
                           "missing": [("genre=comedy", "year=1990"), ("genre=comedy",), ()]})
-    grid = tables.concept_error_table(turns, "missing", k=5)
+    grid = summaries.concept_error_table(turns, "missing", k=5)
     assert list(grid.columns) == ["a"] and list(grid["a"]) == ["genre=comedy (2)", "year=1990 (1)"]
     assert list(grid.index) == [1, 2]
 
 
 def test_conversation_view_and_target_mentions(run, universe):
     log = run.logs[0]
-    view = tables.conversation_frame(log, universe)
+    view = summaries.conversation_frame(log, universe)
     assert len(view) == len(log.conversation) and list(view["speaker"][:2]) == ["USER", "SYSTEM"]
     assert view.loc[0, "hidden_target"] == universe.names[log.conversation[0].user_meta.target]
     assert view.loc[1, "constraints"] == ", ".join(log.conversation[1].constraints)
-    assert tables.target_mentions(run.logs, universe) == 0
+    assert summaries.target_mentions(run.logs, universe) == 0
     record = log.record()
     target = universe.items.loc[universe.position[record["conversation"][0]["user_meta"]["target"]], "title"]
     record["conversation"][0]["text"] = f"Something like {target}, please."
-    assert tables.target_mentions([SessionLog.model_validate(record)], universe) == 1
+    assert summaries.target_mentions([SessionLog.model_validate(record)], universe) == 1
 
 
 # --- figures ---------------------------------------------------------------------------------------------------
 
 def test_timeline_has_one_panel_per_system_and_marks_every_shift(run):
-    timeline = tables.turn_timeline(run.turns, session_id="s0")
+    timeline = summaries.turn_timeline(run.turns, session_id="s0")
     fig = plots.crs_timeline(timeline, SYSTEMS)
     assert len(fig.data) == 3 * len(SYSTEMS)  # CC, CR, I in each panel
     shift_turns = sorted(set(timeline.loc[timeline["shift"], "turn"]))
@@ -178,9 +178,9 @@ def test_timeline_has_one_panel_per_system_and_marks_every_shift(run):
 
 
 def test_system_colours_stay_fixed_when_a_system_has_no_data(run):
-    violin = plots.component_violin(tables.component_long(run.rows), SYSTEMS)
-    delays = tables.recovery_delays(run.shifts)
-    assert "echo" not in set(delays["model"])  # the echo never recovers
+    violin = plots.component_violin(summaries.component_long(run.rows), SYSTEMS)
+    delays = summaries.recovery_delays(run.shifts)
+    assert "echo" not in set(delays["system"])  # the echo never recovers
     histogram = plots.recovery_delay_histogram(delays, SYSTEMS, window=3)
     colour = {t.name: t.marker.color for t in histogram.data}
     assert colour == {t.name: t.marker.color for t in violin.data if t.name in colour}
@@ -188,7 +188,7 @@ def test_system_colours_stay_fixed_when_a_system_has_no_data(run):
 
 
 def test_radar_closes_each_polygon_on_the_means(run):
-    means = tables.component_means(run.rows)
+    means = summaries.component_means(run.rows)
     fig = plots.component_radar(means, SYSTEMS)
     assert [t.name for t in fig.data] == SYSTEMS
     for trace, (_, row) in zip(fig.data, means.iterrows()):
@@ -197,7 +197,7 @@ def test_radar_closes_each_polygon_on_the_means(run):
 
 
 def test_scatter_names_the_correlation():
-    points = pd.DataFrame({"model": ["a", "b", "a"], "tas": [0.1, 0.5, 0.9], "judge_mean": [2.0, 3.0, 4.5]})
+    points = pd.DataFrame({"system": ["a", "b", "a"], "tas": [0.1, 0.5, 0.9], "judge_mean": [2.0, 3.0, 4.5]})
     fig = plots.correlation_scatter(points, "tas", "judge_mean", {"n": 3, "r": 1.0, "ci_low": 0.5, "ci_high": 1.0},
                                     ["a", "b"], "TAS", "judge mean")
     assert "ρ = 1.00 (95% CI 0.50 to 1.00), n = 3" in fig.layout.title.text
@@ -208,13 +208,13 @@ def test_scatter_names_the_correlation():
 
 
 def test_recovery_by_window_and_ablation_bars(run):
-    rates = tables.recovery_by_window(run.shifts, [1, 2, 3])
+    rates = summaries.recovery_by_window(run.shifts, [1, 2, 3])
     fig = plots.recovery_by_window(rates, SYSTEMS, window=3)
     assert [t.name for t in fig.data] == SYSTEMS and list(fig.data[0].x) == [1, 2, 3]
     assert fig.layout.shapes[0].x0 == 3
-    scores = tables.ablation(run.turns, run.rows)
+    scores = summaries.ablation(run.turns, run.rows)
     bars = plots.ablation_bars(scores, SYSTEMS)
     assert [t.name for t in bars.data] == SYSTEMS
     echo = bars.data[2]
-    assert dict(zip(echo.x, echo.y)) == pytest.approx(scores[scores["model"] == "echo"].set_index("variant")["score"]
+    assert dict(zip(echo.x, echo.y)) == pytest.approx(scores[scores["system"] == "echo"].set_index("variant")["score"]
                                                       .to_dict())

@@ -227,7 +227,7 @@ def test_run_orders_systems_of_known_behaviour(universe, tmp_path):
     seen: list[dict] = []
     with FakeOpenAI(fake_llm) as fake:
         result = run(universe, gateway_for(fake, tmp_path / "cache"), tmp_path / "out", seen)
-    means = result.rows.groupby("model")[["copy_ratio", "tas", "recovery_rate", "interference", "cas"]].mean()
+    means = result.rows.groupby("system")[["copy_ratio", "tas", "recovery_rate", "interference", "cas"]].mean()
     # The echo copies everything: highest I by far, and the copy penalty puts its TAS last.
     assert means["copy_ratio"].idxmax() == "echo" and means.loc["echo", "copy_ratio"] == 1.0
     assert (means.drop(["echo", "spy"])["copy_ratio"] < 0.5).all()
@@ -236,7 +236,7 @@ def test_run_orders_systems_of_known_behaviour(universe, tmp_path):
     assert means.loc["stale_template", "interference"] > means.loc["retrieval_template", "interference"]
     assert means.loc["retrieval_template", "cas"] > means.loc["stale_template", "cas"]
     # The fake LLM invents one title per call: every one is dropped and counted.
-    llm_rows = result.rows[result.rows["model"] == "llm"]
+    llm_rows = result.rows[result.rows["system"] == "llm"]
     assert (llm_rows["titles_off_universe"] == llm_rows["titles_proposed"] / 2).all()
     assert (llm_rows["titles_off_universe"] > 0).all()
     # Judge: the first two sessions of each system, scores as the fake gave them; the third is not judged.
@@ -264,7 +264,7 @@ def test_rerun_writes_the_same_bytes(universe, tmp_path):
 
 
 def log_record(**changes):
-    record = {"session_id": "s0", "model_name": "echo", "true_genre": "comedy", "shift_events": [],
+    record = {"session_id": "s0", "system": "echo", "true_genre": "comedy", "shift_events": [],
               "conversation": [{"speaker": "USER", "text": "a comedy",
                                 "user_meta": {"turn": 0, "kind": "open", "focus": "genre", "stated": ["genre=comedy"],
                                               "preference": ["genre=comedy"], "dropped": [], "shift": False,
@@ -297,7 +297,7 @@ def test_malformed_lines_are_named_by_file_and_line(tmp_path):
         handle.write('{"session_id": "s2", "conversation": [\n')
     with pytest.raises(DataFormatError, match=rf"^{re.escape(str(path))}:3: invalid JSON"):
         read_jsonl(path, SessionLog)
-    path.write_text(json.dumps(log_record()) + "\n" + json.dumps({"model_name": "echo"}) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(log_record()) + "\n" + json.dumps({"system": "echo"}) + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r":2: not a valid SessionLog: session_id: Field required"):
         read_jsonl(path, SessionLog)
     path.write_text(json.dumps(log_record()) + "\n\n", encoding="utf-8")
@@ -306,7 +306,7 @@ def test_malformed_lines_are_named_by_file_and_line(tmp_path):
 
 
 def result_record(**changes):
-    record = {"model": "echo", "session_id": "s0", "seed": 0, "n_turns": 8, "n_shifts": 2, "cc": 0.5, "cr": 1.0,
+    record = {"system": "echo", "session_id": "s0", "seed": 0, "n_turns": 8, "n_shifts": 2, "cc": 0.5, "cr": 1.0,
               "copy_ratio": 1.0, "tas": -0.25, "recovery_rate": 0.0, "recovery_delay": None, "interference": 0.0,
               "cas": 0.125, "missing": 3, "hallucinated": 0, "scored_turns": 8, "failed_turns": 0,
               "legacy_boundaries": [3], "legacy_tp": 1, "legacy_pk": 0.2, "titles_proposed": 0,
@@ -347,25 +347,25 @@ def letter_embed(texts):
 
 
 def test_figure_tables_from_a_template_run(universe):
-    from lib.crs import tables
+    from lib.crs import summaries
 
     result = run_sessions(universe, [retrieval_template_crs(universe), stale_template_crs(universe), echo_crs()],
                           SEEDS, embed=letter_embed, out_dir=None)
     rows = result.rows
     assert rows["legacy_pk"].notna().all()  # the injected embedding was used for the legacy segments
-    by_window = tables.recovery_by_window(result.shifts, [1, 2, 3, 5]).pivot(index="window", columns="model")
+    by_window = summaries.recovery_by_window(result.shifts, [1, 2, 3, 5]).pivot(index="window", columns="system")
     assert (by_window.diff().dropna() >= 0).all().all()  # a longer window never recovers fewer shifts
-    ablation = tables.ablation(result.turns, rows).set_index(["model", "variant"])["score"]
-    assert ablation["echo", "tas"] == pytest.approx(rows.loc[rows["model"] == "echo", "tas"].mean(), abs=1e-6)
-    assert ablation["echo", "cas"] == pytest.approx(rows.loc[rows["model"] == "echo", "cas"].mean(), abs=1e-6)
-    assert ablation["echo", "cc_only"] == pytest.approx(rows.loc[rows["model"] == "echo", "cc"].mean(), abs=1e-6)
+    ablation = summaries.ablation(result.turns, rows).set_index(["system", "variant"])["score"]
+    assert ablation["echo", "tas"] == pytest.approx(rows.loc[rows["system"] == "echo", "tas"].mean(), abs=1e-6)
+    assert ablation["echo", "cas"] == pytest.approx(rows.loc[rows["system"] == "echo", "cas"].mean(), abs=1e-6)
+    assert ablation["echo", "cc_only"] == pytest.approx(rows.loc[rows["system"] == "echo", "cc"].mean(), abs=1e-6)
     assert ablation["echo", "tas_without_copy"] > ablation["stale_template", "tas_without_copy"]  # I catches it
-    radar = tables.component_means(rows)
+    radar = summaries.component_means(rows)
     assert list(radar.index) == ["retrieval_template", "stale_template", "echo"]
     assert radar.loc["echo", "no_copy"] == 0.0 and radar.loc["stale_template", "stability"] < 1
-    timeline = tables.turn_timeline(result.turns, "echo", "s0")
+    timeline = summaries.turn_timeline(result.turns, "echo", "s0")
     assert len(timeline) == 8 * 3 and timeline["shift"].sum() == 2 * 3
-    stale = tables.concept_errors(result.turns, "stale", k=2)
-    assert set(stale["model"]) <= {"retrieval_template", "stale_template"} and (stale["count"] > 0).all()
-    points, rho = tables.tas_vs_judge(rows)
+    stale = summaries.concept_errors(result.turns, "stale", k=2)
+    assert set(stale["system"]) <= {"retrieval_template", "stale_template"} and (stale["count"] > 0).all()
+    points, rho = summaries.tas_vs_judge(rows)
     assert points.empty and rho["n"] == 0  # nothing judged in this run

@@ -19,7 +19,7 @@ from tests.test_crs_metrics import EVENTS, scripted_shift
 def turns_frame():
     """Two sessions of one system: 6 turns, shifts at 2 and 4 (s0), one shift at 3 (s1); turn 1 of s1 failed."""
     return pd.DataFrame({
-        "model": ["m"] * 12, "session_id": ["s0"] * 6 + ["s1"] * 6, "turn": list(range(6)) * 2,
+        "system": ["m"] * 12, "session_id": ["s0"] * 6 + ["s1"] * 6, "turn": list(range(6)) * 2,
         "shift": [False, False, True, False, True, False, False, False, False, True, False, False],
         "scored": [True] * 7 + [False] + [True] * 4,
         "cc": [1.0, 0.8, 0.2, 0.6, 0.0, 1.0, 0.9, np.nan, 0.7, 0.1, 0.5, 0.9]})
@@ -37,7 +37,7 @@ def test_shift_cc_before_at_and_after_each_shift():
 
 def test_cr_within_and_across_segments_by_hand():
     universe = tiny_universe()
-    log = SessionLog(session_id="s0", model_name="template", true_genre="comedy", conversation=scripted_shift(),
+    log = SessionLog(session_id="s0", system="template", true_genre="comedy", conversation=scripted_shift(),
                      shift_events=EVENTS)
     [row] = validity.cr_within_across([log], universe).to_dict("records")
     c, h = universe.idf("genre=comedy"), universe.idf("actor=tom hanks")
@@ -54,26 +54,26 @@ def test_rank_biserial_by_hand():
 
 
 def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
-    frame = pd.DataFrame({"model": ["a"] * 6 + ["b"] * 6, "before": [1.0] * 12,
+    frame = pd.DataFrame({"system": ["a"] * 6 + ["b"] * 6, "before": [1.0] * 12,
                           "at": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] + [1.0] * 6,
                           "after": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4] + [1.0, 1.0, 1.0, 1.0, 1.0, 0.5]})
     table = validity.paired_tests(frame, {"drop at the shift": ("before", "at"), "recovery": ("after", "at")})
-    drop = table[(table.model == "a") & (table.comparison == "drop at the shift")].iloc[0]
+    drop = table[(table.system == "a") & (table.comparison == "drop at the shift")].iloc[0]
     # Six positive differences: exact two-sided p = 2/2^6; every rank positive: r = 1.
     assert drop.n == 6 and drop.p == pytest.approx(2 / 64) and drop.rank_biserial == 1.0
     assert drop.mean_diff == pytest.approx(0.65)
-    b_drop = table[(table.model == "b") & (table.comparison == "drop at the shift")].iloc[0]
+    b_drop = table[(table.system == "b") & (table.comparison == "drop at the shift")].iloc[0]
     assert math.isnan(b_drop.p) and math.isnan(b_drop.p_holm)  # no non-zero difference: no test, not counted
     p = table.p.dropna().sort_values().tolist()
     assert table.p_holm.dropna().min() == pytest.approx(min(1.0, 3 * p[0]))  # m = 3 tests in the family
-    b_recovery = table[(table.model == "b") & (table.comparison == "recovery")].iloc[0]
+    b_recovery = table[(table.system == "b") & (table.comparison == "recovery")].iloc[0]
     assert (b_recovery.n, b_recovery.nonzero, b_recovery.min_p) == (6, 1, 1.0)  # one non-zero difference: p ≥ 1
     # the family's floor: 3 tests, the best-placed with 6 non-zero differences: 3 · 2/64
     assert holm_floor(table) == pytest.approx(3 * 2 / 64)
 
 
 def session_rows():
-    return pd.DataFrame({"model": ["template", "template", "stale", "stale", "echo", "echo"],
+    return pd.DataFrame({"system": ["template", "template", "stale", "stale", "echo", "echo"],
                          "session_id": ["s0", "s1"] * 3,
                          "tas": [0.8, 0.7, 0.5, 0.4, -0.2, -0.1], "cc": [0.9, 0.8, 0.6, 0.5, 0.9, 0.9],
                          "cr": [0.8, 0.9, 0.4, 0.4, 1.0, 1.0], "copy_ratio": [0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
@@ -91,10 +91,10 @@ def test_ordering_check():
 
 
 def test_ablation_orders_give_kendall_tau_with_the_declared_weights():
-    from lib.crs import tables
-    turns = pd.DataFrame({"model": ["template", "stale", "echo"], "session_id": ["s0"] * 3, "scored": [True] * 3,
+    from lib.crs import summaries
+    turns = pd.DataFrame({"system": ["template", "stale", "echo"], "session_id": ["s0"] * 3, "scored": [True] * 3,
                           "cc": [0.9, 0.5, 1.0], "cr": [0.8, 0.4, 1.0], "copy_ratio": [0.0, 0.0, 1.0]})
-    table = tables.ablation_orders(tables.ablation(turns, session_rows()))
+    table = summaries.ablation_orders(summaries.ablation(turns, session_rows()))
     assert table.loc["tas", "order"] == "template > stale > echo" and table.loc["tas", "kendall_tau"] == pytest.approx(1)
     # Without the copy penalty the echo (CC = CR = 1) goes first: 1 concordant, 2 discordant pairs -> τ = −1/3.
     assert table.loc["tas_without_copy", "order"] == "echo > template > stale"
@@ -114,7 +114,7 @@ def test_convergent_validity_correlates_metrics_with_each_judge_score():
 
 def test_convergent_validity_over_all_sessions_only():
     table = validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"], per_system=False)
-    assert set(table.index.get_level_values("model")) == {"all"}
+    assert set(table.index.get_level_values("system")) == {"all"}
     assert table.loc[("judge_mean", "all", "tas", "spearman"), "r"] == pytest.approx(
         validity.convergent_validity(session_rows(), seed=0, n_resamples=100, metrics=["tas"]).loc[
             ("judge_mean", "all", "tas", "spearman"), "r"])

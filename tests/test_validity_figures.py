@@ -51,7 +51,7 @@ def test_confusion_heatmap_keeps_the_counts_and_the_grade_order():
 
 
 def test_cc_around_shift_averages_each_phase_per_system():
-    frame = pd.DataFrame({"model": ["template", "template", "stale"], "cc_before": [1.0, 0.8, 0.9],
+    frame = pd.DataFrame({"system": ["template", "template", "stale"], "cc_before": [1.0, 0.8, 0.9],
                           "cc_at_shift": [0.2, 0.4, 0.1], "cc_after": [0.9, 0.9, 0.1]})
     fig = plots.cc_around_shift(frame, ["template", "stale"])
     lines = {trace.name: trace for trace in fig.data}

@@ -233,7 +233,7 @@ def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, 
 
 def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, criterion: str, failed: int = 0
                ) -> list[dict[str, object]]:
-    """Card rows (Spearman ρ) of a :func:`lib.crs.tables.judge_levels` table: the pooled sessions, the sessions
+    """Card rows (Spearman ρ) of a :func:`lib.crs.summaries.judge_levels` table: the pooled sessions, the sessions
     without the degenerate system and within systems are levels "session", "session, without …" and
     "session, within systems"; the system means are level "system" (their CI resamples the systems' mean pairs)."""
     names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}

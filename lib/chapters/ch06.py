@@ -9,7 +9,7 @@ import pandas as pd
 
 from lib.analysis.stats import correlation_text
 from lib.chapters.headline import Tables, headline
-from lib.crs import tables as crs_tables
+from lib.crs import summaries as crs_summaries
 from lib.crs.config import MetricConfig
 from lib.crs.records import SessionLog
 
@@ -18,12 +18,12 @@ CONCEPT_ERRORS = ("missing", "hallucinated", "stale")
 
 def example_log(logs: Sequence[SessionLog], system: str, session_id: str) -> SessionLog:
     """The log of one system in one session."""
-    return next(log for log in logs if log.model_name == system and log.session_id == session_id)
+    return next(log for log in logs if log.system == system and log.session_id == session_id)
 
 
 def concept_error_tables(turns: pd.DataFrame, top_k: int) -> dict[str, pd.DataFrame]:
     """Per kind of concept error, the top ``top_k`` concepts per system (counts of turns); empty when none."""
-    return {kind: crs_tables.concept_error_table(turns, kind, top_k) for kind in CONCEPT_ERRORS}
+    return {kind: crs_summaries.concept_error_table(turns, kind, top_k) for kind in CONCEPT_ERRORS}
 
 
 def judgment_counts(rows: pd.DataFrame) -> str:
@@ -58,7 +58,7 @@ class Results:
 def summary(r: Results) -> str:
     """Chapter 06's "What the numbers say" as Markdown bullets, every number read from ``r``."""
     systems, config = r.systems, r.config
-    n_shifts = int(r.rows[r.rows.model == systems[0]].n_shifts.sum())
+    n_shifts = int(r.rows[r.rows.system == systems[0]].n_shifts.sum())
     holding = r.checks[r.checks.holds]
     changed = r.orders[r.orders.changed]
     judged = r.sessions[r.sessions.judge_ok]
@@ -114,7 +114,7 @@ def crs_known_behaviour(tables: Tables) -> str:
     recommender's recovery rate beside the adapting template's."""
     checks, sessions = tables["crs_checks"], tables["crs_sessions"]
     failing = checks.loc[~checks["holds"], "expectation"]
-    recovery = sessions.groupby("model")["recovery_rate"].mean()
+    recovery = sessions.groupby("system")["recovery_rate"].mean()
     llm = (f" The LLM recommender recovers from {recovery['llm']:.0%} of shifts within the window, the adapting "
            f"template from {recovery['retrieval_template']:.0%}." if {"llm", "retrieval_template"} <= set(recovery.index)
            else "")

@@ -23,7 +23,7 @@ from lib.analysis import report_card as rc
 from lib.analysis.comparisons import holm_floor
 from lib.analysis.stats import correlation_text, interval_text
 from lib.chapters.headline import Tables, headline
-from lib.crs import tables as crs_tables
+from lib.crs import summaries as crs_summaries
 from lib.judges import bias as judge_bias
 from lib.judges import geval, methods
 from lib.judges import relevance as judge_relevance
@@ -119,7 +119,7 @@ def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int)
 
 def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
     """Chapter 06's conversation judge against TAS and CAS at four levels: (the levels table, its card rows)."""
-    levels = pd.concat({metric: crs_tables.judge_levels(sessions, metric, seed=seed, n_resamples=n_resamples)
+    levels = pd.concat({metric: crs_summaries.judge_levels(sessions, metric, seed=seed, n_resamples=n_resamples)
                         for metric in ("tas", "cas")}, names=["metric"])
     rows: CardRows = []
     for metric, part in levels.groupby(level="metric", sort=False):
@@ -464,7 +464,7 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
 def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
         segment_tests: pd.DataFrame, ablations: pd.DataFrame, alpha: float) -> str:
     """Chapter 06's metrics: the conversation judge against TAS at the pooled, within-system and system levels
-    (``levels``: :func:`lib.crs.tables.judge_levels` for TAS; the system level over 5 systems is given without an
+    (``levels``: :func:`lib.crs.summaries.judge_levels` for TAS; the system level over 5 systems is given without an
     interval), the expected orderings, the paired construct tests with each family's Holm floor
     (:func:`lib.analysis.comparisons.holm_floor`: when it is at or above ``alpha`` no result could be significant), and
     the ablations that reorder the systems."""

@@ -10,6 +10,6 @@ is ``lib/crs/METHODOLOGY.md``; it changes in the same commit as the code it desc
 * :mod:`~lib.crs.judge` — the per-conversation LLM rubric (coherence, personalisation, proactiveness).
 * :mod:`~lib.crs.records` — the conversation, log and results contracts and their validated JSONL files.
 * :mod:`~lib.crs.runner` — ``run_sessions``: scripts → conversations → metrics → judge → files.
-* :mod:`~lib.crs.tables` — the tables behind the chapter's figures.
+* :mod:`~lib.crs.summaries` — the tables behind the chapter's figures.
 * :mod:`~lib.crs.config` — every weight and threshold, in one config.
 """

@@ -4,9 +4,9 @@
   ``{"speaker", "text", "constraints"}``, alternating from a USER turn. An empty SYSTEM text is a failed LLM
   call (not scored).
 * Session log (``outputs/crs/sessions.jsonl``, one line per session and system): ``{"session_id",
-  "model_name", "true_genre", "conversation", "shift_events"}``; a shift event is ``{"turn", "from", "to",
+  "system", "true_genre", "conversation", "shift_events"}``; a shift event is ``{"turn", "from", "to",
   "values", "dropped"}``.
-* Results (``outputs/crs/results.jsonl``, one line per session and system): ``{"model", "session_id", …metrics…,
+* Results (``outputs/crs/results.jsonl``, one line per session and system): ``{"system", "session_id", …metrics…,
   "judge": {…}}`` (:class:`ResultRow`; the metrics are defined in :mod:`lib.crs.metrics`).
 
 :func:`write_jsonl` refuses the whole file when one record does not validate (naming the record);
@@ -75,7 +75,7 @@ class ShiftEventRecord(Strict):
 
 class SessionLog(Strict):
     session_id: str = Field(min_length=1)
-    model_name: str = Field(min_length=1)
+    system: str = Field(min_length=1)
     true_genre: str = Field(min_length=1)
     conversation: list[Annotated[UserTurn | SystemTurn, Field(discriminator="speaker")]]
     shift_events: list[ShiftEventRecord]
@@ -125,7 +125,7 @@ class JudgeRecord(Strict):
 class ResultRow(Strict):
     """One session of one system: identity, metrics (null where undefined), diagnostics, judge."""
 
-    model: str = Field(min_length=1)
+    system: str = Field(min_length=1)
     session_id: str = Field(min_length=1)
     seed: int
     n_turns: int = Field(ge=1)

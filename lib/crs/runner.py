@@ -113,7 +113,7 @@ def evaluate_logs(logs: Sequence[SessionLog], universe: ItemUniverse, config: Me
             "legacy_tp": int(agreement["tp"]), "legacy_pk": _number(agreement["pk"]),
             "llm_user_turns": sum(u["user_meta"]["phrasing"] == "llm" for u in users),
             "template_fallback_turns": sum(u["user_meta"]["phrasing"] == "template_fallback" for u in users)})
-        identity = {"model": log.model_name, "session_id": log.session_id}
+        identity = {"system": log.system, "session_id": log.session_id}
         turn_frames.append(turns.assign(**identity))
         shift_frames.append(shifts.assign(**identity))
     return metrics, _stack(turn_frames), _stack(shift_frames)
@@ -124,13 +124,13 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     frame = pd.concat(frames, ignore_index=True)
-    return frame[["model", "session_id", *[c for c in frame.columns if c not in ("model", "session_id")]]]
+    return frame[["system", "session_id", *[c for c in frame.columns if c not in ("system", "session_id")]]]
 
 
 def result_rows(logs: Sequence[SessionLog], metrics: Sequence[Mapping[str, Any]], seeds: Sequence[int],
                 diagnostics: Sequence[Mapping[str, int]], judgments: Sequence[JudgeRecord]) -> list[ResultRow]:
     """One validated :class:`~lib.crs.records.ResultRow` per log."""
-    return [ResultRow(model=log.model_name, session_id=log.session_id, seed=seed, **m, **d, judge=j)
+    return [ResultRow(system=log.system, session_id=log.session_id, seed=seed, **m, **d, judge=j)
             for log, m, seed, d, j in zip(logs, metrics, seeds, diagnostics, judgments, strict=True)]
 
 
@@ -154,7 +154,7 @@ def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence
     for system in systems:
         conversations, counts = converse(system, scripts, phrased, universe)
         diagnostics.extend(counts)
-        logs.extend(SessionLog(session_id=session_id(s.seed), model_name=system.name, true_genre=s.true_genre,
+        logs.extend(SessionLog(session_id=session_id(s.seed), system=system.name, true_genre=s.true_genre,
                                conversation=c, shift_events=[e.as_record() for e in s.shift_events])
                     for s, c in zip(scripts, conversations))
     judgments = [not_judged() for _ in logs]
@@ -162,7 +162,7 @@ def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence
         # Logs are ordered system by system, sessions in seed order within each.
         judged = [i for i in range(len(logs)) if judge_sessions is None or i % len(scripts) < judge_sessions]
         verdicts = judge_conversations(judge_gateway, [logs[i].record()["conversation"] for i in judged],
-                                       [f"{logs[i].model_name}:{logs[i].session_id}" for i in judged])
+                                       [f"{logs[i].system}:{logs[i].session_id}" for i in judged])
         for i, verdict in zip(judged, verdicts):
             judgments[i] = verdict
     metrics, turns, shifts = evaluate_logs(logs, universe, config, embed)

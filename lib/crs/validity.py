@@ -8,7 +8,7 @@ differences between systems).
   (CR of each reply to the user turns of its own segment vs the other segments), tested across sessions by
   :func:`paired_tests`: Wilcoxon signed-rank per system with the matched-pairs rank-biserial effect size and Holm
   over the family; :func:`ordering_check` for the orders the known-behaviour systems must show.
-* Ablations are :func:`lib.crs.tables.ablation` and :func:`lib.crs.tables.ablation_orders` (chapter 06's): how the
+* Ablations are :func:`lib.crs.summaries.ablation` and :func:`lib.crs.summaries.ablation_orders` (chapter 06's): how the
   order of systems changes without the copy penalty, with CC or CR alone, and with CAS without its recovery
   component (Kendall's τ with the declared weights' order).
 """
@@ -41,8 +41,8 @@ def convergent_validity(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 20
     criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
     judged[criteria] = judged[criteria].astype(float)
     judged["judge_mean"] = judged[criteria].mean(axis=1)
-    tables = {judge: correlation_table(judged, list(metrics), judge, by="model" if per_system else None, seed=seed,
-                                       n_resamples=n_resamples).rename_axis(index={"group": "model"})
+    tables = {judge: correlation_table(judged, list(metrics), judge, by="system" if per_system else None, seed=seed,
+                                       n_resamples=n_resamples).rename_axis(index={"group": "system"})
               for judge in [*criteria, "judge_mean"]}
     return pd.concat(tables, names=["judge_score"])
 
@@ -52,7 +52,7 @@ def shift_cc(turns: pd.DataFrame, window: int = MetricConfig().window) -> pd.Dat
     shift turn (cc_at_shift) and over the scored turns after it inside its segment, at most ``window`` − 1 of
     them (cc_after), each averaged over the session's shifts (NaN where a session has none of them)."""
     rows = []
-    for (model, session), part in turns.groupby(["model", "session_id"], sort=False):
+    for (model, session), part in turns.groupby(["system", "session_id"], sort=False):
         part = part.set_index("turn").sort_index()
         scored_cc = part["cc"].where(part["scored"].astype(bool))
         starts = list(part.index[part["shift"].astype(bool)])
@@ -62,7 +62,7 @@ def shift_cc(turns: pd.DataFrame, window: int = MetricConfig().window) -> pd.Dat
             before.append(scored_cc.loc[max(0, start - window):start - 1].mean())
             at.append(scored_cc.get(start, np.nan))
             after.append(scored_cc.loc[start + 1:min(start + window, end) - 1].mean())
-        rows.append({"model": model, "session_id": session, "cc_before": np.nanmean(before) if starts else np.nan,
+        rows.append({"system": model, "session_id": session, "cc_before": np.nanmean(before) if starts else np.nan,
                      "cc_at_shift": np.nanmean(at) if starts else np.nan,
                      "cc_after": np.nanmean(after) if starts else np.nan})
     return pd.DataFrame(rows)
@@ -89,7 +89,7 @@ def cr_within_across(logs: Sequence[SessionLog], universe: ItemUniverse) -> pd.D
                 if other != t:
                     (within if segments[other] == segments[t] else across).append(
                         idf_cosine(s, stated[other], universe.idf))
-        rows.append({"model": log.model_name, "session_id": log.session_id,
+        rows.append({"system": log.system, "session_id": log.session_id,
                      "cr_within": float(np.mean(within)) if within else np.nan,
                      "cr_across": float(np.mean(across)) if across else np.nan})
     return pd.DataFrame(rows)
@@ -109,7 +109,7 @@ def rank_biserial(differences: Sequence[float]) -> float:
     return float((ranks[d > 0].sum() - ranks[d < 0].sum()) / ranks.sum())
 
 
-def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]], by: str = "model"
+def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]], by: str = "system"
                  ) -> pd.DataFrame:
     """Per group of ``by`` (system) and comparison name → (a, b): over the sessions with both values, the mean
     of a − b, the Wilcoxon signed-rank test of a − b (scipy.stats.wilcoxon, two-sided, exact for small n, zero
@@ -136,7 +136,7 @@ def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]]
 def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> dict[str, object]:
     """Whether the systems' means of ``metric`` follow ``expected`` (best first, strictly; e.g. TAS:
     retrieval_template > stale_template > echo, METHODOLOGY.md), with the observed order of those systems."""
-    means = rows.groupby("model")[metric].mean().reindex(list(expected))
+    means = rows.groupby("system")[metric].mean().reindex(list(expected))
     observed = means.sort_values(ascending=False, kind="stable")
     holds = bool(means.notna().all() and np.all(np.diff(means.to_numpy()) < 0))
     return {"metric": metric, "expected": " > ".join(expected), "observed": " > ".join(observed.index),

@@ -31,20 +31,20 @@ CAS_VARIANTS: Mapping[str, Mapping[str, float] | None] = {"cas": None, "cas_with
 
 
 def _order(frame: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(frame["model"]))
+    return list(dict.fromkeys(frame["system"]))
 
 
 def turn_timeline(turns: pd.DataFrame, model: str | None = None, session_id: str | None = None) -> pd.DataFrame:
     """Long per-turn CC, CR, I (timeline figure; ``shift`` marks the user turns where a shift happens)."""
-    chosen = turns[(turns["model"] == model) if model else slice(None)]
+    chosen = turns[(turns["system"] == model) if model else slice(None)]
     chosen = chosen[(chosen["session_id"] == session_id) if session_id else slice(None)]
-    return chosen.melt(id_vars=["model", "session_id", "turn", "shift", "segment"], value_vars=list(TURN_COMPONENTS),
+    return chosen.melt(id_vars=["system", "session_id", "turn", "shift", "segment"], value_vars=list(TURN_COMPONENTS),
                        var_name="metric", value_name="value")
 
 
 def component_long(rows: pd.DataFrame) -> pd.DataFrame:
     """Long session-level CC, CR, I, TAS per system (violin figure)."""
-    return rows.melt(id_vars=["model", "session_id"], value_vars=list(SESSION_COMPONENTS), var_name="component",
+    return rows.melt(id_vars=["system", "session_id"], value_vars=list(SESSION_COMPONENTS), var_name="component",
                      value_name="value").dropna(subset=["value"])
 
 
@@ -53,7 +53,7 @@ def component_means(rows: pd.DataFrame) -> pd.DataFrame:
     interference): every axis higher-is-better (radar figure)."""
     frame = rows.assign(no_copy=1 - rows["copy_ratio"], stability=1 - rows["interference"])
     columns = ["cc", "cr", "no_copy", "tas", "recovery_rate", "stability"]
-    return frame.groupby("model", sort=False)[columns].mean().loc[_order(rows)]
+    return frame.groupby("system", sort=False)[columns].mean().loc[_order(rows)]
 
 
 def system_summary(rows: pd.DataFrame) -> pd.DataFrame:
@@ -61,11 +61,11 @@ def system_summary(rows: pd.DataFrame) -> pd.DataFrame:
     metrics = ["cc", "cr", "copy_ratio", "tas", "recovery_rate", "recovery_delay", "interference", "cas", "missing",
                "hallucinated", "failed_turns"]
     judged = rows[rows["judge_ok"]]
-    summary = rows.groupby("model", sort=False)[metrics].mean()
-    summary.insert(0, "sessions", rows.groupby("model", sort=False).size())
-    summary["judged"] = judged.groupby("model", sort=False).size().reindex(summary.index, fill_value=0)
+    summary = rows.groupby("system", sort=False)[metrics].mean()
+    summary.insert(0, "sessions", rows.groupby("system", sort=False).size())
+    summary["judged"] = judged.groupby("system", sort=False).size().reindex(summary.index, fill_value=0)
     for criterion in RUBRIC_CRITERIA:
-        summary[f"judge_{criterion}"] = judged.groupby("model", sort=False)[f"judge_{criterion}"].mean()
+        summary[f"judge_{criterion}"] = judged.groupby("system", sort=False)[f"judge_{criterion}"].mean()
     return summary.loc[_order(rows)]
 
 
@@ -84,9 +84,9 @@ def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judg
     pooled points are not independent; read the CIs as optimistic."""
     judged = sessions.dropna(subset=[metric, judge])
     # rounded so that floating-point noise of the subtraction cannot break ties between equal centred values
-    centred = (judged[[metric, judge]] - judged.groupby("model")[[metric, judge]].transform("mean")).round(12)
-    means = judged.groupby("model")[[metric, judge]].mean()
-    levels = {"pooled": judged[[metric, judge]], f"without {degenerate}": judged[judged.model != degenerate][[metric, judge]],
+    centred = (judged[[metric, judge]] - judged.groupby("system")[[metric, judge]].transform("mean")).round(12)
+    means = judged.groupby("system")[[metric, judge]].mean()
+    levels = {"pooled": judged[[metric, judge]], f"without {degenerate}": judged[judged.system != degenerate][[metric, judge]],
               "within systems": centred, "system level": means}
     return pd.DataFrame([{"level": name, **correlation_ci(frame[metric], frame[judge], "spearman", seed=seed,
                                                           n_resamples=n_resamples)}
@@ -97,14 +97,14 @@ def tas_vs_judge(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> 
     """The judged sessions with TAS and the judge's mean score over its three criteria (scatter figure), and
     Spearman's ρ between them with a pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`)."""
     judged = rows[rows["judge_ok"] & rows["tas"].notna()].assign(judge_mean=judge_mean)
-    points = judged[["model", "session_id", "tas", "judge_mean"]].reset_index(drop=True)
+    points = judged[["system", "session_id", "tas", "judge_mean"]].reset_index(drop=True)
     return points, correlation_ci(points["tas"], points["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples)
 
 
 def recovery_delays(shifts: pd.DataFrame) -> pd.DataFrame:
     """The recovered shifts' delays (turns from the shift to the first turn with TAS ≥ θ) per system
     (histogram figure)."""
-    return shifts.loc[shifts["delay"].notna(), ["model", "session_id", "turn", "delay"]].reset_index(drop=True)
+    return shifts.loc[shifts["delay"].notna(), ["system", "session_id", "turn", "delay"]].reset_index(drop=True)
 
 
 def recovery_by_window(shifts: pd.DataFrame, windows: Sequence[int]) -> pd.DataFrame:
@@ -112,8 +112,8 @@ def recovery_by_window(shifts: pd.DataFrame, windows: Sequence[int]) -> pd.DataF
     A delay is bounded by the shift's segment, so a large W cannot count turns after the next shift."""
     rows = []
     for model in _order(shifts):
-        delays = shifts.loc[shifts["model"] == model, "delay"].astype(float)
-        rows.extend({"model": model, "window": w, "recovery_rate": float((delays < w).mean())} for w in windows)
+        delays = shifts.loc[shifts["system"] == model, "delay"].astype(float)
+        rows.extend({"system": model, "window": w, "recovery_rate": float((delays < w).mean())} for w in windows)
     return pd.DataFrame(rows)
 
 
@@ -129,17 +129,17 @@ def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = Met
         weights = dict(config.tas_weights) | dict(change or {})
         tas = [turn_adaptation(cc, cr, copy, weights) for cc, cr, copy in
                zip(scored["cc"], scored["cr"], scored["copy_ratio"])]
-        per_session = scored.assign(tas=tas).groupby(["model", "session_id"], sort=False)["tas"].mean()
-        out.extend({"model": model, "variant": variant, "score": float(value)}
-                   for model, value in per_session.groupby(level="model", sort=False).mean().items())
+        per_session = scored.assign(tas=tas).groupby(["system", "session_id"], sort=False)["tas"].mean()
+        out.extend({"system": model, "variant": variant, "score": float(value)}
+                   for model, value in per_session.groupby(level="system", sort=False).mean().items())
     for variant, change in CAS_VARIANTS.items():
         weights = {k: w for k, w in (dict(config.cas_weights) | dict(change or {})).items() if w}
         total = sum(weights.values())
         weights = {k: w / total for k, w in weights.items()}
         cas = [conversation_adaptation(*(None if pd.isna(v) else float(v) for v in values), weights)
                for values in zip(rows["tas"], rows["recovery_rate"], rows["interference"])]
-        means = rows.assign(cas=pd.array(cas, dtype="Float64")).groupby("model", sort=False)["cas"].mean()
-        out.extend({"model": model, "variant": variant, "score": float(value)} for model, value in means.items())
+        means = rows.assign(cas=pd.array(cas, dtype="Float64")).groupby("system", sort=False)["cas"].mean()
+        out.extend({"system": model, "variant": variant, "score": float(value)} for model, value in means.items())
     return pd.DataFrame(out)
 
 
@@ -151,7 +151,7 @@ def ablation_orders(ablation_frame: pd.DataFrame) -> pd.DataFrame:
     from scipy.stats import kendalltau
 
     systems = _order(ablation_frame)
-    scores = ablation_frame.pivot(index="model", columns="variant", values="score")
+    scores = ablation_frame.pivot(index="system", columns="variant", values="score")
 
     def order(variant: str) -> list[str]:
         column = scores[variant]
@@ -173,30 +173,30 @@ def concept_errors(turns: pd.DataFrame, kind: str, k: int = MetricConfig().top_k
     over scored turns."""
     rows = []
     for model in _order(turns):
-        counts = Counter(c for concepts in turns.loc[(turns["model"] == model) & turns["scored"], kind]
+        counts = Counter(c for concepts in turns.loc[(turns["system"] == model) & turns["scored"], kind]
                          for c in concepts)
-        rows.extend({"model": model, "concept": c, "count": n} for c, n in
+        rows.extend({"system": model, "concept": c, "count": n} for c, n in
                     sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:k])
-    return pd.DataFrame(rows, columns=["model", "concept", "count"])
+    return pd.DataFrame(rows, columns=["system", "concept", "count"])
 
 
 def segmentation_agreement(rows: pd.DataFrame) -> pd.DataFrame:
     """Legacy vs grounded segmentation per system: micro precision Σtp / Σ legacy boundaries, recall Σtp /
     Σ shifts, their F1, and mean Pk over sessions."""
     frame = rows.assign(n_legacy=rows["legacy_boundaries"].map(len))
-    sums = frame.groupby("model", sort=False)[["legacy_tp", "n_legacy", "n_shifts"]].sum()
+    sums = frame.groupby("system", sort=False)[["legacy_tp", "n_legacy", "n_shifts"]].sum()
     precision = sums["legacy_tp"] / sums["n_legacy"].replace(0, np.nan)
     recall = sums["legacy_tp"] / sums["n_shifts"].replace(0, np.nan)
     return pd.DataFrame({"shifts": sums["n_shifts"], "legacy_boundaries": sums["n_legacy"], "matched": sums["legacy_tp"],
                          "precision": precision, "recall": recall,
                          "f1": 2 * precision * recall / (precision + recall),
-                         "pk": frame.groupby("model", sort=False)["legacy_pk"].mean()}).loc[_order(rows)]
+                         "pk": frame.groupby("system", sort=False)["legacy_pk"].mean()}).loc[_order(rows)]
 
 
 def title_filter(rows: pd.DataFrame) -> pd.DataFrame:
     """Per system: titles the LLM proposed, how many were outside the universe (dropped) and how many were in
     the universe but not among the retrieved candidates (kept), with their shares of the proposed titles."""
-    sums = rows.groupby("model", sort=False)[["titles_proposed", "titles_off_universe", "titles_off_candidates"]].sum()
+    sums = rows.groupby("system", sort=False)[["titles_proposed", "titles_off_universe", "titles_off_candidates"]].sum()
     proposed = sums["titles_proposed"].replace(0, np.nan)
     return sums.assign(off_universe_share=sums["titles_off_universe"] / proposed,
                        off_candidates_share=sums["titles_off_candidates"] / proposed).loc[_order(rows)]
@@ -235,7 +235,7 @@ def reply_words(logs: Sequence[SessionLog]) -> pd.DataFrame:
     rows = []
     for log in logs:
         texts = [t["text"] for t in log.record()["conversation"][1::2] if t["text"]]
-        rows.append({"model": log.model_name, "session_id": log.session_id,
+        rows.append({"system": log.system, "session_id": log.session_id,
                      "reply_words": float(np.mean([len(t.split()) for t in texts])) if texts else np.nan})
     return pd.DataFrame(rows)
 
@@ -243,7 +243,7 @@ def reply_words(logs: Sequence[SessionLog]) -> pd.DataFrame:
 def session_frame(rows: pd.DataFrame, logs: Sequence[SessionLog]) -> pd.DataFrame:
     """The results rows with each session's mean reply length (:func:`reply_words`) and the judge's mean over
     its criteria (``judge_mean``, NaN when not judged); judge scores as floats."""
-    frame = rows.merge(reply_words(logs), on=["model", "session_id"], how="left", validate="one_to_one")
+    frame = rows.merge(reply_words(logs), on=["system", "session_id"], how="left", validate="one_to_one")
     criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
     frame[criteria] = frame[criteria].astype(float)
     return frame.assign(judge_mean=judge_mean(frame))
@@ -266,10 +266,10 @@ def recovery_summary(shifts: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Per system and user phrasing (sessions with LLM-phrased user turns apart from template-only ones): shifts,
     shifts recovered within W, the recovery rate, shifts recovered later in their segment, shifts never
     recovered, and censored shifts (segment shorter than W)."""
-    phrasing = rows.set_index(["model", "session_id"])["llm_user_turns"].gt(0).map({True: "llm-phrased",
+    phrasing = rows.set_index(["system", "session_id"])["llm_user_turns"].gt(0).map({True: "llm-phrased",
                                                                                   False: "template"})
-    frame = shifts.join(phrasing.rename("user"), on=["model", "session_id"])
-    grouped = frame.groupby(["model", "user"], sort=False)
+    frame = shifts.join(phrasing.rename("user"), on=["system", "session_id"])
+    grouped = frame.groupby(["system", "user"], sort=False)
     summary = pd.DataFrame({"shifts": grouped.size(), "recovered_within_w": grouped["recovered"].sum(),
                             "recovered_later": grouped["delay"].count() - grouped["recovered"].sum(),
                             "never_recovered": grouped["delay"].apply(lambda d: int(d.isna().sum())),
@@ -307,7 +307,7 @@ def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricCo
         shifts = [e.turn for e in log.shift_events]
         for name, boundaries in (("baseline: no boundary", []), ("baseline: every turn", list(range(1, n_turns)))):
             agreement = boundary_agreement(shifts, boundaries, n_turns, tolerance)
-            rows.append({"model": name, "session_id": log.session_id, "n_shifts": len(shifts),
+            rows.append({"system": name, "session_id": log.session_id, "n_shifts": len(shifts),
                          "legacy_boundaries": boundaries, "legacy_tp": int(agreement["tp"]),
                          "legacy_pk": agreement["pk"]})
     return pd.DataFrame(rows)
@@ -318,7 +318,7 @@ def concept_error_table(turns: pd.DataFrame, kind: str, k: int = MetricConfig().
     as "concept (count)", most frequent first."""
     errors = concept_errors(turns, kind, k)
     cells = {model: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"])]
-             for model, part in errors.groupby("model", sort=False)}
+             for model, part in errors.groupby("system", sort=False)}
     grid = pd.DataFrame({m: pd.Series(v, index=range(1, len(v) + 1), dtype=object) for m, v in cells.items()},
                         index=pd.RangeIndex(1, k + 1, name="rank"))
     return grid.dropna(how="all").fillna("")
@@ -376,7 +376,7 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
         below = [s for s in present if s in e.below]
         if not above or not below:
             continue
-        values = rows.pivot(index="session_id", columns="model", values=e.metric).astype(float)
+        values = rows.pivot(index="session_id", columns="system", values=e.metric).astype(float)
         means = values.mean()
 
         def holds(high: pd.Series | float, low: pd.Series | float) -> pd.Series | bool:
