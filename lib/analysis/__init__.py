@@ -38,6 +38,15 @@ measure
 rubric
     a G-Eval criterion scored on an integer scale by an LLM (``lib.judges.geval.RUBRICS``); its number is a
     *score*. Outcome scores (``lib.judges.outcomes``) come from records of user actions.
+metric
+    a number that scores one system output or conversation without a ranking (chapter 06's CC, CR, TAS, CAS;
+    the monitor's groundedness, relevance, completeness, no-hallucination); a ranking's number is a *measure*.
+model
+    an LLM, named by its identity (``name@sha256:…`` for the embedded one) in every table's ``model``,
+    ``judge_model`` and ``generator_model`` columns; never a ranker or a CRS.
+system
+    what produces the outputs under evaluation: the ranker under test in chapter 04, a summariser in SummEval,
+    an answering system in ALCE, a CRS in chapter 06 (``crs_sessions.system``).
 call label
     the gateway's name of one LLM call (progress bars, cache-miss messages); it is not part of the cache key.
 dev / test split
