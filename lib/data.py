@@ -39,6 +39,7 @@ import io
 import json
 import re
 import types
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,7 +234,9 @@ def _parse_json_records(source: _TextFile, levels: tuple[type, ...]) -> list[tup
     found: list[tuple[int, tuple, Any]] = []
 
     def skip_space(position: int) -> int:
-        return _JSON_SPACE.match(text, position).end()
+        space = _JSON_SPACE.match(text, position)
+        assert space is not None  # the pattern matches the empty string
+        return space.end()
 
     def parse(position: int, depth: int, keys: tuple) -> int:
         """Parse the value at ``position``: collect it at the record depth, else walk its members; return its end."""
@@ -249,7 +252,7 @@ def _parse_json_records(source: _TextFile, levels: tuple[type, ...]) -> list[tup
         position = skip_space(position + 1)
         if text.startswith(closer, position):
             return position + 1
-        seen_keys: set[str] = set()
+        seen_keys: set[str | int] = set()
         index = 0
         while True:
             key: str | int = index
@@ -302,8 +305,10 @@ def _has_type(value: Any, expected: Any) -> bool:
     if isinstance(expected, frozenset):
         return any(type(value) is type(allowed) and value == allowed for allowed in expected)
     if isinstance(expected, types.GenericAlias):
-        (element,) = expected.__args__
-        return type(value) is expected.__origin__ and all(_has_type(item, element) for item in value)
+        (element,) = typing.get_args(expected)
+        if typing.get_origin(expected) is not list:
+            raise TypeError(f"unsupported field type {expected}: only list[T] is")
+        return type(value) is list and all(_has_type(item, element) for item in value)
     if expected is _NonEmptyStr:
         return type(value) is str and bool(value.strip())
     return type(value) is expected
@@ -450,7 +455,8 @@ def load_dl19(path: Path = DL19_FILE, include_unjudged: bool = False) -> pd.Data
     fields = {"qid": _NonEmptyStr, "query": _NonEmptyStr, "docid": _NonEmptyStr, "bm25_rank": int,
               "bm25_score": (int, float), "passage": _NonEmptyStr, "nist_relevance": frozenset({0, 1, 2, 3, None})}
     kept = ["qid", "query", "docid", "bm25_rank", "bm25_score", "passage"]
-    rows, first_seen = [], {}
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[Any, str | int] = {}
     for line, record in _json_lines(path):
         _check_fields(path, line, record, fields)
         if record["bm25_rank"] < 1:
@@ -471,7 +477,8 @@ def load_rag25_topics(path: Path = RAG_NUGGETS_DIR / "rag25-topics-dev.tsv") -> 
 
     Columns: ``qid`` (as in the nuggets file), ``narrative`` (the long, multi-part information need).
     """
-    rows, first_seen = [], {}
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[Any, str | int] = {}
     for line, (qid, narrative) in _delimited_lines(path, 2, "\t"):
         if not qid.strip() or not narrative.strip():
             raise DataFormatError(f"{path}:{line}: empty topic id or narrative")
@@ -490,7 +497,8 @@ def load_rag25_nuggets(path: Path = RAG_NUGGETS_DIR / "rag25-dev-nuggets.jsonl")
     """
     fields = {"text": _NonEmptyStr, "mapped_sub_narrative": str, "importance": frozenset({"vital", "okay"}),
               "source": frozenset({"original", "post-edit"})}
-    rows, first_seen = [], {}
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[Any, str | int] = {}
     for line, record in _json_lines(path):
         _check_fields(path, line, record, {"qid": _NonEmptyStr, "nuggets": list}, what="topic")
         _check_unique(path, line, record["qid"], first_seen, "topic")

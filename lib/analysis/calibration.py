@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 
 
@@ -29,8 +30,8 @@ class Split:
     """Disjoint dev and test group ids (sorted) of the ``group`` column, and the seed that drew them."""
 
     group: str
-    dev: tuple[Hashable, ...]
-    test: tuple[Hashable, ...]
+    dev: tuple[str, ...]
+    test: tuple[str, ...]
     seed: int
 
     def __post_init__(self) -> None:
@@ -76,15 +77,16 @@ def sample_per_group(frame: pd.DataFrame, group: str, item: str, k: int, seed: i
     return frame[keep]
 
 
-def apply_thresholds(scores: Sequence[float], cuts: Sequence[float], scale: Sequence[int]) -> pd.array:
+def apply_thresholds(scores: ArrayLike, cuts: Sequence[float], scale: Sequence[int]) -> pd.array:
     """g(s) = scale[#{k : s ≥ cuts[k]}] for each score (nullable Int64; a missing score gives a missing grade).
     ``cuts`` must be non-decreasing and one fewer than the grades of ``scale``."""
-    cuts, scale = np.asarray(cuts, dtype=float), list(scale)
-    if len(cuts) != len(scale) - 1 or np.any(np.diff(cuts) < 0):
-        raise ValueError(f"need {len(scale) - 1} non-decreasing cuts for the scale {scale}, got {cuts.tolist()}")
+    bounds, grades = np.asarray(cuts, dtype=float), list(scale)
+    if len(bounds) != len(grades) - 1 or np.any(np.diff(bounds) < 0):
+        raise ValueError(f"need {len(grades) - 1} non-decreasing cuts for the scale {grades}, got {bounds.tolist()}")
     values = np.asarray(pd.to_numeric(pd.Series(scores), errors="coerce"), dtype=float)
-    index = np.searchsorted(cuts, values, side="right")
-    return pd.array([None if np.isnan(v) else scale[i] for v, i in zip(values, index)], dtype="Int64")
+    index = np.asarray(np.searchsorted(bounds, values, side="right"), dtype=int)
+    return pd.array([None if np.isnan(v) else grades[i] for v, i in zip(values, index.tolist(), strict=True)],
+                    dtype="Int64")
 
 
 def candidate_cuts(scores: np.ndarray, grid_size: int) -> np.ndarray:
@@ -97,7 +99,7 @@ def candidate_cuts(scores: np.ndarray, grid_size: int) -> np.ndarray:
     return midpoints
 
 
-def fit_thresholds(scores: Sequence[float], human: Sequence[int], scale: Sequence[int], grid_size: int = 40
+def fit_thresholds(scores: ArrayLike, human: ArrayLike, scale: Sequence[int], grid_size: int = 40
                    ) -> tuple[float, ...]:
     """The non-decreasing cuts (:func:`apply_thresholds`) that maximise quadratic-weighted κ (Cohen 1968)
     between the thresholded ``scores`` and the ``human`` grades over the pairs where both are present.
@@ -113,10 +115,11 @@ def fit_thresholds(scores: Sequence[float], human: Sequence[int], scale: Sequenc
     scale = list(scale)
     grid = np.concatenate([[scores.min() - 1.0], candidate_cuts(scores, grid_size), [scores.max() + 1.0]])
     weights = (np.subtract.outer(np.arange(len(scale)), np.arange(len(scale))) ** 2).astype(float)
-    human_index = np.searchsorted(scale, human)
-    best, best_cuts = -np.inf, None
+    human_index = np.asarray(np.searchsorted(scale, human), dtype=int)
+    best, best_cuts = -np.inf, grid[:0]
     for cuts in itertools.combinations_with_replacement(grid, len(scale) - 1):
-        kappa = _weighted_kappa(human_index, np.searchsorted(cuts, scores, side="right"), weights)
+        grades = np.asarray(np.searchsorted(cuts, scores, side="right"), dtype=int)
+        kappa = _weighted_kappa(human_index, grades, weights)
         if kappa > best + 1e-12:
             best, best_cuts = kappa, cuts
     return tuple(float(c) for c in best_cuts)

@@ -41,9 +41,17 @@ RANDOM_EXPECTED = "random (expected)"  # the method name of the analytical rando
 
 
 class RankingMeasure(Protocol):
-    name: str
-    cutoff: int
-    min_grade: int  # the relevance threshold that decides whether an entry can score at all
+    @property
+    def name(self) -> str:
+        """The measure's name in tables and figures."""
+
+    @property
+    def cutoff(self) -> int:
+        """k: the rank the measure looks down to."""
+
+    @property
+    def min_grade(self) -> int:
+        """The relevance threshold that decides whether an entry can score at all."""
 
     @property
     def ir_measure(self) -> Any:
@@ -139,7 +147,7 @@ def per_entry(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
                               columns=["entry_id", "measure", "value"])
         frames.append(values.assign(method=method, run=run))
     table = pd.concat(frames, ignore_index=True)
-    keep = np.zeros(len(table), dtype=bool)
+    keep: pd.Series = pd.Series(False, index=table.index)
     for name, measure in MEASURES.items():
         keep |= (table.measure == name) & table.entry_id.isin(scoreable_entries(labelled, measure))
     return table.loc[keep, ["method", "run", "entry_id", "measure", "value"]].reset_index(drop=True)
@@ -167,7 +175,7 @@ def value_range(labels: pd.DataFrame) -> pd.DataFrame:
                                   for m in ir_measures.iter_calc(measures, qrels, run)],
                                  columns=["measure", "entry_id", end])
     table = ends["best"].merge(ends["worst"], on=["measure", "entry_id"])
-    keep = np.zeros(len(table), dtype=bool)
+    keep: pd.Series = pd.Series(False, index=table.index)
     for name, measure in MEASURES.items():
         keep |= (table.measure == name) & table.entry_id.isin(scoreable_entries(labelled, measure))
     table = table[keep].assign(informative=lambda t: (t.best - t.worst).abs() > 1e-12,

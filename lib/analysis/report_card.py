@@ -27,6 +27,7 @@ The notebook's plan (split sizes, reused cache, order of operations) is in ``lib
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -86,11 +87,11 @@ class Anchor:
 
 def _geval(judge: str, criterion: str, rho: float, tau: float | None, checked_rho: bool = False, note: str = ""
            ) -> list[Anchor]:
-    common = {"judge": judge, "measured_on": "SummEval (G-Eval's file)", "shown_with": "SummEval",
-              "criterion": criterion, "level": "summary", "source": GEVAL_PAPER, "note": note}
-    anchors = [Anchor(statistic=SPEARMAN, value=rho, checked_in_paper=checked_rho, **common)]
+    anchor = functools.partial(Anchor, judge=judge, measured_on="SummEval (G-Eval's file)", shown_with="SummEval",
+                               criterion=criterion, level="summary", source=GEVAL_PAPER, note=note)
+    anchors = [anchor(statistic=SPEARMAN, value=rho, checked_in_paper=checked_rho)]
     if tau is not None:
-        anchors.append(Anchor(statistic=KENDALL, value=tau, checked_in_paper=False, **common))
+        anchors.append(anchor(statistic=KENDALL, value=tau, checked_in_paper=False))
     return anchors
 
 

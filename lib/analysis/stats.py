@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def cohen_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int], weights: str | None = None) -> float:
+def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[int], weights: str | None = None) -> float:
     """Cohen's κ between two label sequences over fixed ``categories`` (Cohen 1960):
     κ = (p_o − p_e) / (1 − p_e), p_o observed agreement, p_e agreement expected from the marginals.
     ``weights="quadratic"`` gives weighted κ (Cohen 1968) with disagreement weights (i−j)²/(k−1)².
@@ -28,7 +30,10 @@ def cohen_kappa(a: Sequence[int], b: Sequence[int], categories: Sequence[int], w
     return float(sm_kappa(table, wt=weights, return_results=False))
 
 
-def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: str = "ordinal") -> float:
+MeasurementLevel = Literal["nominal", "ordinal", "interval", "ratio"]
+
+
+def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: MeasurementLevel = "ordinal") -> float:
     """Krippendorff's α (Krippendorff 2004) for raters × items, missing ratings as None/NaN:
     α = 1 − D_o / D_e with the distance of ``level`` (nominal, ordinal, interval, ratio);
     computed by the ``krippendorff`` package."""
@@ -38,7 +43,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: str = "
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
-def bootstrap_ci(values: Sequence[float], seed: int, n_resamples: int = 10_000, level: float = 0.95
+def bootstrap_ci(values: ArrayLike, seed: int, n_resamples: int = 10_000, level: float = 0.95
                  ) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean over entries (Efron & Tibshirani 1993, §13.3; scipy.stats.bootstrap,
     seeded): the (1 − level)/2 and (1 + level)/2 quantiles of the means of ``n_resamples`` resamples drawn with
@@ -54,7 +59,7 @@ def bootstrap_ci(values: Sequence[float], seed: int, n_resamples: int = 10_000, 
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], seed: int, n_resamples: int = 10_000,
+def cluster_bootstrap_ci(values: ArrayLike, clusters: ArrayLike, seed: int, n_resamples: int = 10_000,
                          level: float = 0.95) -> tuple[float, float]:
     """Percentile cluster-bootstrap CI of the mean over entries when entries come in clusters (here: the persona
     that is the unit of the value treatment). Each resample draws G clusters with replacement from the G observed
@@ -83,7 +88,7 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[object], se
     return float(low), float(high)
 
 
-def win_loss_tie(differences: Sequence[float]) -> tuple[int, int, int]:
+def win_loss_tie(differences: ArrayLike) -> tuple[int, int, int]:
     """Counts of positive (win), negative (loss) and zero (tie) paired differences."""
     d = np.asarray(differences, dtype=float)
     return int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum())
@@ -101,7 +106,7 @@ def sign_test(wins: int, losses: int) -> float:
 MAX_EXACT_FLIPS = 20  # sign-flip tests enumerate all 2^k flips up to k = 20 non-zero differences
 
 
-def sign_flip_test(differences: Sequence[float], seed: int, n_resamples: int = 10_000,
+def sign_flip_test(differences: ArrayLike, seed: int, n_resamples: int = 10_000,
                    max_exact: int = MAX_EXACT_FLIPS) -> tuple[float, bool]:
     """Paired permutation (sign-flip) test of the mean difference (Fisher 1935, §21; Pitman 1937): under H0 each
     paired difference d_i is symmetric about 0, so every assignment of signs to |d_i| is equally likely;
@@ -145,7 +150,7 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.
     return float((t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * sd / np.sqrt(n))
 
 
-def correlation_ci(x: Sequence[float], y: Sequence[float], method: str, seed: int, n_resamples: int = 2000,
+def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resamples: int = 2000,
                    level: float = 0.95) -> dict[str, float]:
     """Rank correlation of paired values with a percentile pair-bootstrap CI (pairs resampled together;
     scipy.stats.bootstrap with ``paired=True``, seeded). ``method``: ``spearman`` (Spearman's ρ) or ``kendall``

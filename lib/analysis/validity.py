@@ -17,12 +17,14 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 
-from lib.analysis.stats import cohen_kappa, krippendorff_alpha
+from lib.analysis.stats import MeasurementLevel, cohen_kappa, krippendorff_alpha
 from lib.design import GRADES
 
 # Label definition -> the labels-table column that holds it; chapter 03 chooses among them (choose_label).
@@ -30,7 +32,7 @@ LABEL_DEFINITIONS: dict[str, str] = {"pointwise argmax": "grade", "pointwise rou
                                      "listwise argmax": "listwise_grade"}
 
 
-def sample_ids(ids: Sequence[Hashable], n: int, seed: int, key: Callable | None = None) -> list:
+def sample_ids(ids: Iterable[Any], n: int, seed: int, key: Callable[[Any], Any] | None = None) -> list[Any]:
     """A seeded sample of ``n`` distinct ids without replacement, drawn from the sorted distinct ids and
     returned sorted (``key`` orders both, e.g. ``int`` for numeric strings)."""
     pool = sorted(set(ids), key=key)
@@ -38,7 +40,7 @@ def sample_ids(ids: Sequence[Hashable], n: int, seed: int, key: Callable | None 
     return sorted(chosen, key=key)
 
 
-def agreement(a: Sequence[int], b: Sequence[int], categories: Sequence[int] = GRADES) -> dict[str, float]:
+def agreement(a: ArrayLike, b: ArrayLike, categories: Sequence[int] = GRADES) -> dict[str, float]:
     """n, exact agreement, Cohen's κ and quadratic-weighted κ of two grade sequences."""
     a, b = list(a), list(b)
     return {"n": len(a), "exact_agreement": float(np.mean(np.equal(a, b))) if a else float("nan"),
@@ -52,7 +54,7 @@ def agreement_of_columns(frame: pd.DataFrame, a: str, b: str, categories: Sequen
     return agreement(frame.loc[both, a].astype(int), frame.loc[both, b].astype(int), categories)
 
 
-def agreement_ci(a: Sequence[int], b: Sequence[int], seed: int, n_resamples: int = 2000, level: float = 0.95,
+def agreement_ci(a: ArrayLike, b: ArrayLike, seed: int, n_resamples: int = 2000, level: float = 0.95,
                  categories: Sequence[int] = GRADES) -> dict[str, float]:
     """Percentile item-bootstrap CIs (Efron & Tibshirani 1993, §13.3) of Cohen's κ and quadratic-weighted κ:
     items are resampled with replacement, pairs kept together (scipy.stats.bootstrap, ``paired=True``, seeded).
@@ -436,7 +438,7 @@ def binarise(grades: Sequence, relevant_from: int) -> pd.array:
     return pd.array([None if pd.isna(g) else int(g >= relevant_from) for g in values], dtype="Int64")
 
 
-def alpha_ci(a: Sequence[float], b: Sequence[float], seed: int, level_of_measurement: str = "ordinal",
+def alpha_ci(a: ArrayLike, b: ArrayLike, seed: int, level_of_measurement: MeasurementLevel = "ordinal",
              n_resamples: int = 2000, level: float = 0.95) -> dict[str, float]:
     """Krippendorff's α of two raters (:func:`lib.analysis.stats.krippendorff_alpha`) with a percentile
     item-bootstrap CI: items resampled with replacement, the two ratings of an item kept together (seeded

@@ -86,14 +86,18 @@ class SessionLog(Strict):
         if not turns or len(turns) % 2 or any(t.speaker != ("USER", "SYSTEM")[i % 2] for i, t in enumerate(turns)):
             raise ValueError("conversation must alternate USER and SYSTEM turns, starting with USER and ending "
                              "with SYSTEM")
-        users = turns[0::2]
-        if [u.user_meta.turn for u in users] != list(range(len(users))):  # type: ignore[union-attr]
+        users = self.user_turns()
+        if [u.user_meta.turn for u in users] != list(range(len(users))):
             raise ValueError("user_meta.turn must count the user turns 0, 1, 2, …")
-        shifts = [u.user_meta.turn for u in users if u.user_meta.shift]  # type: ignore[union-attr]
+        shifts = [u.user_meta.turn for u in users if u.user_meta.shift]
         if shifts != [e.turn for e in self.shift_events]:
             raise ValueError(f"shift_events turns {[e.turn for e in self.shift_events]} differ from the user turns "
                              f"marked shift {shifts}")
         return self
+
+    def user_turns(self) -> list[UserTurn]:
+        """The user turns, in order (every other turn, from the first)."""
+        return [t for t in self.conversation if isinstance(t, UserTurn)]
 
     def record(self) -> dict[str, Any]:
         """The JSON-ready dict (shift events with their "from" / "to" keys)."""

@@ -130,7 +130,8 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def result_rows(logs: Sequence[SessionLog], metrics: Sequence[Mapping[str, Any]], seeds: Sequence[int],
                 diagnostics: Sequence[Mapping[str, int]], judgments: Sequence[JudgeRecord]) -> list[ResultRow]:
     """One validated :class:`~lib.crs.records.ResultRow` per log."""
-    return [ResultRow(system=log.system, session_id=log.session_id, seed=seed, **m, **d, judge=j)
+    return [ResultRow.model_validate({"system": log.system, "session_id": log.session_id, "seed": seed, **m, **d,
+                                      "judge": j})
             for log, m, seed, d, j in zip(logs, metrics, seeds, diagnostics, judgments, strict=True)]
 
 
@@ -154,9 +155,10 @@ def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence
     for system in systems:
         conversations, counts = converse(system, scripts, phrased, universe)
         diagnostics.extend(counts)
-        logs.extend(SessionLog(session_id=session_id(s.seed), system=system.name, true_genre=s.true_genre,
-                               conversation=c, shift_events=[e.as_record() for e in s.shift_events])
-                    for s, c in zip(scripts, conversations))
+        logs.extend(SessionLog.model_validate({"session_id": session_id(s.seed), "system": system.name,
+                                               "true_genre": s.true_genre, "conversation": c,
+                                               "shift_events": [e.as_record() for e in s.shift_events]})
+                    for s, c in zip(scripts, conversations, strict=True))
     judgments = [not_judged() for _ in logs]
     if judge_gateway is not None:
         # Logs are ordered system by system, sessions in seed order within each.

@@ -3,9 +3,11 @@ system, :attr:`lib.crs.runner.SimulationRun.rows`), per-turn metrics (``turns``)
 (``shifts``). Systems keep the order in which they first appear (the order of ``default_systems``)."""
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,13 +32,18 @@ TAS_VARIANTS: Mapping[str, Mapping[str, float] | None] = {
 CAS_VARIANTS: Mapping[str, Mapping[str, float] | None] = {"cas": None, "cas_without_recovery": {"recovery": 0.0}}
 
 
+def _number(value: Any) -> float | None:
+    """A table cell as a float, None where it is missing."""
+    return None if pd.isna(value) else float(value)
+
+
 def _order(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["system"]))
 
 
-def turn_timeline(turns: pd.DataFrame, model: str | None = None, session_id: str | None = None) -> pd.DataFrame:
+def turn_timeline(turns: pd.DataFrame, system: str | None = None, session_id: str | None = None) -> pd.DataFrame:
     """Long per-turn CC, CR, I (timeline figure; ``shift`` marks the user turns where a shift happens)."""
-    chosen = turns[(turns["system"] == model) if model else slice(None)]
+    chosen = turns[(turns["system"] == system) if system else slice(None)]
     chosen = chosen[(chosen["session_id"] == session_id) if session_id else slice(None)]
     return chosen.melt(id_vars=["system", "session_id", "turn", "shift", "segment"], value_vars=list(TURN_COMPONENTS),
                        var_name="metric", value_name="value")
@@ -110,10 +117,10 @@ def recovery_delays(shifts: pd.DataFrame) -> pd.DataFrame:
 def recovery_by_window(shifts: pd.DataFrame, windows: Sequence[int]) -> pd.DataFrame:
     """Recovery rate per system for each window W: share of shifts with delay < W (recovery-rate-vs-W figure).
     A delay is bounded by the shift's segment, so a large W cannot count turns after the next shift."""
-    rows = []
-    for model in _order(shifts):
-        delays = shifts.loc[shifts["system"] == model, "delay"].astype(float)
-        rows.extend({"system": model, "window": w, "recovery_rate": float((delays < w).mean())} for w in windows)
+    rows: list[dict[str, object]] = []
+    for system in _order(shifts):
+        delays = shifts.loc[shifts["system"] == system, "delay"].astype(float)
+        rows.extend({"system": system, "window": w, "recovery_rate": float((delays < w).mean())} for w in windows)
     return pd.DataFrame(rows)
 
 
@@ -124,22 +131,23 @@ def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = Met
     variant's weights divided by their sum so that every CAS variant is a weighted mean on one scale (the
     declared weights sum to 1)."""
     scored = turns[turns["scored"]]
-    out = []
+    out: list[dict[str, object]] = []
     for variant, change in TAS_VARIANTS.items():
         weights = dict(config.tas_weights) | dict(change or {})
         tas = [turn_adaptation(cc, cr, copy, weights) for cc, cr, copy in
                zip(scored["cc"], scored["cr"], scored["copy_ratio"])]
         per_session = scored.assign(tas=tas).groupby(["system", "session_id"], sort=False)["tas"].mean()
-        out.extend({"system": model, "variant": variant, "score": float(value)}
-                   for model, value in per_session.groupby(level="system", sort=False).mean().items())
+        out.extend({"system": system, "variant": variant, "score": float(value)}
+                   for system, value in per_session.groupby(level="system", sort=False).mean().items())
     for variant, change in CAS_VARIANTS.items():
         weights = {k: w for k, w in (dict(config.cas_weights) | dict(change or {})).items() if w}
         total = sum(weights.values())
         weights = {k: w / total for k, w in weights.items()}
-        cas = [conversation_adaptation(*(None if pd.isna(v) else float(v) for v in values), weights)
-               for values in zip(rows["tas"], rows["recovery_rate"], rows["interference"])]
+        cas = [conversation_adaptation(_number(tas), _number(recovery), _number(interference), weights)
+               for tas, recovery, interference in zip(rows["tas"], rows["recovery_rate"], rows["interference"],
+                                                      strict=True)]
         means = rows.assign(cas=pd.array(cas, dtype="Float64")).groupby("system", sort=False)["cas"].mean()
-        out.extend({"system": model, "variant": variant, "score": float(value)} for model, value in means.items())
+        out.extend({"system": system, "variant": variant, "score": float(value)} for system, value in means.items())
     return pd.DataFrame(out)
 
 
@@ -171,11 +179,11 @@ def ablation_orders(ablation_frame: pd.DataFrame) -> pd.DataFrame:
 def concept_errors(turns: pd.DataFrame, kind: str, k: int = MetricConfig().top_k) -> pd.DataFrame:
     """The ``k`` most frequent concepts of ``kind`` (missing, hallucinated or stale) per system, with counts
     over scored turns."""
-    rows = []
-    for model in _order(turns):
-        counts = Counter(c for concepts in turns.loc[(turns["system"] == model) & turns["scored"], kind]
+    rows: list[dict[str, object]] = []
+    for system in _order(turns):
+        counts = Counter(c for concepts in turns.loc[(turns["system"] == system) & turns["scored"], kind]
                          for c in concepts)
-        rows.extend({"system": model, "concept": c, "count": n} for c, n in
+        rows.extend({"system": system, "concept": c, "count": n} for c, n in
                     sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:k])
     return pd.DataFrame(rows, columns=["system", "concept", "count"])
 
@@ -207,7 +215,7 @@ def conversation_frame(log: SessionLog, universe: ItemUniverse) -> pd.DataFrame:
     """One row per turn of a logged conversation: the text, and for a user turn the simulator's state (turn
     kind, focus, stated concepts, how it was phrased, the hidden target's title); for a system turn the
     constraints it acted on."""
-    rows = []
+    rows: list[dict[str, object]] = []
     for turn in log.record()["conversation"]:
         meta = turn.get("user_meta")
         rows.append({"turn": meta["turn"] if meta else rows[-1]["turn"], "speaker": turn["speaker"], "text": turn["text"],
@@ -283,13 +291,14 @@ def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
     shift cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`); once per session, the base
     text being shared by every system. A shift said without a cue is reset by no tracker: only a new value on
     the same field replaces the old one."""
-    rows, seen = [], set()
+    rows: list[dict[str, object]] = []
+    seen: set[str] = set()
     for log in logs:
         if log.session_id in seen:
             continue
         seen.add(log.session_id)
         rows.extend({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text)}
-                    for u in log.conversation[0::2] if u.user_meta.shift)
+                    for u in log.user_turns() if u.user_meta.shift)
     frame = pd.DataFrame(rows, columns=["phrasing", "with_cue"])
     return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"))
 
@@ -298,7 +307,8 @@ def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricCo
                            ) -> pd.DataFrame:
     """Rows shaped like the results (for :func:`segmentation_agreement`) of two trivial segmenters, once per
     session: no boundary at all, and a boundary before every user turn but the first."""
-    rows, seen = [], set()
+    rows: list[dict[str, object]] = []
+    seen: set[str] = set()
     for log in logs:
         if log.session_id in seen:
             continue
@@ -317,8 +327,8 @@ def concept_error_table(turns: pd.DataFrame, kind: str, k: int = MetricConfig().
     """:func:`concept_errors` side by side: one column per system, its ``k`` most frequent concepts of ``kind``
     as "concept (count)", most frequent first."""
     errors = concept_errors(turns, kind, k)
-    cells = {model: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"])]
-             for model, part in errors.groupby("system", sort=False)}
+    cells = {system: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"])]
+             for system, part in errors.groupby("system", sort=False)}
     grid = pd.DataFrame({m: pd.Series(v, index=range(1, len(v) + 1), dtype=object) for m, v in cells.items()},
                         index=pd.RangeIndex(1, k + 1, name="rank"))
     return grid.dropna(how="all").fillna("")
@@ -379,8 +389,7 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
         values = rows.pivot(index="session_id", columns="system", values=e.metric).astype(float)
         means = values.mean()
 
-        def holds(high: pd.Series | float, low: pd.Series | float) -> pd.Series | bool:
-            return high > low if e.strict else high >= low
+        holds = operator.gt if e.strict else operator.ge
 
         per_session = values[above + below].dropna()
         high, low = per_session[above].min(axis=1), per_session[below].max(axis=1)

@@ -82,11 +82,11 @@ def join_languages(redial: pd.DataFrame, opendialkg: pd.DataFrame) -> tuple[list
     no_year = matched = with_language = other_year = 0
     for name in redial["name"]:
         title, year = split_title(name)
-        key = (normalise(title), year)
-        found = by_key.get(key) if year is not None else None
+        normal = normalise(title)
+        found = by_key.get((normal, year)) if year is not None else None
         no_year += year is None
         matched += found is not None
-        other_year += year is not None and found is None and key[0] in titles
+        other_year += year is not None and found is None and normal in titles
         values = sorted({canonical("language", raw) for raw in found or []})
         with_language += bool(values)
         languages_of.append(values)

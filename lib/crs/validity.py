@@ -78,7 +78,8 @@ def cr_within_across(logs: Sequence[SessionLog], universe: ItemUniverse) -> pd.D
         turn_pairs = pairs(log.record()["conversation"])
         segments = np.cumsum([bool(u["user_meta"]["shift"]) for u, _ in turn_pairs])
         stated = [frozenset(u["user_meta"]["stated"]) for u, _ in turn_pairs]
-        within, across = [], []
+        within: list[float] = []
+        across: list[float] = []
         for t, (user, system) in enumerate(turn_pairs):
             if not system["text"]:
                 continue
