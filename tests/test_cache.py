@@ -87,7 +87,7 @@ def test_concurrent_writers_leave_only_complete_entries(tmp_path):
     assert len(files) == 30 + 4 * 30
     for path in files:
         entry = cache.read(path.stem)
-        assert len(entry["response"]["payload"]) == 5000
+        assert entry is not None and len(entry["response"]["payload"]) == 5000
     assert not list(tmp_path.rglob("*.tmp"))
 
 

@@ -104,7 +104,7 @@ def test_compare_to_baselines_on_the_constructed_case():
     assert primary.mean_diff == pytest.approx(summary["NDCG@3", "value_aware"] - summary["NDCG@3", "embedding"])
     assert primary.p_permutation == 1.0 and primary.p_holm == 1.0 and primary.min_p == 1.0 and not primary.significant
     # MDE: the informative differences (1 − SWAPPED, 0) at n = 2 and level α / 1, scaled by 2/4
-    sd = np.std([1 - SWAPPED, 0.0], ddof=1)
+    sd = float(np.std([1 - SWAPPED, 0.0], ddof=1))
     assert primary.mde == pytest.approx(minimum_detectable_effect(sd, 2, 0.05) * 2 / 4)
     random = table[(table.measure == "NDCG@3") & (table.baseline == "random")].iloc[0]
     # random averages its two runs: (1 + SWAPPED)/2 on e0 and e2 -> two wins of (1 − SWAPPED)/2

@@ -71,7 +71,7 @@ def test_shift_schedules():
     drawn = [random.schedule(np.random.default_rng(seed)) for seed in range(20)]
     assert drawn == [random.schedule(np.random.default_rng(seed)) for seed in range(20)]  # seeded
     assert len(set(drawn)) > 1
-    assert all(np.diff((0, *d, 10)).min() >= 2 for d in drawn)
+    assert all(min(np.diff((0, *d, 10))) >= 2 for d in drawn)
 
 
 def test_script_follows_the_state_machine(universe):

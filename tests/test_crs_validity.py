@@ -37,8 +37,8 @@ def test_shift_cc_before_at_and_after_each_shift():
 
 def test_cr_within_and_across_segments_by_hand():
     universe = tiny_universe()
-    log = SessionLog(session_id="s0", system="template", true_genre="comedy", conversation=scripted_shift(),
-                     shift_events=EVENTS)
+    log = SessionLog.model_validate({"session_id": "s0", "system": "template", "true_genre": "comedy",
+                                     "conversation": scripted_shift(), "shift_events": EVENTS})
     [row] = validity.cr_within_across([log], universe).to_dict("records")
     c, h = universe.idf("genre=comedy"), universe.idf("actor=tom hanks")
     horror, m = universe.idf("genre=horror"), universe.idf("director=f w murnau")

@@ -24,6 +24,7 @@ def test_value_position_is_found_after_the_field_name():
 
 def test_distribution_renormalises_over_allowed_scores_only():
     dist = score_distribution(ANSWER, "score", [1, 2, 3, 4, 5])
+    assert dist is not None
     # allowed tokens present: 3 (0.5) and 4 (0.3); '9' and 'x' are not allowed
     assert dist == pytest.approx({1: 0, 2: 0, 3: 0.625, 4: 0.375, 5: 0})
     assert expected_score(dist) == pytest.approx(3 * 0.625 + 4 * 0.375)
@@ -33,7 +34,7 @@ def test_same_score_in_two_token_forms_adds_up():
     answer = [tok('{"grade":'), tok("2", [("2", math.log(0.4)), (" 2", math.log(0.2)), ("0", math.log(0.2))]),
               tok("}")]
     dist = score_distribution(answer, "grade", [0, 1, 2])
-    assert dist == pytest.approx({0: 0.25, 1: 0.0, 2: 0.75})
+    assert dist is not None and dist == pytest.approx({0: 0.25, 1: 0.0, 2: 0.75})
     assert expected_score(dist) == pytest.approx(1.5)
 
 

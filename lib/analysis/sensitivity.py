@@ -8,6 +8,7 @@ would break ties arbitrarily and make "unchanged" depend on the sort algorithm.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,14 @@ def label_grades(labels: pd.DataFrame) -> tuple[int, ...]:
     return tuple(sorted(int(g) for g in labels.label.dropna().unique()))
 
 
-def label_repeat_disagreement(labels: pd.DataFrame, repeat: pd.DataFrame) -> dict[str, object]:
+class RepeatDisagreement(TypedDict):
+    """The chosen label's measured repeat disagreement: the rate, the label definition's column, the pairs."""
+    rate: float
+    column: str
+    n: int
+
+
+def label_repeat_disagreement(labels: pd.DataFrame, repeat: pd.DataFrame) -> RepeatDisagreement:
     """Measured repeat disagreement of the label chapter 04 uses (:func:`lib.analysis.validity.repeat_disagreement`
     on the ``label`` columns chapter 03 writes into both tables), with the definition's column
     (``labels.label_source``) and n, the pairs compared. A repeat table without a ``label`` column gives NaN."""
