@@ -49,7 +49,6 @@ import pandas as pd
 
 from lib import paths
 
-
 MANIFEST_FILE = paths.DATA / "MANIFEST.json"
 
 

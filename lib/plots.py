@@ -64,7 +64,7 @@ def monitor_trend(summary, metrics: Sequence[str], targets: dict[str, float], al
     (black) and the alert threshold on it (dashed red); the injected degraded day is shaded."""
     fig = go.Figure()
     colours = px.colors.qualitative.Safe
-    for colour, metric in zip(colours, metrics):
+    for colour, metric in zip(colours, metrics, strict=False):
         fig.add_scatter(x=summary.day, y=summary[metric], mode="lines+markers", name=metric, line_color=colour)
         fig.add_hline(y=targets[metric], line_dash="dot", line_color=colour, opacity=0.6)
     fig.add_scatter(x=summary.day, y=summary.overall, mode="lines+markers", name="overall", line_color="black",
@@ -195,7 +195,7 @@ def interval_forest(rows: pd.DataFrame, title: str, x_label: str, targets: Mappi
     fig = go.Figure()
     palette = px.colors.qualitative.Safe
     order = list(rows["label"])
-    for colour, (group, part) in zip(palette, rows.groupby("group", sort=False)):
+    for colour, (group, part) in zip(palette, rows.groupby("group", sort=False), strict=False):
         fig.add_scatter(x=part["value"], y=part["label"], mode="markers", name=str(group), marker_color=colour,
                         marker_size=9, error_x={"type": "data", "symmetric": False,
                                                 "array": (part["ci_high"] - part["value"]).tolist(),
@@ -241,9 +241,9 @@ def method_comparison(table: pd.DataFrame, chosen: str) -> go.Figure:
     """Dev quadratic-weighted κ of each method (``table``: :func:`lib.analysis.calibration.compare_on_dev`) with
     its CI; the chosen method, the other LLM methods and the non-LLM baselines in three colours."""
     rows = pd.DataFrame({
-        "label": [f"{m} ({int(c)} call{'s' if c != 1 else ''}/item)" for m, c in zip(table.index, table["calls"])],
+        "label": [f"{m} ({int(c)} call{'s' if c != 1 else ''}/item)" for m, c in zip(table.index, table["calls"], strict=True)],
         "group": ["chosen" if m == chosen else "non-LLM baseline" if c == 0 else "LLM method"
-                  for m, c in zip(table.index, table["calls"])],
+                  for m, c in zip(table.index, table["calls"], strict=True)],
         "value": table["weighted_kappa"].astype(float).to_numpy(),
         "ci_low": table["weighted_kappa_ci_low"].astype(float).to_numpy(),
         "ci_high": table["weighted_kappa_ci_high"].astype(float).to_numpy()})

@@ -7,8 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from lib.analysis.stats import (bootstrap_ci, cluster_bootstrap_ci, cohen_kappa, krippendorff_alpha, min_attainable_p,
-                                minimum_detectable_effect, sign_flip_test, sign_test, win_loss_tie)
+from lib.analysis.stats import (
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    cohen_kappa,
+    krippendorff_alpha,
+    min_attainable_p,
+    minimum_detectable_effect,
+    sign_flip_test,
+    sign_test,
+    win_loss_tie,
+)
 
 
 def test_cohen_kappa_hand_computed():

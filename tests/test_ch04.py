@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from lib.costs import hosted_cost, read_ledgers
 from lib.chapters.ch04 import comparison_paragraph, conclusion, perturbation_text, threats_to_validity
+from lib.costs import hosted_cost, read_ledgers
 
 
 def row(measure="NDCG@3", baseline="base", primary=False, mean_diff=0.01, wins=3, losses=3, ties=6, p=0.7,

@@ -9,8 +9,17 @@ import pandas as pd
 import pytest
 
 from lib import tables
-from lib.analysis.comparisons import (COMPARISON_COLUMNS, compare_to_baselines, holm, holm_by_family, measure_status,
-                                      method_summary, paired_comparison, paired_differences, results_table)
+from lib.analysis.comparisons import (
+    COMPARISON_COLUMNS,
+    compare_to_baselines,
+    holm,
+    holm_by_family,
+    measure_status,
+    method_summary,
+    paired_comparison,
+    paired_differences,
+    results_table,
+)
 from lib.analysis.ranking import per_entry
 from lib.analysis.stats import minimum_detectable_effect
 
@@ -91,7 +100,7 @@ def test_compare_to_baselines_on_the_constructed_case():
                                  n_resamples=2000)
     assert list(table.columns) == list(COMPARISON_COLUMNS) == list(tables.SCHEMAS["ndcg_comparisons"])
     # tested measures × baselines in METHOD_ORDER (random, embedding); the primary comparison first
-    assert list(zip(table.measure, table.baseline)) == [
+    assert list(zip(table.measure, table.baseline, strict=True)) == [
         ("NDCG@3", "embedding"), ("Hit@1 (g=2)", "random"), ("Hit@1 (g=2)", "embedding"), ("NDCG@3", "random"),
         ("NDCG@5", "random"), ("NDCG@5", "embedding")]
     assert table.primary.tolist() == [True] + [False] * 5 and table.family_size.tolist() == [1] + [5] * 5

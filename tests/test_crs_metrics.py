@@ -8,8 +8,19 @@ import numpy as np
 import pytest
 
 from lib.crs.config import MetricConfig
-from lib.crs.metrics import (boundary_agreement, copy_ratio, idf_cosine, jaccard, legacy_boundaries,
-                             legacy_similarities, pk, session_summary, shift_table, turn_adaptation, turn_table)
+from lib.crs.metrics import (
+    boundary_agreement,
+    copy_ratio,
+    idf_cosine,
+    jaccard,
+    legacy_boundaries,
+    legacy_similarities,
+    pk,
+    session_summary,
+    shift_table,
+    turn_adaptation,
+    turn_table,
+)
 from tests.crs_tiny import tiny_universe
 
 
@@ -65,9 +76,9 @@ def test_idf_weighted_cosine_does_not_depend_on_the_hash_seed():
 
 def test_copy_ratio_is_the_max_over_orders_of_clipped_ngram_precision():
     # bigrams ab bc cd vs ab bc cx: 2/3; trigrams abc bcd vs abc bcx: 1/2; the max is 2/3.
-    assert copy_ratio("a b c d".split(), "a b c x".split(), (2, 3)) == pytest.approx(2 / 3)
+    assert copy_ratio(["a", "b", "c", "d"], ["a", "b", "c", "x"], (2, 3)) == pytest.approx(2 / 3)
     # Clipped counts: "a b" occurs twice in the system turn but once in the user turn: 1 of 3 bigrams.
-    assert copy_ratio("a b a b".split(), "a b".split(), (2,)) == pytest.approx(1 / 3)
+    assert copy_ratio(["a", "b", "a", "b"], ["a", "b"], (2,)) == pytest.approx(1 / 3)
     assert copy_ratio(["hi"], ["hi"], (2, 3)) == 0.0  # shorter than every order
 
 

@@ -109,7 +109,7 @@ def test_segmentation_baselines(run):
 
 def test_session_frame_and_judge_correlations(run):
     sessions = summaries.session_frame(run.rows, run.logs)
-    echo = [log for log in run.logs if log.system == "echo"][0]
+    echo = next(log for log in run.logs if log.system == "echo")
     user_words = [len(t.text.split()) for t in echo.conversation[0::2]]
     assert sessions.set_index(["system", "session_id"]).loc[("echo", echo.session_id), "reply_words"] == \
         pytest.approx(np.mean(user_words))
@@ -191,7 +191,7 @@ def test_radar_closes_each_polygon_on_the_means(run):
     means = summaries.component_means(run.rows)
     fig = plots.component_radar(means, SYSTEMS)
     assert [t.name for t in fig.data] == SYSTEMS
-    for trace, (_, row) in zip(fig.data, means.iterrows()):
+    for trace, (_, row) in zip(fig.data, means.iterrows(), strict=True):
         assert list(trace.r[:-1]) == pytest.approx(list(row)) and trace.r[-1] == trace.r[0]
         assert list(trace.theta) == [*means.columns, means.columns[0]]
 
@@ -216,5 +216,5 @@ def test_recovery_by_window_and_ablation_bars(run):
     bars = plots.ablation_bars(scores, SYSTEMS)
     assert [t.name for t in bars.data] == SYSTEMS
     echo = bars.data[2]
-    assert dict(zip(echo.x, echo.y)) == pytest.approx(scores[scores["system"] == "echo"].set_index("variant")["score"]
+    assert dict(zip(echo.x, echo.y, strict=True)) == pytest.approx(scores[scores["system"] == "echo"].set_index("variant")["score"]
                                                       .to_dict())

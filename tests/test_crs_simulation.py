@@ -16,10 +16,24 @@ from lib.crs.config import MetricConfig
 from lib.crs.judge import judge_conversations
 from lib.crs.records import JudgeRecord, ResultRow, SessionLog, read_jsonl, write_jsonl
 from lib.crs.runner import read_run, run_sessions
-from lib.crs.simulator import (SimulatorSettings, acceptable_utterance, names_title, phrase_scripts, simulate_script,
-                               stateable_values)
-from lib.crs.systems import (ASK_TEXT, CRS, echo_crs, llm_crs, memoryless_llm_crs, retrieval_template_crs,
-                             stale_template_crs, track_constraints)
+from lib.crs.simulator import (
+    SimulatorSettings,
+    acceptable_utterance,
+    names_title,
+    phrase_scripts,
+    simulate_script,
+    stateable_values,
+)
+from lib.crs.systems import (
+    ASK_TEXT,
+    CRS,
+    echo_crs,
+    llm_crs,
+    memoryless_llm_crs,
+    retrieval_template_crs,
+    stale_template_crs,
+    track_constraints,
+)
 from lib.crs.universe import load_universe
 from lib.data import DataFormatError
 from lib.llm.gateway import Endpoint, Gateway
@@ -284,7 +298,7 @@ def test_logs_are_validated_on_write(tmp_path):
     with pytest.raises(ValueError, match="shift_events turns"):
         SessionLog.model_validate(log_record(shift_events=[{"turn": 0, "from": "genre", "to": "actor",
                                                             "values": ["actor=tom hanks"], "dropped": []}]))
-    with pytest.raises(ValueError, match="string_pattern_mismatch|should match pattern"):
+    with pytest.raises(ValueError, match=r"string_pattern_mismatch|should match pattern"):
         SessionLog.model_validate(log_record(conversation=[log_record()["conversation"][0],
                                                            {"speaker": "SYSTEM", "text": "x",
                                                             "constraints": ["mood=happy"]}]))

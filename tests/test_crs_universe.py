@@ -54,7 +54,7 @@ def test_join_on_title_and_year_and_its_coverage(universe):
     assert (coverage.redial_items, coverage.redial_without_year, coverage.opendialkg_items) == (12, 1, 4)
     # Amélie (accent), Heat, and Splash (disambiguation dropped) join; Big exists only with another year.
     assert (coverage.matched, coverage.with_language, coverage.title_other_year) == (3, 3, 1)
-    languages = dict(zip(universe.items["name"], universe.items["language"]))
+    languages = dict(zip(universe.items["name"], universe.items["language"], strict=True))
     assert languages["Amélie (2001)"] == ["french"] and languages["Heat (1995)"] == ["english", "spanish"]
     assert languages["Big (1988)"] == [] and languages["The Time Machine"] == []
     assert coverage.as_frame().loc["matched", "share_of_redial"] == pytest.approx(3 / 12)

@@ -56,7 +56,7 @@ def test_rank_biserial_by_hand():
 def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
     frame = pd.DataFrame({"system": ["a"] * 6 + ["b"] * 6, "before": [1.0] * 12,
                           "at": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] + [1.0] * 6,
-                          "after": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4] + [1.0, 1.0, 1.0, 1.0, 1.0, 0.5]})
+                          "after": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5]})
     table = validity.paired_tests(frame, {"drop at the shift": ("before", "at"), "recovery": ("after", "at")})
     drop = table[(table.system == "a") & (table.comparison == "drop at the shift")].iloc[0]
     # Six positive differences: exact two-sided p = 2/2^6; every rank positive: r = 1.

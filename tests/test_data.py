@@ -11,9 +11,19 @@ from pathlib import Path
 import pytest
 
 from lib import data, paths
-from lib.data import (ED_EMOTIONS, DataFormatError, load_alce_utility, load_dl19, load_journal_entries,
-                      load_noveleval, load_opendialkg_movies, load_rag25_nuggets, load_rag25_topics,
-                      load_redial_movies, load_summeval)
+from lib.data import (
+    ED_EMOTIONS,
+    DataFormatError,
+    load_alce_utility,
+    load_dl19,
+    load_journal_entries,
+    load_noveleval,
+    load_opendialkg_movies,
+    load_rag25_nuggets,
+    load_rag25_topics,
+    load_redial_movies,
+    load_summeval,
+)
 
 JOURNAL_TEST = paths.DATA / "journal_entries" / "ed_situations_test.csv"
 SUMMEVAL = paths.DATA / "human_judgments" / "summeval_geval" / "summeval.json"

@@ -7,7 +7,6 @@ import pytest
 from lib.judges import guardrails
 from lib.judges.guardrails import RuleVerdict, banned_shame_word, shaming_phrases
 
-
 SHAMING = [
     ("You failed, but tomorrow is new.", "you_failed", "You failed"),
     ("Honestly, you really messed up with her.", "you_failed", "you really messed up"),

@@ -98,7 +98,7 @@ def test_make_pools_splits_each_key_into_chunks_in_first_appearance_order():
     keys = [item.source for item in items]
     pools = make_pools(items, keys, size=5)
     # q2: 12 passages -> 12 // 5 = 2 chunks of 6 (array_split); q1: 3 passages, fewer than 5 -> one pool
-    assert [(p.source, p.rows) for p in pools] == [("q2", tuple(range(0, 6))), ("q2", tuple(range(6, 12))),
+    assert [(p.source, p.rows) for p in pools] == [("q2", tuple(range(6))), ("q2", tuple(range(6, 12))),
                                                    ("q1", (12, 13, 14))]
     with pytest.raises(ValueError, match="differ in source or context"):
         make_pools([JudgeItem("s", "a", "p"), JudgeItem("s", "b", "other person")], ["e", "e"])
@@ -137,7 +137,7 @@ def test_nudge_items_take_entry_text_and_persona():
 
 
 def test_geval_steps_are_generated_by_the_command_and_only_read_in_a_run(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m lib.judges.geval steps CulturalSensitivity"):
+    with pytest.raises(FileNotFoundError, match=r"python -m lib\.judges\.geval steps CulturalSensitivity"):
         geval.evaluation_steps(geval.CULTURAL_SENSITIVITY, folder=tmp_path / "steps")
     with FakeOpenAI(always("1. Read the entry.\n2. Read the message.\n3. Score it.\n")) as fake:
         path = geval.generate_steps(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), folder=tmp_path / "steps")
@@ -210,7 +210,7 @@ def test_tone_empathy_rule_decides_shaming_without_llm_and_sends_the_rest(tmp_pa
 def test_register_adds_a_rubric_once(monkeypatch):
     monkeypatch.setattr(geval, "RUBRICS", {})
     rubric = geval.register(geval.Rubric("Brevity", (1, 3), "Rate the message.", "How short it is."))
-    assert geval.RUBRICS == {"Brevity": rubric} and rubric.scores == [1, 2, 3]
+    assert {"Brevity": rubric} == geval.RUBRICS and rubric.scores == [1, 2, 3]
     with pytest.raises(ValueError, match="'Brevity' is already registered"):
         geval.register(geval.Rubric("Brevity", (1, 5), "Another intro.", "Other criteria."))
     assert geval.RUBRICS["Brevity"] is rubric

@@ -54,6 +54,7 @@ def test_after_a_prefill_the_value_is_the_first_generated_token():
 def test_weighted_fields_reads_every_field_or_none():
     import math
     from types import SimpleNamespace
+
     from lib.judges.logprobs import weighted_fields
 
     value = SimpleNamespace(a=3, b=1)

@@ -116,8 +116,8 @@ def test_report_prints_the_trend_with_target_marks(db, tmp_path, capsys):
     assert monitor.main(["--db", str(db), "--target", "relevance=0.5", "report", "--days", "7"]) == monitor.EXIT_OK
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[1:] == ["targets", ">", "0.90", ">", "0.50", ">", "0.70", ">", "0.95"][1:]
-    day1 = next(l for l in lines if l.startswith("2026-11-01"))
-    day2 = next(l for l in lines if l.startswith("2026-11-02"))
+    day1 = next(line for line in lines if line.startswith("2026-11-01"))
+    day2 = next(line for line in lines if line.startswith("2026-11-02"))
     assert "!" not in day1 and day2.count("!") == 4
 
 
@@ -141,6 +141,7 @@ def test_simulated_log_serves_the_no_context_answer_on_the_degraded_day():
 
 def test_console_script_is_declared():
     import tomllib
+
     from lib import paths
     scripts = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["study-monitor"] == "lib.monitor:cli"

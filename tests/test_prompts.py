@@ -16,7 +16,7 @@ def test_parts_are_split_stripped_and_counted(tmp_path):
 
 def test_part_count_is_checked():
     assert len(prompts.parts("relevance_pointwise", 3)) == 3
-    with pytest.raises(ValueError, match="relevance_pointwise: expected 2 parts .* found 3"):
+    with pytest.raises(ValueError, match=r"relevance_pointwise: expected 2 parts .* found 3"):
         prompts.parts("relevance_pointwise", 2)
 
 

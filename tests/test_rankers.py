@@ -22,7 +22,7 @@ def make_pool(vectors, confidence, texts=None, entry_id="e", entry_vector=(1.0, 
     return rankers.Pool(entry_id, np.asarray(entry_vector), category, PERSONA, candidates, np.asarray(vectors, float))
 
 
-TINY = dict(vectors=[[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]], confidence=[0.9, 0.2, 0.5])
+TINY = {"vectors": [[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]], "confidence": [0.9, 0.2, 0.5]}
 CATEGORY = rankers.CategoryOnlyRanker(names=("action", "support"), definition_vectors=np.eye(2))
 ALL = [rankers.RandomRanker(seed=1), rankers.GeneratorOrderRanker(), rankers.EmbeddingSimilarityRanker(), CATEGORY, rankers.SelfConfidenceRanker(),
        rankers.ValueAwareRanker({PERSONA.persona_id: np.array([0.0, 1.0])}, alpha=0.5)]
@@ -58,7 +58,7 @@ def test_generator_order_ranks_by_position_whatever_the_table_order():
     table = rankers.order(shuffled, rankers.GeneratorOrderRanker().scores(shuffled), tie_seed=5)
     assert table.candidate_id.tolist() == ["e/c1", "e/c3", "e/c0", "e/c2"]  # positions 0, 1, 2, 3
     assert (table["rank"] == table.candidate_id.map(dict(zip(shuffled.candidates.candidate_id,
-                                                             shuffled.candidates.position))) + 1).all()
+                                                             shuffled.candidates.position, strict=True))) + 1).all()
 
 
 def test_ties_are_broken_by_a_seeded_random_order():

@@ -8,8 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.analysis.ranking import (MEASURES, NDCG, Hit, coverage, informative_entries, methods_in, per_entry,
-                                  random_expected_rows, register, value_range)
+from lib.analysis.ranking import (
+    MEASURES,
+    NDCG,
+    Hit,
+    coverage,
+    informative_entries,
+    methods_in,
+    per_entry,
+    random_expected_rows,
+    register,
+    value_range,
+)
 
 
 def ref_ndcg(gains_in_rank_order, k):

@@ -82,7 +82,7 @@ def test_report_card_rows_and_anchors():
 
 
 def test_report_card_refuses_an_unknown_statistic():
-    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0)))
+    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0), strict=True))
     with pytest.raises(ValueError, match=r"unknown statistic\(s\) \['accuracy'\]"):
         rc.report_card([row])
 

@@ -8,9 +8,18 @@ import pandas as pd
 import pytest
 
 from lib.analysis import sensitivity
-from lib.analysis.sensitivity import (entries_by_variant, flip_labels, label_grades, label_repeat_disagreement,
-                                      label_variants, mean_by_method, means_by_variant, order_text,
-                                      perturbation_check, weak_order)
+from lib.analysis.sensitivity import (
+    entries_by_variant,
+    flip_labels,
+    label_grades,
+    label_repeat_disagreement,
+    label_variants,
+    mean_by_method,
+    means_by_variant,
+    order_text,
+    perturbation_check,
+    weak_order,
+)
 
 
 def test_flip_labels_changes_exactly_the_fraction():

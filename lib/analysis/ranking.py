@@ -104,7 +104,7 @@ class NDCG:
         divided by the (fixed) IDCG@k; NaN when IDCG = 0."""
         n, k = len(gains), self.cutoff
         discounts = [1 / math.log2(i + 1) for i in range(1, min(k, n) + 1)]
-        ideal = sum(g * d for g, d in zip(sorted(gains, reverse=True), discounts))
+        ideal = sum(g * d for g, d in zip(sorted(gains, reverse=True), discounts, strict=False))
         return float(np.mean(gains) * sum(discounts) / ideal) if ideal > 0 else float("nan")
 
 

@@ -34,8 +34,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from lib.analysis.names import (ALPHA, BINARY_KAPPA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, KAPPA, KENDALL, MARGIN,
-                                POSITION_CONSISTENCY, SPEARMAN, STATISTICS, WEIGHTED_KAPPA)
+from lib.analysis.names import (
+    ALPHA,
+    BINARY_KAPPA,
+    EXPECTED_RHO,
+    EXPECTED_RHO_WITHIN,
+    KAPPA,
+    KENDALL,
+    MARGIN,
+    POSITION_CONSISTENCY,
+    SPEARMAN,
+    STATISTICS,
+    WEIGHTED_KAPPA,
+)
 from lib.analysis.stats import MIN_CI_UNITS, interval_text, number_text
 from lib.llm.server import describe_model
 
@@ -182,7 +193,7 @@ def forest_rows(table: pd.DataFrame, label: Sequence[str], group: str | pd.Serie
 def _row(judge: str, model: str, dataset: str, criterion: str, statistic: str, level: str, n: float, value: float,
          ci_low: float, ci_high: float, ci_over: str, failed: float = 0) -> dict[str, object]:
     return dict(zip(CARD_COLUMNS, (judge, model, dataset, criterion, statistic, level, n, value, ci_low, ci_high,
-                                   ci_over, failed)))
+                                   ci_over, failed), strict=True))
 
 
 def _units(n: float, unit: str) -> str:

@@ -53,7 +53,7 @@ def flip_labels(labels: pd.DataFrame, fraction: float, seed: int, grades: Sequen
     rng = np.random.default_rng(seed)
     flipped = labels.copy()
     present = np.flatnonzero(flipped.label.notna().to_numpy())
-    chosen = rng.choice(present, size=int(round(fraction * len(present))), replace=False)
+    chosen = rng.choice(present, size=round(fraction * len(present)), replace=False)
     for i in chosen:
         current = int(flipped.label.iloc[i])
         others = [g for g in grades if g != current]
@@ -89,7 +89,7 @@ def label_variants(labels: pd.DataFrame, judge_validity: pd.DataFrame, repeat: p
     """The labels table under each label definition of ``judge_validity`` (label := its column), and under the
     chosen label with the re-judged candidates' repeat labels (another prompt layout) in place of the first ones."""
     variants = {f"{name} (column {column})": labels.assign(label=labels[column])
-                for name, column in zip(judge_validity.label_definition, judge_validity.column)}
+                for name, column in zip(judge_validity.label_definition, judge_validity.column, strict=True)}
     replaced = labels.set_index("candidate_id")
     replaced.loc[repeat.candidate_id, "label"] = repeat.set_index("candidate_id").label
     variants[f"chosen label, {len(repeat)} re-judged under another prompt layout replaced"] = replaced.reset_index()

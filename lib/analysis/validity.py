@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from lib.analysis.stats import MeasurementLevel, cohen_kappa, krippendorff_alpha
 from lib.design import GRADES
@@ -69,7 +69,7 @@ def agreement_ci(a: ArrayLike, b: ArrayLike, seed: int, n_resamples: int = 2000,
                              float("nan"))
     out: dict[str, float] = {}
     for name, weights in (("kappa", None), ("weighted_kappa", "quadratic")):
-        def statistic(x: np.ndarray, y: np.ndarray) -> float:
+        def statistic(x: np.ndarray, y: np.ndarray, weights: str | None = weights) -> float:
             return cohen_kappa(x, y, categories, weights=weights)
 
         result = bootstrap((a, b), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
@@ -229,7 +229,7 @@ def reshuffled_agreement(labels: pd.DataFrame, shown: Sequence, reshown: Sequenc
     rows = [r for a, _ in moved for r in a.rows]
     subset = labels.iloc[rows]
     return {"pools": len(shown), "pools_reordered": len(moved),
-            "same_first_item": sum(a.rows[0] == b.rows[0] for a, b in zip(shown, reshown)),
+            "same_first_item": sum(a.rows[0] == b.rows[0] for a, b in zip(shown, reshown, strict=True)),
             **agreement_of_columns(subset, "listwise_grade", "listwise_shuffled_grade")}
 
 
@@ -396,9 +396,9 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
         n = counts @ present
         score_means = (counts @ np.where(present, s, 0.0)) / n
         human_means = (counts @ np.where(present, h, 0.0)) / n
-    distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means)])
+    distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means, strict=True)])
     low, high = _percentile_ci(distribution, level) if len(s) > 1 else (float("nan"), float("nan"))
-    return {"value": value, "systems": int(scores.shape[1]), "documents": int(len(s)), "ci_low": low, "ci_high": high}
+    return {"value": value, "systems": int(scores.shape[1]), "documents": len(s), "ci_low": low, "ci_high": high}
 
 
 def geval_protocol(frame: pd.DataFrame, dimensions: Mapping[str, str], group: str = "doc_id",

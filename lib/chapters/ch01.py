@@ -1,9 +1,6 @@
 """Chapter 01 (nudge candidate generation): its generated text and front-page headline, from its tables."""
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-
 from lib.chapters.headline import Tables, headline
 
 

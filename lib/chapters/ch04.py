@@ -136,8 +136,8 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
             lines.append(f"- {_comparison_sentence(row)}, Holm-adjusted p = {_p(row['p_holm'])}: "
                          f"{system} is {'better' if row['mean_diff'] > 0 else 'worse'}.")
         if len(identical):
-            lines.append(f"- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
-                         f"entries): "
+            lines.append("- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
+                         "entries): "
                          + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
         excludes = [(r, _excluding_cis(r)) for _, r in differing[~differing.significant.astype(bool)].iterrows()]
         excludes = [(r, names) for r, names in excludes if names]
@@ -210,8 +210,8 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
                    f"informative for {measure}" if len(primary) else "")
     constant_text = (f"{constant} of {pools} pools carry a single label value, so every method scores the same "
-                     f"on them" if constant else f"no pool carries a single label value")
-    distribution = (f"- **Label distribution.** Label counts by grade: "
+                     f"on them" if constant else "no pool carries a single label value")
+    distribution = ("- **Label distribution.** Label counts by grade: "
                     + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
                     + f" ({int(labels.label.isna().sum())} missing); {constant_text}{informative}.")
     per_persona = entries.groupby("persona_id").size()
@@ -313,11 +313,11 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
     thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, "
                   f"κ_w ≥ {min_kappa:g}, one order under every label definition)")
     if failed:
-        verdict = (f"**No — with today's data, this judge cannot rank these methods**: " + "; ".join(failed)
+        verdict = ("**No — with today's data, this judge cannot rank these methods**: " + "; ".join(failed)
                    + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "
                      f"these {int(row['n_entries'])} entries, not a finding about the methods.")
     else:
-        verdict = (f"**Yes**: " + "; ".join(text for _, text in conditions) + f" {thresholds}.{secondary_text} "
+        verdict = ("**Yes**: " + "; ".join(text for _, text in conditions) + f" {thresholds}.{secondary_text} "
                    f"The finding is still this judge's view; see the threats to validity.")
     return (f"**Does {system} rank better than {baseline} on {measure}?** {answer}\n\n"
             f"**Can this judge rank these methods?** {verdict}")

@@ -89,7 +89,7 @@ def automatic_nuggets(judge: Gateway, qids: Sequence[str], narrative: Mapping[st
     """Per topic: nuggets created from the narrative and the topic's answers, then labelled vital/okay."""
     auto = {}
     for q in qids:
-        sources = [narrative[q]] + answers[(answers.qid == q) & answers.answer.notna()].answer.tolist()
+        sources = [narrative[q], *answers[(answers.qid == q) & answers.answer.notna()].answer.tolist()]
         created = nug.create_nuggets(judge, narrative[q], sources, max_nuggets=max_nuggets, call_label=f"rag25:{q}")
         importance, failures = nug.label_importance(judge, narrative[q], created.nuggets, call_label=f"rag25:{q}")
         auto[q] = AutomaticNuggets(created, importance, failures)

@@ -441,7 +441,7 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
     first = rows.loc[("pairwise", "share of answers choosing the first-shown passage")]
     answers = 2 * int(first.n)
     if answers:
-        chose_first = int(round(first.value * answers))
+        chose_first = round(first.value * answers)
         first_shown = (f"{chose_first} of {answers} answers (exact binomial p = "
                        f"{binomtest(chose_first, answers, 0.5).pvalue:.1g} against no preference; the answers share "
                        f"passages, so read it as a description)")

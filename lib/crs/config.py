@@ -3,9 +3,10 @@ before any run. A notebook passes a changed copy (``dataclasses.replace``) for a
 to fit a result."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 # TAS_t = clip(α·CC_t + β·CR_t − γ·I_t, −1, 1). γ = α + β makes a turn that copies the user completely (I = 1)
 # score at most 0 however well it matches the user's concepts: the echo system must not look adaptive.

@@ -81,7 +81,7 @@ class SessionLog(Strict):
     shift_events: list[ShiftEventRecord]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "SessionLog":
+    def _consistent(self) -> SessionLog:
         turns = self.conversation
         if not turns or len(turns) % 2 or any(t.speaker != ("USER", "SYSTEM")[i % 2] for i, t in enumerate(turns)):
             raise ValueError("conversation must alternate USER and SYSTEM turns, starting with USER and ending "
@@ -117,7 +117,7 @@ class JudgeRecord(Strict):
     model: str | None = None
 
     @model_validator(mode="after")
-    def _scores_iff_ok(self) -> "JudgeRecord":
+    def _scores_iff_ok(self) -> JudgeRecord:
         scores = [self.coherence, self.personalisation, self.proactiveness]
         if self.ok and (None in scores or self.failure_kind is not None):
             raise ValueError("an ok judgment has all three scores and no failure_kind")

@@ -18,10 +18,24 @@ import pandas as pd
 
 from lib.crs.config import MetricConfig
 from lib.crs.judge import judge_conversations, not_judged
-from lib.crs.metrics import (boundary_agreement, legacy_boundaries, legacy_similarities, session_summary,
-                             shift_table, turn_table)
-from lib.crs.records import (CRS_OUTPUTS, LOG_FILE, RESULTS_FILE, JudgeRecord, ResultRow, SessionLog, read_jsonl,
-                             write_jsonl)
+from lib.crs.metrics import (
+    boundary_agreement,
+    legacy_boundaries,
+    legacy_similarities,
+    session_summary,
+    shift_table,
+    turn_table,
+)
+from lib.crs.records import (
+    CRS_OUTPUTS,
+    LOG_FILE,
+    RESULTS_FILE,
+    JudgeRecord,
+    ResultRow,
+    SessionLog,
+    read_jsonl,
+    write_jsonl,
+)
 from lib.crs.simulator import Phrasing, Script, SimulatorSettings, phrase_scripts, simulate_script, user_text
 from lib.crs.systems import CRS, SystemReply
 from lib.crs.universe import ItemUniverse
@@ -71,7 +85,7 @@ def converse(system: CRS, scripts: Sequence[Script], phrased: Sequence[Sequence[
     conversations: list[list[dict[str, Any]]] = [[] for _ in scripts]
     counts = [dict.fromkeys(DIAGNOSTICS, 0) for _ in scripts]
     for t in range(len(scripts[0].turns)):
-        for script, conversation, utterances in zip(scripts, conversations, phrased):
+        for script, conversation, utterances in zip(scripts, conversations, phrased, strict=True):
             previous = script.turns[t - 1] if t else None
             previous_text = conversation[-1]["text"] if t else None
             text = user_text(script.turns[t], utterances[t][0], previous, previous_text, universe, script.targets)
@@ -165,7 +179,7 @@ def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence
         judged = [i for i in range(len(logs)) if judge_sessions is None or i % len(scripts) < judge_sessions]
         verdicts = judge_conversations(judge_gateway, [logs[i].record()["conversation"] for i in judged],
                                        [f"{logs[i].system}:{logs[i].session_id}" for i in judged])
-        for i, verdict in zip(judged, verdicts):
+        for i, verdict in zip(judged, verdicts, strict=True):
             judgments[i] = verdict
     metrics, turns, shifts = evaluate_logs(logs, universe, config, embed)
     results = result_rows(logs, metrics, [s.seed for _ in systems for s in scripts], diagnostics, judgments)

@@ -135,7 +135,7 @@ def ablation(turns: pd.DataFrame, rows: pd.DataFrame, config: MetricConfig = Met
     for variant, change in TAS_VARIANTS.items():
         weights = dict(config.tas_weights) | dict(change or {})
         tas = [turn_adaptation(cc, cr, copy, weights) for cc, cr, copy in
-               zip(scored["cc"], scored["cr"], scored["copy_ratio"])]
+               zip(scored["cc"], scored["cr"], scored["copy_ratio"], strict=True)]
         per_session = scored.assign(tas=tas).groupby(["system", "session_id"], sort=False)["tas"].mean()
         out.extend({"system": system, "variant": variant, "score": float(value)}
                    for system, value in per_session.groupby(level="system", sort=False).mean().items())
@@ -327,7 +327,7 @@ def concept_error_table(turns: pd.DataFrame, kind: str, k: int = MetricConfig().
     """:func:`concept_errors` side by side: one column per system, its ``k`` most frequent concepts of ``kind``
     as "concept (count)", most frequent first."""
     errors = concept_errors(turns, kind, k)
-    cells = {system: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"])]
+    cells = {system: [f"{c} ({n})" for c, n in zip(part["concept"], part["count"], strict=True)]
              for system, part in errors.groupby("system", sort=False)}
     grid = pd.DataFrame({m: pd.Series(v, index=range(1, len(v) + 1), dtype=object) for m, v in cells.items()},
                         index=pd.RangeIndex(1, k + 1, name="rank"))

@@ -25,9 +25,22 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from lib.crs.concepts import (FIELDS, GENRE_ALIASES, LANGUAGE_ALIASES, PERSON_FIELDS, PLOT_VOCABULARY, Gazetteer,
-                              canonical, concept, concept_field, content_words, normalise, plot_keywords,
-                              split_concept, tokens)
+from lib.crs.concepts import (
+    FIELDS,
+    GENRE_ALIASES,
+    LANGUAGE_ALIASES,
+    PERSON_FIELDS,
+    PLOT_VOCABULARY,
+    Gazetteer,
+    canonical,
+    concept,
+    concept_field,
+    content_words,
+    normalise,
+    plot_keywords,
+    split_concept,
+    tokens,
+)
 
 TITLE_YEAR = re.compile(r"^(?P<title>.*\S)\s*\((?P<year>\d{4})\)\s*$")
 DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -73,7 +86,7 @@ def join_languages(redial: pd.DataFrame, opendialkg: pd.DataFrame) -> tuple[list
     """Canonical languages of each ReDial row (empty where no OpenDialKG item matches) and the join coverage."""
     by_key: dict[tuple[str, str], list[str]] = defaultdict(list)
     titles: set[str] = set()
-    for name, year, languages in zip(opendialkg["name"], opendialkg["year"], opendialkg["language"]):
+    for name, year, languages in zip(opendialkg["name"], opendialkg["year"], opendialkg["language"], strict=True):
         title = normalise(DISAMBIGUATION.sub("", name))
         titles.add(title)
         if year is not None:
@@ -101,7 +114,7 @@ class ItemUniverse:
         self.coverage = coverage
         self.item_ids: tuple[str, ...] = tuple(self.items["item_id"])
         self.position = {item: i for i, item in enumerate(self.item_ids)}
-        self.names: dict[str, str] = dict(zip(self.items["item_id"], self.items["name"]))
+        self.names: dict[str, str] = dict(zip(self.items["item_id"], self.items["name"], strict=True))
         self.concepts_of: dict[str, frozenset[str]] = {}
         postings: dict[str, set[str]] = defaultdict(set)
         self.display: dict[str, str] = {}
@@ -220,7 +233,7 @@ class ItemUniverse:
         pool = sorted(exact_ids) if exact_ids else sorted(frozenset.union(*sets))
         if not pool:
             return Recommendation((), False, ())
-        met = [frozenset(c for c, ids in zip(wanted, sets) if item in ids) for item in pool]
+        met = [frozenset(c for c, ids in zip(wanted, sets, strict=True) if item in ids) for item in pool]
         # Sorted: a float sum in set order could differ in the last bit between processes and break a tie.
         score = np.array([sum(self.idf(c) for c in sorted(m)) for m in met])
         tie = np.random.default_rng(seed).random(len(pool))
@@ -237,7 +250,7 @@ def build_universe(redial: pd.DataFrame, opendialkg: pd.DataFrame) -> ItemUniver
         return list(dict.fromkeys(v for v in (canonical(field, r) for r in raw) if v))
 
     rows = []
-    for record, language in zip(redial.to_dict("records"), languages):
+    for record, language in zip(redial.to_dict("records"), languages, strict=True):
         title, year = split_title(record["name"])
         rows.append({"item_id": record["item_id"], "name": record["name"], "title": title, "year": year,
                      "genre": canonical_list("genre", record["genre"]), "actor": canonical_list("actor", record["star"]),

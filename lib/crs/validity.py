@@ -58,7 +58,7 @@ def shift_cc(turns: pd.DataFrame, window: int = MetricConfig().window) -> pd.Dat
         starts = list(part.index[part["shift"].astype(bool)])
         ends = [*starts[1:], int(part.index.max()) + 1]
         before, at, after = [], [], []
-        for start, end in zip(starts, ends):
+        for start, end in zip(starts, ends, strict=True):
             before.append(scored_cc.loc[max(0, start - window):start - 1].mean())
             at.append(scored_cc.get(start, np.nan))
             after.append(scored_cc.loc[start + 1:min(start + window, end) - 1].mean())

@@ -31,8 +31,15 @@ from lib.analysis.names import POSITION_CONSISTENCY
 from lib.analysis.stats import MIN_CI_UNITS, bootstrap_ci, cluster_bootstrap_ci
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.methods import PairJudgment
-from lib.judges.relevance import (PASSAGE_PROMPTS, Judgment, RelevancePrompts, judge_listwise, judge_messages,
-                                  judge_pointwise, pointwise_messages)
+from lib.judges.relevance import (
+    PASSAGE_PROMPTS,
+    Judgment,
+    RelevancePrompts,
+    judge_listwise,
+    judge_messages,
+    judge_pointwise,
+    pointwise_messages,
+)
 from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 

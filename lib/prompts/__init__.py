@@ -7,7 +7,7 @@ A template with several parts (system prompt, shared context, item) separates th
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from lib import paths
@@ -15,7 +15,7 @@ from lib import paths
 SEPARATOR = "\n---\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str, folder: Path = paths.PROMPTS) -> str:
     """The text of ``<folder>/<name>.txt`` (UTF-8); ``name`` may contain a subfolder (``geval_steps/Coherence``)."""
     return (folder / f"{name}.txt").read_text(encoding="utf-8")
