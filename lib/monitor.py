@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from lib import paths
 from lib.judges.logprobs import weighted_fields
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 METRICS = ("groundedness", "relevance", "completeness", "no_hallucination")
@@ -215,8 +215,8 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
         except MalformedRow as bad:
             malformed.append(str(bad))
             _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
-    calls = [{"messages": judge_messages(row), "schema": MonitorScores, "label": f"monitor:{day}:{row.id}",
-              "max_tokens": 60, "top_logprobs": TOP_LOGPROBS} for row in todo]
+    calls = [LLMCall(judge_messages(row), MonitorScores, label=f"monitor:{day}:{row.id}", max_tokens=60,
+                     top_logprobs=TOP_LOGPROBS) for row in todo]
     failed = 0
     for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}")):
         if result.ok:

@@ -34,7 +34,7 @@ from lib import paths, prompts
 from lib.judges.guardrails import RuleVerdict, banned_shame_word
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 
 STEPS_DIR = paths.PROMPTS / "geval_steps"
 STUDY_STEPS_DIR = paths.PROMPTS / "geval_steps_study"
@@ -227,8 +227,8 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
             results[i] = GEvalResult(rubric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
         else:
             pending.append(i)
-    calls = [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "label": f"{rubric.name}:{i}",
-              "max_tokens": 4, "top_logprobs": TOP_LOGPROBS, "prefill": SCORE_PREFILL} for i in pending]
+    calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, label=f"{rubric.name}:{i}", max_tokens=4,
+                     top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name)):
         if not result.ok:
@@ -241,9 +241,8 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
             results[i] = GEvalResult(rubric.name, True, expected_score(dist), result.value.score, "logprobs")
     for i in fallback:
         samples = gateway.complete_many(
-            [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "temperature": 1.0,
-              "seed": s, "max_tokens": 4, "prefill": SCORE_PREFILL, "label": f"{rubric.name}:{i}:sample{s}"}
-             for s in range(n_samples)],
+            [LLMCall(form_messages(rubric, steps, items[i]), schema, temperature=1.0, seed=s, max_tokens=4,
+                     prefill=SCORE_PREFILL, label=f"{rubric.name}:{i}:sample{s}") for s in range(n_samples)],
             desc=f"{rubric.name} samples")
         valid = [r.value.score for r in samples if r.ok]
         results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),

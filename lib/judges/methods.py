@@ -40,7 +40,7 @@ from lib.analysis.calibration import Method
 from lib.judges.items import JudgeItem
 from lib.judges.relevance import (PASSAGE_4POINT_PROMPTS, Judgment, RelevancePrompts, judge_messages,
                                   judge_pointwise, pointwise_messages, truncate)
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 # Criterion -> the question its call asks (graded 0–3: fully, mostly, slightly, not at all).
@@ -158,8 +158,8 @@ def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", ca
         for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text]), 2):
             pairs.append((str(pool), str(i), str(j)))
             for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
-                calls.append({"messages": pair_messages(query, a, b), "schema": Preference, "max_tokens": 4,
-                              "prefill": PAIR_PREFILL, "label": f"{call_label}:{pool}:{i}:{j}:{order}"})
+                calls.append(LLMCall(pair_messages(query, a, b), Preference, max_tokens=4, prefill=PAIR_PREFILL,
+                                     label=f"{call_label}:{pool}:{i}:{j}:{order}"))
     results = gateway.complete_many(calls, desc=call_label)
     judged = []
     for k, (pool, i, j) in enumerate(pairs):

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, create_model
 from lib.design import GRADES, PERSONAS_BY_ID
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.logprobs import expected_score, score_distribution
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 TOP_LOGPROBS = 5
@@ -134,9 +134,8 @@ def judge_messages(gateway: Gateway, messages: Sequence[list[dict[str, str]]], c
     """One pointwise call per prepared message list: the answer pre-filled up to ``{"grade": ``, the grade on
     ``scale`` read at that fixed position, p(g) renormalised over the scale's tokens among the top
     log-probabilities (:func:`lib.judges.logprobs.score_distribution`) and E[g] = Σ_g p(g)·g."""
-    calls = [{"messages": m, "schema": grade_schema(scale), "label": f"{call_label}:{i}", "max_tokens": 4,
-              "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed, "prefill": GRADE_PREFILL}
-             for i, m in enumerate(messages)]
+    calls = [LLMCall(m, grade_schema(scale), label=f"{call_label}:{i}", max_tokens=4, top_logprobs=TOP_LOGPROBS,
+                     temperature=temperature, seed=seed, prefill=GRADE_PREFILL) for i, m in enumerate(messages)]
     judgments = []
     for result in gateway.complete_many(calls, desc=call_label):
         if not result.ok:
@@ -159,8 +158,8 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
     if rows != list(range(len(rows))):
         raise ValueError("the pools' rows must cover 0..n-1 exactly once")
     shown = shown_pools(pools, order_seed)
-    calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows), prompts.scale),
-              "label": f"{call_label}:{i}", "max_tokens": 12 + 4 * len(pool.rows)} for i, pool in enumerate(shown)]
+    calls = [LLMCall(listwise_messages(pool, prompts), grades_schema(len(pool.rows), prompts.scale),
+                     label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows)) for i, pool in enumerate(shown)]
     judgments: list[Judgment] = [Judgment(ok=False)] * len(rows)
     for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label)):
         for k, row in enumerate(pool.rows):
