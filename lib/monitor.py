@@ -32,6 +32,7 @@ import random
 import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import date as Date, datetime
 from pathlib import Path
@@ -339,8 +340,9 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
                 summary = summary[summary.day <= args.end]
             print(trend_text(summary.tail(args.days), targets) if not summary.empty else "no judged days yet")
             return EXIT_OK
-        gateway = gateway or Gateway.from_env(notebook="monitor", role="judge")
-        done = run_day(connection, gateway, args.date, args.sample_rate, args.seed)
+        # A gateway made here is closed here (its open connections); a caller's stays the caller's to close.
+        with nullcontext(gateway) if gateway else Gateway.from_env(notebook="monitor", role="judge") as judge:
+            done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
         print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, seed {args.seed}); "
               f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
               f"{len(done.malformed)} malformed rows")

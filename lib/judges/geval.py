@@ -300,9 +300,9 @@ def main(argv: list[str] | None = None) -> None:
         if rubric not in todo:
             print(f"{rubric.name}: already stored in {steps_path(rubric)} (--force regenerates)")
     if todo:
-        gateway = Gateway.from_env(notebook="geval-steps")  # its ledger is not saved: no chapter's cost
-        for rubric in todo:
-            print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
+        with Gateway.from_env(notebook="geval-steps") as gateway:  # its ledger is not saved: no chapter's cost
+            for rubric in todo:
+                print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
         print("Review and commit the steps; `make stop` ends an embedded server the gateway started.")
 
 

@@ -26,6 +26,9 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
 * **Ledger**: calls, attempts, failures by kind, tokens, recorded latency, and every HTTP request sent
   (transport retries included).
 
+A gateway holds open HTTP connections: use it as a context manager (``with Gateway.from_env(...) as gateway:``) or
+call :meth:`Gateway.close` when done.
+
 Endpoint: the embedded xllamacpp server (started by its endpoint hook before the first live request) unless
 ``OPENAI_BASE_URL`` is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API
 key lives only in the Authorization header: it is never cached, logged, printed or put into an exception.
@@ -610,4 +613,13 @@ class Gateway:
         return path
 
     def close(self) -> None:
+        """Close the connections the ``openai`` client keeps open between requests (its HTTP client and pool; the
+        liveness probe closes its own). A script that never closes its gateway ends with a ``ResourceWarning``
+        per open socket; ``with Gateway.from_env(...) as gateway:`` closes it at the end of the block."""
         self._client.close()
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -142,8 +142,8 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
         return tokens, time.perf_counter() - start
 
     def via_gateway() -> tuple[int, float]:
-        with tempfile.TemporaryDirectory() as cache:
-            gateway = Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1)
+        with tempfile.TemporaryDirectory() as cache, \
+                Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1) as gateway:
             start = time.perf_counter()
             gateway.complete_many(calls, desc="bench")  # concurrency 1: one call after the other
             return gateway.ledger.completion_tokens, time.perf_counter() - start
