@@ -6,9 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from lib.judges import geval
 from tests.fakes import FakeOpenAI, always
+from tests.test_judges import gateway_for
 
 ROOT = Path(__file__).resolve().parents[1]
+STEPS = "1. Read the summary.\n2. Check the criterion.\n3. Assign a score."
 
 
 def run_script(code: str, url: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -43,3 +48,27 @@ def test_a_gateway_used_as_a_context_manager_leaves_no_socket_open(tmp_path):
                               fake.base_url, tmp_path / "unclosed")
     assert done.returncode == 0 and "ResourceWarning" not in done.stderr, done.stderr
     assert "ResourceWarning" in unclosed.stderr, "the check would not see an unclosed socket"
+
+
+@pytest.mark.parametrize("author, error", [("modle", ValueError), ("Model", ValueError), (object(), TypeError)])
+def test_evaluation_steps_refuse_an_author_that_is_neither_model_nor_study(author, error):
+    with pytest.raises(error, match="'model', 'study'"):
+        geval.evaluation_steps(geval.COHERENCE, author)
+
+
+def test_evaluation_steps_called_with_a_gateway_say_how_to_generate_steps(tmp_path):
+    # The old positional call evaluation_steps(rubric, gateway) used to return the study's steps.
+    with FakeOpenAI(always(STEPS)) as fake:
+        with pytest.raises(TypeError, match="model_steps"):
+            geval.evaluation_steps(geval.COHERENCE, gateway_for(fake, tmp_path))
+    assert not fake.requests
+
+
+def test_model_steps_generate_a_rubrics_steps_once_and_then_read_them(tmp_path):
+    rubric = geval.Rubric("Clarity", (1, 5), geval.SUMMARY_TASK_INTRO, "how easy the summary is to follow.")
+    with FakeOpenAI(always(STEPS)) as fake:
+        first = geval.model_steps(rubric, gateway_for(fake, tmp_path), tmp_path / "steps")
+        again = geval.model_steps(rubric, gateway_for(fake, tmp_path), tmp_path / "steps")
+    assert first == again == STEPS and len(fake.requests) == 1
+    assert (tmp_path / "steps" / "Clarity.txt").read_text() == STEPS + "\n"
+    assert "Clarity (1-5) - how easy" in fake.requests[0]["messages"][0]["content"]
