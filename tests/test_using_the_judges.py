@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lib.judges import geval
+from lib.judges import geval, relevance
+from lib.judges.items import JudgeItem
 from tests.fakes import FakeOpenAI, always
-from tests.test_judges import gateway_for
+from tests.test_judges import digit_logprobs, gateway_for
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = "1. Read the summary.\n2. Check the criterion.\n3. Assign a score."
@@ -72,3 +73,26 @@ def test_model_steps_generate_a_rubrics_steps_once_and_then_read_them(tmp_path):
     assert first == again == STEPS and len(fake.requests) == 1
     assert (tmp_path / "steps" / "Clarity.txt").read_text() == STEPS + "\n"
     assert "Clarity (1-5) - how easy" in fake.requests[0]["messages"][0]["content"]
+
+
+def four_point(tmp_path) -> list[relevance.Judgment]:
+    probs = {0: 0.1, 1: 0.1, 2: 0.2, 3: 0.6}
+    with FakeOpenAI(always('{"grade": 3}', logprobs=digit_logprobs(probs))) as fake:
+        return relevance.judge_pointwise(gateway_for(fake, tmp_path), [JudgeItem("query", "passage")],
+                                         prompts=relevance.PASSAGE_4POINT_PROMPTS)
+
+
+def test_judgments_frame_takes_the_scale_from_4_point_judgments(tmp_path):
+    frame = relevance.judgments_frame(four_point(tmp_path))
+    assert [c for c in frame if c.startswith("p_grade_")] == ["p_grade_0", "p_grade_1", "p_grade_2", "p_grade_3"]
+    assert frame.p_grade_3.iloc[0] == pytest.approx(0.6) and frame.expected_grade.iloc[0] == pytest.approx(2.3)
+    assert relevance.judgments_frame(four_point(tmp_path), scale=(0, 1, 2, 3)).equals(frame)
+
+
+def test_judgments_frame_refuses_a_scale_the_judgments_are_not_on(tmp_path):
+    with pytest.raises(ValueError, match=r"\(0, 1, 2, 3\)"):
+        relevance.judgments_frame(four_point(tmp_path), scale=(0, 1, 2))
+    with pytest.raises(ValueError, match="more than one scale"):
+        relevance.judgments_frame([*four_point(tmp_path), relevance.Judgment(ok=True, grade=1)])
+    with pytest.raises(ValueError, match="4 probabilities"):
+        relevance.Judgment(ok=True, grade=3, p_grade=(0.1, 0.1, 0.2, 0.6))  # scale left at the 3-point default
