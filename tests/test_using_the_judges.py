@@ -1,16 +1,19 @@
 """Applying the judges to one's own data and endpoint: each trap a user met is closed."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from lib.judges import geval, relevance
+from lib.analysis import calibration
+from lib.judges import geval, methods, relevance
 from lib.judges.items import JudgeItem
-from tests.fakes import FakeOpenAI, always
+from tests.fakes import FakeOpenAI, Reply, always
 from tests.test_judges import digit_logprobs, gateway_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,3 +99,72 @@ def test_judgments_frame_refuses_a_scale_the_judgments_are_not_on(tmp_path):
         relevance.judgments_frame([*four_point(tmp_path), relevance.Judgment(ok=True, grade=1)])
     with pytest.raises(ValueError, match="4 probabilities"):
         relevance.Judgment(ok=True, grade=3, p_grade=(0.1, 0.1, 0.2, 0.6))  # scale left at the 3-point default
+
+
+def some_judge(body: dict, n: int) -> Reply:
+    """A judge whose answers depend on what it is shown only: a grade (its p(g) from the passage's length),
+    a G-Eval score, or evaluation steps when nothing is pre-filled."""
+    messages = body["messages"]
+    prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
+    shown = len(messages[1]["content"]) if len(messages) > 1 else 0
+    if prefill == relevance.GRADE_PREFILL:
+        top = shown % 4
+        probs = {g: (0.7 if g == top else 0.1) for g in range(4)}
+        return Reply(json.dumps({"grade": top}), logprobs=digit_logprobs(probs))
+    if prefill == geval.SCORE_PREFILL:
+        top = shown % 5 + 1
+        probs = {s: (0.6 if s == top else 0.1) for s in range(1, 6)}
+        return Reply(json.dumps({"score": top}), logprobs=digit_logprobs(probs))
+    return Reply(STEPS)
+
+
+def dl_rows() -> pd.DataFrame:
+    """Eight passages of two queries with human grades 0–3 (passages of different lengths, which the fake judge
+    grades by)."""
+    return pd.DataFrame({"qid": ["1"] * 4 + ["2"] * 4, "docid": [f"d{i}" for i in range(8)],
+                         "query": ["what is a nudge"] * 4 + ["how do judges grade"] * 4,
+                         "passage": ["x" * (20 + 7 * i) for i in range(8)], "human_grade": [0, 1, 2, 3, 3, 2, 1, 0]})
+
+
+def thresholds_choice(judged: pd.DataFrame, model: str) -> methods.FrozenChoice:
+    method = next(m for m in methods.lifting_methods(0) if m.column == "pointwise_expected")
+    frozen = calibration.freeze(method, judged, "human_grade", relevance.PASSAGE_4POINT_PROMPTS.scale)
+    return methods.FrozenChoice.of(frozen, model, relevance.PASSAGE_4POINT_PROMPTS.scale)
+
+
+def test_a_frozen_choice_survives_save_and_load_and_grades_new_items_as_before(tmp_path):
+    rows = dl_rows()
+    with FakeOpenAI(some_judge) as fake:
+        gateway = gateway_for(fake, tmp_path)
+        judged = rows.join(methods.judge_passages(["pointwise"], gateway, rows))
+        choice = thresholds_choice(judged, gateway.endpoint.identity)
+        loaded = methods.FrozenChoice.load(choice.save(tmp_path / "choice.json"))
+        applied = loaded.apply(gateway, [JudgeItem(r.query, r.passage) for r in rows.itertuples()])
+    assert loaded == choice and loaded.cuts is not None and len(loaded.cuts) == 3
+    expected = calibration.Frozen(choice.method, choice.cuts).grades(judged, choice.scale)
+    assert applied["grade"].tolist() == loaded.grades(judged).tolist() == expected.tolist()
+    assert json.loads((tmp_path / "choice.json").read_text())["model"] == "fake"
+
+
+def test_a_frozen_choice_refuses_another_judge_model_and_a_baseline(tmp_path):
+    rows = dl_rows()
+    with FakeOpenAI(some_judge) as fake:
+        judged = rows.join(methods.judge_passages(["pointwise"], gateway_for(fake, tmp_path), rows))
+        choice = thresholds_choice(judged, "another-model")
+        with pytest.raises(ValueError, match="another-model"):
+            choice.apply(gateway_for(fake, tmp_path), [JudgeItem("q", "p")])
+    bm25 = calibration.Frozen(calibration.Method("BM25", "bm25", fit=True, calls=0), (0.0, 1.0, 2.0))
+    with pytest.raises(ValueError, match="no LLM call kind"):
+        methods.FrozenChoice.of(bm25, "m", (0, 1, 2, 3))
+
+
+def test_a_few_shot_choice_keeps_its_examples(tmp_path):
+    examples = methods.fewshot_examples(dl_rows(), (0, 1, 2, 3), seed=0)
+    frozen = calibration.Frozen(next(m for m in methods.lifting_methods(0) if m.column == "fewshot_grade"), None)
+    choice = methods.FrozenChoice.of(frozen, "fake", (0, 1, 2, 3), examples=examples, criteria=("Topicality",))
+    assert choice.criteria == () and [e.grade for e in choice.examples] == [0, 1, 2, 3]
+    loaded = methods.FrozenChoice.load(choice.save(tmp_path / "fewshot.json"))
+    with FakeOpenAI(some_judge) as fake:
+        loaded.apply(gateway_for(fake, tmp_path), [JudgeItem("what is a nudge", "a passage")])
+    block = methods.examples_block(examples, loaded.example_chars)
+    assert fake.requests[0]["messages"][1]["content"].startswith(block)
