@@ -1,8 +1,10 @@
-"""Applying the judges to one's own data and endpoint: each trap a user met is closed."""
+"""Applying the judges to one's own data and endpoint (docs/USING_THE_JUDGES.md): the guide's Python runs against
+the fake OpenAI server, and each trap a user met is closed."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from tests.fakes import FakeOpenAI, Reply, always
 from tests.test_judges import digit_logprobs, gateway_for
 
 ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "USING_THE_JUDGES.md"
 STEPS = "1. Read the summary.\n2. Check the criterion.\n3. Assign a score."
 
 
@@ -168,3 +171,19 @@ def test_a_few_shot_choice_keeps_its_examples(tmp_path):
         loaded.apply(gateway_for(fake, tmp_path), [JudgeItem("what is a nudge", "a passage")])
     block = methods.examples_block(examples, loaded.example_chars)
     assert fake.requests[0]["messages"][1]["content"].startswith(block)
+
+
+def guide_code() -> str:
+    """The guide's ```python blocks, in order, as one script."""
+    return "\n".join(re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), flags=re.DOTALL))
+
+
+def test_the_guides_python_runs_on_an_openai_compatible_endpoint(tmp_path):
+    code = guide_code()
+    assert "with Gateway.from_env(" in code and "FrozenChoice.load(" in code and "model_steps(" in code
+    with FakeOpenAI(some_judge, keep_alive=True) as fake:
+        done = run_script(code, fake.base_url, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ResourceWarning" not in done.stderr, done.stderr[-3000:]
+    assert fake.requests, "the guide made no LLM call"
+    assert fake.headers[0]["authorization"] == "Bearer sk-fake"
