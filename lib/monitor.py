@@ -32,6 +32,7 @@ import random
 import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import date as Date, datetime
 from pathlib import Path
@@ -42,7 +43,7 @@ from pydantic import BaseModel
 
 from lib import paths
 from lib.judges.logprobs import weighted_fields
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 METRICS = ("groundedness", "relevance", "completeness", "no_hallucination")
@@ -215,8 +216,8 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
         except MalformedRow as bad:
             malformed.append(str(bad))
             _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
-    calls = [{"messages": judge_messages(row), "schema": MonitorScores, "label": f"monitor:{day}:{row.id}",
-              "max_tokens": 60, "top_logprobs": TOP_LOGPROBS} for row in todo]
+    calls = [LLMCall(judge_messages(row), MonitorScores, label=f"monitor:{day}:{row.id}", max_tokens=60,
+                     top_logprobs=TOP_LOGPROBS) for row in todo]
     failed = 0
     for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}")):
         if result.ok:
@@ -339,8 +340,9 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
                 summary = summary[summary.day <= args.end]
             print(trend_text(summary.tail(args.days), targets) if not summary.empty else "no judged days yet")
             return EXIT_OK
-        gateway = gateway or Gateway.from_env(notebook="monitor", role="judge")
-        done = run_day(connection, gateway, args.date, args.sample_rate, args.seed)
+        # A gateway made here is closed here (its open connections); a caller's stays the caller's to close.
+        with nullcontext(gateway) if gateway else Gateway.from_env(notebook="monitor", role="judge") as judge:
+            done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
         print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, seed {args.seed}); "
               f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
               f"{len(done.malformed)} malformed rows")

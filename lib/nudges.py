@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, create_model
 from lib import prompts
 from lib.design import EMOTION_CATEGORY, NUDGE_CATEGORIES, PERSONAS, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, embed
-from lib.llm.gateway import Gateway, LLMResult
+from lib.llm.gateway import Gateway, LLMCall, LLMResult
 
 PersonaRule = Literal["similarity", "random"]
 NearDuplicateRule = Literal["drop", "keep"]
@@ -130,9 +130,8 @@ def generate_candidates(gateway: Gateway, sampled: pd.DataFrame, n_candidates: i
     """One LLM call per sampled entry, in entry order."""
     schema = candidate_set_schema(n_candidates)
     calls = [
-        {"messages": build_messages(row.text, PERSONAS_BY_ID[row.persona_id], row.category, n_candidates),
-         "schema": schema, "label": f"candidates:{row.entry_id}",
-         "max_tokens": max_tokens_per_candidate * n_candidates}
+        LLMCall(build_messages(row.text, PERSONAS_BY_ID[row.persona_id], row.category, n_candidates), schema,
+                label=f"candidates:{row.entry_id}", max_tokens=max_tokens_per_candidate * n_candidates)
         for row in sampled.itertuples()
     ]
     return gateway.complete_many(calls, desc="nudge candidates")

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 WINDOW = 10          # nuggetizer's creator, scorer and assigner window
@@ -155,8 +155,8 @@ def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tupl
     """Label ``n_items`` in batches of ``window`` with ``messages_for(start, stop)``; a failed batch leaves its
     items None and is recorded."""
     batches = [(s, min(s + window, n_items)) for s in range(0, n_items, window)]
-    calls = [{"messages": messages_for(s, e), "schema": labels_schema(labels, e - s), "label": f"{call_label}:{step}:{s}",
-              "max_tokens": 12 + 8 * (e - s)} for s, e in batches]
+    calls = [LLMCall(messages_for(s, e), labels_schema(labels, e - s), label=f"{call_label}:{step}:{s}",
+                     max_tokens=12 + 8 * (e - s)) for s, e in batches]
     out: list[str | None] = [None] * n_items
     failures: list[BatchFailure] = []
     for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {step}")):

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import fisher_exact
 
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 ANSWER_MAX_TOKENS = 220
@@ -49,8 +49,8 @@ def answer_messages(query: str, notes: Sequence[str] | None) -> list[dict[str, s
 def generate_answers(gateway: Gateway, requests: pd.DataFrame) -> pd.DataFrame:
     """Answer each row of ``requests`` (columns qid, variant, query, notes: list or None). Returns the rows with
     ``answer`` (None when the call failed), ``failure_kind`` and ``completion_tokens``."""
-    calls = [{"messages": answer_messages(r.query, r.notes), "schema": None, "label": f"rag-answer:{r.qid}:{r.variant}",
-              "max_tokens": ANSWER_MAX_TOKENS} for r in requests.itertuples()]
+    calls = [LLMCall(answer_messages(r.query, r.notes), None, label=f"rag-answer:{r.qid}:{r.variant}",
+                     max_tokens=ANSWER_MAX_TOKENS) for r in requests.itertuples()]
     results = gateway.complete_many(calls, desc="answers")
     out = requests.copy()
     out["answer"] = [r.text.strip() if r.ok else None for r in results]

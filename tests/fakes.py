@@ -31,11 +31,14 @@ class Reply:
 
 @dataclass
 class FakeOpenAI:
-    """``responder(body, n)`` returns the :class:`Reply` for the n-th chat request (0-based)."""
+    """``responder(body, n)`` returns the :class:`Reply` for the n-th chat request (0-based). With ``keep_alive``
+    it speaks HTTP/1.1 and keeps connections open between requests, as real endpoints do (so a client that is
+    never closed leaves open sockets behind); otherwise HTTP/1.0, one connection per request."""
 
     responder: Callable[[dict[str, Any], int], Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    keep_alive: bool = False
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -44,6 +47,8 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 

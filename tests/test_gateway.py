@@ -14,7 +14,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from lib.llm.cache import request_key
-from lib.llm.gateway import RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway, prefix_groups
+from lib.llm.gateway import (RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway, LLMCall,
+                             prefix_groups)
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
 
 SECRET = "fake-api-key-THISMUSTNEVERLEAK-0123456789"
@@ -187,8 +188,7 @@ def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
     with FakeOpenAI(responder) as fake:
         gateway = make_gateway(fake.base_url, tmp_path, concurrency=2)
         results = gateway.complete_many(
-            [{"messages": [{"role": "user", "content": str(i % 5 + 1)}], "schema": Score, "label": f"c{i}"}
-             for i in range(10)])
+            [LLMCall([{"role": "user", "content": str(i % 5 + 1)}], Score, label=f"c{i}") for i in range(10)])
     assert [r.value.score for r in results] == [i % 5 + 1 for i in range(10)]
     assert peak[0] == 2 and gateway.ledger.calls == 10
     assert len(fake.requests) == gateway.ledger.live_requests == 10 - gateway.ledger.cache_hits
@@ -197,13 +197,13 @@ def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
 WORKER = """
 import sys
 from pathlib import Path
-from lib.llm.gateway import Endpoint, Gateway
+from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from pydantic import BaseModel
 class Score(BaseModel):
     score: int
 url, cache = sys.argv[1], Path(sys.argv[2])
 gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="kill", concurrency=2)
-gateway.complete_many([{"messages": [{"role": "user", "content": f"item {i}"}], "schema": Score} for i in range(16)])
+gateway.complete_many([LLMCall([{"role": "user", "content": f"item {i}"}], Score) for i in range(16)])
 print("done")
 """
 
@@ -260,7 +260,7 @@ def test_complete_many_sends_a_groups_calls_one_after_the_other(tmp_path):
             in_flight.discard(pool)
         return Reply('{"score": 1}')
 
-    calls = [{"messages": _prompt("S", pool * 300, str(i)), "schema": Score} for pool in "AB" for i in range(4)]
+    calls = [LLMCall(_prompt("S", pool * 300, str(i)), Score) for pool in "AB" for i in range(4)]
     with FakeOpenAI(responder) as fake:
         results = make_gateway(fake.base_url, tmp_path, concurrency=2).complete_many(calls)
     assert all(r.ok for r in results) and len(fake.requests) == 8
@@ -292,3 +292,15 @@ def test_judge_endpoint_defaults_to_the_generators_and_can_be_its_own(monkeypatc
     judge = Endpoint.from_env("judge")
     assert (judge.base_url, judge.identity, judge.api_key) == ("http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct", SECRET)
     assert Endpoint.from_env("generator").embedded
+
+
+@pytest.mark.parametrize("call, key", [
+    (LLMCall(MESSAGES, Score), "c8c705ca754dec4129b16379b9dbb19ff52a91beb9c1fb2f1d6b1f919c02e895"),
+    (LLMCall(MESSAGES, Score, prefill='{"score": ', top_logprobs=5, temperature=1.0, seed=7, max_tokens=4),
+     "c8089d1ed492aeaafdd28747efd0216b6842c80944a49a85c8ccd2ed84b8a90a"),
+    (LLMCall(MESSAGES, None, seed=None, max_tokens=300),
+     "d688932294d2ca776e9ae177d953e97733a45289ba4dcd2067eb1bea3ffac3f7"),
+])
+def test_a_calls_cache_key_is_the_one_the_committed_cache_was_written_under(call, key):
+    # Keys of the same calls made before calls were LLMCall records: a changed body would orphan the cache.
+    assert request_key(call.body("fake-model", attempt=1)) == key

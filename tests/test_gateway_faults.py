@@ -12,7 +12,7 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
-from lib.llm.gateway import EndpointHung, TRANSPORT_FAILURES
+from lib.llm.gateway import TRANSPORT_FAILURES, EndpointHung, LLMCall
 from tests.fakes import FakeOpenAI, Reply, always, sequence
 from tests.test_gateway import MESSAGES, Score, make_gateway
 
@@ -45,7 +45,7 @@ def test_dropped_connections_and_5xx_become_recorded_failures_and_the_batch_comp
 
     with FakeOpenAI(responder) as fake:
         gateway = make_gateway(fake.base_url, tmp_path)
-        results = gateway.complete_many([{"messages": item_messages(i), "schema": Score} for i in range(5)])
+        results = gateway.complete_many([LLMCall(item_messages(i), Score) for i in range(5)])
     assert [r.failure_kind for r in results] == [None, "connection", "http_error", None, None]
     assert [r.value.score for r in results if r.ok] == [1, 4, 5]
     assert "503" in results[2].error and results[1].value is None and results[2].value is None
@@ -114,14 +114,13 @@ def test_a_slow_answer_is_waited_for_while_the_endpoint_answers_the_probe(tmp_pa
 CONCURRENT_WORKER = """
 import sys
 from pathlib import Path
-from lib.llm.gateway import Endpoint, Gateway
+from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from pydantic import BaseModel
 class Score(BaseModel):
     score: int
 url, cache = sys.argv[1], Path(sys.argv[2])
 gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="two", concurrency=2)
-results = gateway.complete_many([{"messages": [{"role": "user", "content": f"item {i}"}], "schema": Score}
-                                 for i in range(12)])
+results = gateway.complete_many([LLMCall([{"role": "user", "content": f"item {i}"}], Score) for i in range(12)])
 assert all(r.ok for r in results)
 """
 
@@ -158,7 +157,7 @@ def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_
             return Reply(status=500, error_body="internal error")
         return Reply(fault=fault)
 
-    calls = [{"messages": item_messages(i), "schema": Grade, "label": f"item:{i}"} for i in range(48)]
+    calls = [LLMCall(item_messages(i), Grade, label=f"item:{i}") for i in range(48)]
     with FakeOpenAI(flaky) as fake:
         gateway = make_gateway(fake.base_url, tmp_path / "faulty", concurrency=2)
         results = gateway.complete_many(calls)

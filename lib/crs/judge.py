@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from lib import prompts
 from lib.crs.records import JudgeRecord
 from lib.judges.logprobs import weighted_fields
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 
 RUBRIC_CRITERIA: tuple[str, ...] = ("coherence", "personalisation", "proactiveness")
 SPEAKER_NAMES = {"USER": "User", "SYSTEM": "Recommender"}
@@ -49,8 +49,8 @@ def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mappi
                         labels: Sequence[str] | None = None) -> list[JudgeRecord]:
     """One :class:`~lib.crs.records.JudgeRecord` per conversation, in order (``labels`` name the calls)."""
     labels = labels or [str(i) for i in range(len(conversations))]
-    calls = [{"messages": rubric_messages(c), "schema": ConversationRubric, "label": f"crs-judge:{label}",
-              "max_tokens": 40, "top_logprobs": TOP_LOGPROBS} for c, label in zip(conversations, labels, strict=True)]
+    calls = [LLMCall(rubric_messages(c), ConversationRubric, label=f"crs-judge:{label}", max_tokens=40,
+                     top_logprobs=TOP_LOGPROBS) for c, label in zip(conversations, labels, strict=True)]
     model = gateway.endpoint.identity
     records = []
     for result in gateway.complete_many(calls, desc="CRS judge"):

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from lib import prompts
 from lib.crs.concepts import concept_field, content_words, normalise, split_concept, tokens
 from lib.crs.universe import ItemUniverse
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 
 REVEALABLE_FIELDS: tuple[str, ...] = ("genre", "actor", "director", "writer", "year", "plot", "language")
 MIN_TARGET_FIELDS = 3
@@ -317,8 +317,8 @@ def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: G
     positions = [(i, t) for i in range(min(llm_sessions, len(scripts))) for t in range(len(scripts[i].turns))]
     if not positions:
         return out
-    calls = [{"messages": utterance_messages(scripts[i].turns[t], universe), "schema": UserUtterance,
-              "label": f"crs-user:{scripts[i].seed}:{t}", "max_tokens": 64} for i, t in positions]
+    calls = [LLMCall(utterance_messages(scripts[i].turns[t], universe), UserUtterance,
+                     label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=64) for i, t in positions]
     for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances")):
         plan = scripts[i].turns[t]
         if result.ok and acceptable_utterance(result.value.text, plan, universe, scripts[i].targets):

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from lib import prompts
 from lib.crs.concepts import concept_field, normalise, preference_concepts
 from lib.crs.universe import ItemUniverse, Recommendation
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 
 TrackerPolicy = Literal["update", "last_turn", "accumulate"]
 # Phrases with which a user drops what they asked for before (normalised token sequences).
@@ -204,8 +204,8 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
                 replies[i] = SystemReply(template_reply(constraints, found, universe), constraints)
                 continue
             pending.append((i, constraints, found.item_ids))
-            calls.append({"messages": recommend_messages(constraints, found.item_ids, texts[-1], universe),
-                          "schema": LLMRecommendation, "label": f"crs-{name}:{seed}", "max_tokens": 80})
+            calls.append(LLMCall(recommend_messages(constraints, found.item_ids, texts[-1], universe),
+                                 LLMRecommendation, label=f"crs-{name}:{seed}", max_tokens=80))
         for (i, constraints, candidates), result in zip(pending, gateway.complete_many(calls, desc=f"CRS {name}")):
             if not result.ok:
                 replies[i] = SystemReply("", constraints, failure_kind=result.failure_kind)

@@ -7,6 +7,7 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
    only read during a run, so runs are reproducible and a run never writes into ``lib/``. A small model's
    steps can drift from the criteria, so the study also writes steps that follow each criterion
    (``lib/prompts/geval_steps_study/``); :func:`evaluation_steps` takes ``author="model"`` or ``"study"``.
+   For a rubric of your own, :func:`model_steps` generates the steps once into a folder you name and reads them.
 3. *Form filling*: introduction, criteria and steps, then (for a rubric that needs it) what is known about
    the person, the source and the output, then "Evaluation Form (scores ONLY)"
    (``lib/prompts/geval_form.txt``); the answer ``{"score": s}`` is pre-filled up to the score, so the score
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Literal, get_args
 
 import pandas as pd
 from pydantic import BaseModel, create_model
@@ -34,11 +35,12 @@ from lib import paths, prompts
 from lib.judges.guardrails import RuleVerdict, banned_shame_word
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 
 STEPS_DIR = paths.PROMPTS / "geval_steps"
 STUDY_STEPS_DIR = paths.PROMPTS / "geval_steps_study"
 StepsAuthor = Literal["model", "study"]
+STEPS_AUTHORS: tuple[StepsAuthor, ...] = get_args(StepsAuthor)
 SCORE_PREFILL = '{"score": '
 STEPS_COMMAND = "python -m lib.judges.geval steps"
 TOP_LOGPROBS = 5
@@ -168,7 +170,15 @@ def steps_path(rubric: Rubric, folder: Path = STEPS_DIR) -> Path:
 
 def evaluation_steps(rubric: Rubric, author: StepsAuthor = "model", folder: Path | None = None) -> str:
     """The committed evaluation steps of ``rubric``: the model's (auto-CoT) or the study's; missing model
-    steps are an error naming the command that writes them."""
+    steps are an error naming the command that writes them. Only reads: :func:`model_steps` generates the
+    steps of a rubric of your own. Any ``author`` other than ``"model"`` or ``"study"`` is an error, since a
+    mistyped author (or a gateway passed where it once went) would otherwise quietly give the study's steps."""
+    if not isinstance(author, str):
+        raise TypeError(f"author must be one of {', '.join(map(repr, STEPS_AUTHORS))}, not a "
+                        f"{type(author).__name__}; evaluation_steps only reads stored steps "
+                        f"(model_steps(rubric, gateway, folder) generates them)")
+    if author not in STEPS_AUTHORS:
+        raise ValueError(f"author must be one of {', '.join(map(repr, STEPS_AUTHORS))}, not {author!r}")
     folder = folder or (STEPS_DIR if author == "model" else STUDY_STEPS_DIR)
     path = steps_path(rubric, folder)
     if not path.exists():
@@ -179,7 +189,8 @@ def evaluation_steps(rubric: Rubric, author: StepsAuthor = "model", folder: Path
 
 
 def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -> Path:
-    """G-Eval's auto-CoT: ask the LLM for the rubric's evaluation steps and write them to :func:`steps_path`."""
+    """G-Eval's auto-CoT: ask the LLM for the rubric's evaluation steps and write them to :func:`steps_path`
+    (overwriting stored ones; ``python -m lib.judges.geval steps`` and :func:`model_steps` call it)."""
     (prompt,) = prompts.parts("geval_evaluation_steps", 1)
     text = prompt.format(task_intro=rubric.task_intro, name=rubric.name, low=rubric.scale[0],
                          high=rubric.scale[1], criteria=rubric.criteria)
@@ -191,6 +202,17 @@ def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.text.strip() + "\n", encoding="utf-8")
     return path
+
+
+def model_steps(rubric: Rubric, gateway: Gateway, folder: Path) -> str:
+    """The model's evaluation steps of ``rubric`` (G-Eval's auto-CoT) for scoring with :func:`geval`: read from
+    ``folder`` when they were generated there before, else generated with ``gateway`` (:func:`generate_steps`)
+    and written there first. Every later run reads the same file, so the steps, and with them the scores, stay
+    fixed until the file is deleted; read the file, since a small model's steps can drift from the criteria.
+    ``folder`` has no default: the study's own steps in ``lib/prompts`` are only written by the command."""
+    if not steps_path(rubric, folder).exists():
+        generate_steps(rubric, gateway, folder)
+    return evaluation_steps(rubric, "model", folder)
 
 
 STEPS_HEADING = "Evaluation Steps:"
@@ -227,8 +249,8 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
             results[i] = GEvalResult(rubric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
         else:
             pending.append(i)
-    calls = [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "label": f"{rubric.name}:{i}",
-              "max_tokens": 4, "top_logprobs": TOP_LOGPROBS, "prefill": SCORE_PREFILL} for i in pending]
+    calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, label=f"{rubric.name}:{i}", max_tokens=4,
+                     top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name)):
         if not result.ok:
@@ -241,9 +263,8 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
             results[i] = GEvalResult(rubric.name, True, expected_score(dist), result.value.score, "logprobs")
     for i in fallback:
         samples = gateway.complete_many(
-            [{"messages": form_messages(rubric, steps, items[i]), "schema": schema, "temperature": 1.0,
-              "seed": s, "max_tokens": 4, "prefill": SCORE_PREFILL, "label": f"{rubric.name}:{i}:sample{s}"}
-             for s in range(n_samples)],
+            [LLMCall(form_messages(rubric, steps, items[i]), schema, temperature=1.0, seed=s, max_tokens=4,
+                     prefill=SCORE_PREFILL, label=f"{rubric.name}:{i}:sample{s}") for s in range(n_samples)],
             desc=f"{rubric.name} samples")
         valid = [r.value.score for r in samples if r.ok]
         results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),
@@ -301,9 +322,9 @@ def main(argv: list[str] | None = None) -> None:
         if rubric not in todo:
             print(f"{rubric.name}: already stored in {steps_path(rubric)} (--force regenerates)")
     if todo:
-        gateway = Gateway.from_env(notebook="geval-steps")  # its ledger is not saved: no chapter's cost
-        for rubric in todo:
-            print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
+        with Gateway.from_env(notebook="geval-steps") as gateway:  # its ledger is not saved: no chapter's cost
+            for rubric in todo:
+                print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
         print("Review and commit the steps; `make stop` ends an embedded server the gateway started.")
 
 

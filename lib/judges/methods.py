@@ -21,26 +21,29 @@ for pairs, the same gateway; a failed call is a failed judgment, never a grade.
 :func:`judge_kinds` runs the calls of 1, 3 and 4 on items and returns their columns ``<kind>_grade`` (argmax),
 ``<kind>_expected`` (E[g]; the criteria mean for ``criteria``) and ``<kind>_rounded``; :func:`lifting_methods`
 names every way of grading from those columns (:class:`lib.analysis.calibration.Method`) for the dev
-comparison, and :func:`call_kind` says which calls a method needs.
+comparison, and :func:`call_kind` says which calls a method needs. :class:`FrozenChoice` is the chosen method
+frozen on dev as a JSON file (chapter 07 writes it to ``CHOICE_FILE``), to grade new items without the chapter.
 """
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import ir_measures
 import numpy as np
 import pandas as pd
 from ir_measures import Qrel, ScoredDoc
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from lib.analysis.calibration import Method
+from lib import paths
+from lib.analysis.calibration import Frozen, Method
 from lib.judges.items import JudgeItem
 from lib.judges.relevance import (PASSAGE_4POINT_PROMPTS, Judgment, RelevancePrompts, judge_messages,
                                   judge_pointwise, pointwise_messages, truncate)
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 # Criterion -> the question its call asks (graded 0–3: fully, mostly, slightly, not at all).
@@ -158,8 +161,8 @@ def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", ca
         for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text]), 2):
             pairs.append((str(pool), str(i), str(j)))
             for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
-                calls.append({"messages": pair_messages(query, a, b), "schema": Preference, "max_tokens": 4,
-                              "prefill": PAIR_PREFILL, "label": f"{call_label}:{pool}:{i}:{j}:{order}"})
+                calls.append(LLMCall(pair_messages(query, a, b), Preference, max_tokens=4, prefill=PAIR_PREFILL,
+                                     label=f"{call_label}:{pool}:{i}:{j}:{order}"))
     results = gateway.complete_many(calls, desc=call_label)
     judged = []
     for k, (pool, i, j) in enumerate(pairs):
@@ -292,3 +295,100 @@ def call_kind(method: Method) -> str:
     if kind not in CALL_KINDS:
         raise ValueError(f"method {method.name!r} grades from {method.column!r}, which no LLM call kind writes")
     return kind
+
+
+CHOICE_FILE: Path = paths.OUTPUTS / "judge_choice.json"
+
+
+class FewShotExample(BaseModel):
+    """One graded example a few-shot call shows before the query (:func:`examples_block`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    passage: str
+    grade: int
+
+
+class FrozenChoice(BaseModel):
+    """A chosen way of grading relevance with everything it learnt on dev, as a value that outlives the notebook.
+
+    Chapter 07 compares methods on dev, chooses one and freezes it (:func:`lib.analysis.calibration.freeze`); the
+    result is only meaningful together with what it was fit for, so the record keeps all of it: the method (its
+    calls and the column it grades from), the cuts fit on dev (None for a method that grades from its column as
+    written), the scale, the identity of the judge model whose answers the cuts were fit on, the prompt wording,
+    and what its calls show (criteria for criteria calls, examples for few-shot calls). :meth:`save` and
+    :meth:`load` keep it as JSON; :meth:`apply` grades new items with the same calls, :meth:`grades` grades
+    columns judged earlier."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: Method
+    cuts: tuple[float, ...] | None
+    scale: tuple[int, ...]
+    model: str
+    prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS
+    criteria: tuple[str, ...] = ()
+    examples: tuple[FewShotExample, ...] = ()
+    example_chars: int = 300
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FrozenChoice":
+        kind = call_kind(self.method)
+        if self.prompts.scale != self.scale:
+            raise ValueError(f"the wording {self.prompts.pointwise!r} grades on {self.prompts.scale}, not {self.scale}")
+        if self.method.fit != (self.cuts is not None):
+            raise ValueError(f"method {self.method.name!r} {'needs' if self.method.fit else 'takes no'} cuts")
+        if self.cuts is not None and len(self.cuts) != len(self.scale) - 1:
+            raise ValueError(f"{len(self.cuts)} cuts for the {len(self.scale)} grades of {self.scale}")
+        if kind == "fewshot" and not self.examples:
+            raise ValueError("a few-shot choice needs the examples its calls show")
+        if kind == "criteria" and not self.criteria:
+            raise ValueError("a criteria choice needs the criteria its calls ask")
+        return self
+
+    @classmethod
+    def of(cls, frozen: Frozen, model: str, scale: Sequence[int], *,
+           prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS, criteria: Sequence[str] = (),
+           examples: pd.DataFrame | None = None, example_chars: int = 300, human: str = "human_grade"
+           ) -> "FrozenChoice":
+        """The choice of ``frozen`` for the judge ``model`` (``gateway.endpoint.identity``). ``criteria``,
+        ``examples`` (with the ``human`` grade column) and ``example_chars`` are those given to
+        :func:`judge_kinds`; only what the method's calls show is kept. A non-LLM baseline is an error."""
+        kind = call_kind(frozen.method)
+        shown = () if kind != "fewshot" or examples is None else tuple(
+            FewShotExample(query=r["query"], passage=r["passage"], grade=int(r[human])) for _, r in examples.iterrows())
+        return cls(method=frozen.method, cuts=frozen.cuts, scale=tuple(scale), model=model, prompts=prompts,
+                   criteria=tuple(criteria) if kind == "criteria" else (), examples=shown, example_chars=example_chars)
+
+    def save(self, path: Path | str) -> Path:
+        """Write the choice as JSON to ``path`` (folders created); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: Path | str) -> "FrozenChoice":
+        """The choice saved at ``path``, validated as when it was made."""
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+    def grades(self, judged: pd.DataFrame) -> pd.Series:
+        """The method's grades of rows judged by :func:`judge_kinds` (its ``<kind>_*`` columns), the cuts applied
+        unchanged (nullable Int64, indexed like ``judged``)."""
+        return Frozen(self.method, self.cuts).grades(judged, self.scale)
+
+    def apply(self, gateway: Gateway, items: Sequence[JudgeItem], call_label: str = "choice") -> pd.DataFrame:
+        """Judge ``items`` with the method's calls and grade them: the :func:`judge_kinds` columns and ``grade``.
+
+        The gateway's model must be the choice's: cuts on E[g] and the dev comparison behind the choice hold for
+        the model they were measured on, not for another (choose and freeze again on dev labels for that one)."""
+        if gateway.endpoint.identity != self.model:
+            raise ValueError(f"this choice was made for the judge model {self.model!r}, the gateway's is "
+                             f"{gateway.endpoint.identity!r}: freeze a choice on dev labels judged by that model")
+        examples = pd.DataFrame([{"query": e.query, "passage": e.passage, "human_grade": e.grade}
+                                 for e in self.examples]) if self.examples else None
+        judged = judge_kinds([call_kind(self.method)], gateway, items, examples=examples,
+                             example_chars=self.example_chars, criteria=self.criteria, prompts=self.prompts,
+                             call_label=call_label)
+        return judged.assign(grade=self.grades(judged))

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, create_model
 from lib.design import GRADES, PERSONAS_BY_ID
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.logprobs import expected_score, score_distribution
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 TOP_LOGPROBS = 5
@@ -72,13 +72,24 @@ PASSAGE_4POINT_PROMPTS = RelevancePrompts("passage_relevance_4point_pointwise", 
 
 @dataclass(frozen=True)
 class Judgment:
-    """One relevance grade. ``ok`` False means no grade (``failure_kind`` says why) — never a default."""
+    """One relevance grade. ``ok`` False means no grade (``failure_kind`` says why) — never a default.
+
+    ``scale`` is the scale the judge was asked to grade on (the wording's), carried by the judgment so that a
+    table of judgments knows its probability columns without being told (:func:`judgments_frame`)."""
 
     ok: bool
     grade: int | None = None
     expected_grade: float | None = None
-    p_grade: tuple[float, ...] | None = None  # p(g) for g on the prompt's scale; None without usable logprobs
+    p_grade: tuple[float, ...] | None = None  # p(g) for g on ``scale``; None without usable logprobs
     failure_kind: str | None = None
+    scale: tuple[int, ...] = GRADES
+
+    def __post_init__(self) -> None:
+        if self.p_grade is not None and len(self.p_grade) != len(self.scale):
+            raise ValueError(f"{len(self.p_grade)} probabilities for the {len(self.scale)} grades of the scale "
+                             f"{self.scale}: pass the judgment's scale")
+        if self.grade is not None and self.grade not in self.scale:
+            raise ValueError(f"grade {self.grade} is not on the scale {self.scale}: pass the judgment's scale")
 
 
 def nudge_items(entries: pd.DataFrame, candidates: pd.DataFrame) -> list[JudgeItem]:
@@ -134,19 +145,18 @@ def judge_messages(gateway: Gateway, messages: Sequence[list[dict[str, str]]], c
     """One pointwise call per prepared message list: the answer pre-filled up to ``{"grade": ``, the grade on
     ``scale`` read at that fixed position, p(g) renormalised over the scale's tokens among the top
     log-probabilities (:func:`lib.judges.logprobs.score_distribution`) and E[g] = Σ_g p(g)·g."""
-    calls = [{"messages": m, "schema": grade_schema(scale), "label": f"{call_label}:{i}", "max_tokens": 4,
-              "top_logprobs": TOP_LOGPROBS, "temperature": temperature, "seed": seed, "prefill": GRADE_PREFILL}
-             for i, m in enumerate(messages)]
+    calls = [LLMCall(m, grade_schema(scale), label=f"{call_label}:{i}", max_tokens=4, top_logprobs=TOP_LOGPROBS,
+                     temperature=temperature, seed=seed, prefill=GRADE_PREFILL) for i, m in enumerate(messages)]
     judgments = []
     for result in gateway.complete_many(calls, desc=call_label):
         if not result.ok:
-            judgments.append(Judgment(ok=False, failure_kind=result.failure_kind))
+            judgments.append(Judgment(ok=False, failure_kind=result.failure_kind, scale=scale))
             continue
         dist = score_distribution(result.logprobs, "grade", list(scale), prefill=GRADE_PREFILL)
         judgments.append(Judgment(
             ok=True, grade=result.value.grade,
             expected_grade=expected_score(dist) if dist else None,
-            p_grade=tuple(dist[g] for g in scale) if dist else None))
+            p_grade=tuple(dist[g] for g in scale) if dist else None, scale=scale))
     return judgments
 
 
@@ -159,13 +169,13 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
     if rows != list(range(len(rows))):
         raise ValueError("the pools' rows must cover 0..n-1 exactly once")
     shown = shown_pools(pools, order_seed)
-    calls = [{"messages": listwise_messages(pool, prompts), "schema": grades_schema(len(pool.rows), prompts.scale),
-              "label": f"{call_label}:{i}", "max_tokens": 12 + 4 * len(pool.rows)} for i, pool in enumerate(shown)]
-    judgments: list[Judgment] = [Judgment(ok=False)] * len(rows)
+    calls = [LLMCall(listwise_messages(pool, prompts), grades_schema(len(pool.rows), prompts.scale),
+                     label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows)) for i, pool in enumerate(shown)]
+    judgments: list[Judgment] = [Judgment(ok=False, scale=prompts.scale)] * len(rows)
     for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label)):
         for k, row in enumerate(pool.rows):
-            judgments[row] = (Judgment(ok=True, grade=result.value.grades[k]) if result.ok
-                              else Judgment(ok=False, failure_kind=result.failure_kind))
+            judgments[row] = (Judgment(ok=True, grade=result.value.grades[k], scale=prompts.scale) if result.ok
+                              else Judgment(ok=False, failure_kind=result.failure_kind, scale=prompts.scale))
     return judgments
 
 
@@ -193,9 +203,19 @@ def grades(judgments: Sequence[Judgment]) -> pd.api.extensions.ExtensionArray:
     return pd.array([j.grade for j in judgments], dtype="Int64")
 
 
-def judgments_frame(judgments: Sequence[Judgment], scale: tuple[int, ...] = GRADES) -> pd.DataFrame:
-    """Columns grade, expected_grade, p_grade_<g> for g on ``scale``, rounded_expected, failed, failure_kind
-    (one row per judgment)."""
+def judgments_frame(judgments: Sequence[Judgment], scale: tuple[int, ...] | None = None) -> pd.DataFrame:
+    """Columns grade, expected_grade, p_grade_<g> for g on the judgments' scale, rounded_expected, failed,
+    failure_kind (one row per judgment).
+
+    The scale is the one the judgments carry: a default scale would silently drop p_grade_3 from 4-point
+    judgments. ``scale``, when given, must be that scale; judgments on different scales do not share a table."""
+    scales = {j.scale for j in judgments}
+    if len(scales) > 1:
+        raise ValueError(f"the judgments are on more than one scale ({sorted(scales)}): make one table per scale")
+    own = scales.pop() if scales else scale or GRADES
+    if scale is not None and tuple(scale) != own:
+        raise ValueError(f"scale {tuple(scale)} given, but the judgments are on the scale {own}")
+    scale = own
     return pd.DataFrame({
         "grade": grades(judgments),
         "expected_grade": [j.expected_grade if j.expected_grade is not None else np.nan for j in judgments],

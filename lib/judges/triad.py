@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from lib import nuggets as nug
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 SCALE = (0, 1, 2, 3)
@@ -69,8 +69,8 @@ def score_statements(gateway: Gateway, leg: str, reference: str, statements: Seq
                      call_label: str = "triad") -> list[int | None]:
     """0–3 score of each statement on ``leg`` against ``reference`` (None for a failed batch's statements)."""
     batches = [(s, min(s + WINDOW, len(statements))) for s in range(0, len(statements), WINDOW)]
-    calls = [{"messages": scoring_messages(leg, reference, statements[s:e]), "schema": scores_schema(e - s),
-              "label": f"{call_label}:{leg}:{s}", "max_tokens": 10 + 4 * (e - s)} for s, e in batches]
+    calls = [LLMCall(scoring_messages(leg, reference, statements[s:e]), scores_schema(e - s),
+                     label=f"{call_label}:{leg}:{s}", max_tokens=10 + 4 * (e - s)) for s, e in batches]
     out: list[int | None] = [None] * len(statements)
     for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {leg}")):
         if result.ok:

@@ -2,7 +2,8 @@
 
 ``Gateway.complete(messages, schema=Model, …)`` sends an OpenAI-compatible chat completion through the
 official ``openai`` client, asks for JSON matching ``Model``'s schema (``response_format: json_schema``) and
-validates the answer with pydantic. What each layer does:
+validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the same for a list of
+:class:`LLMCall` records, concurrently. What each layer does:
 
 * **Transport** (the ``openai`` client): base URL, key, timeouts, and its retries with exponential backoff
   on dropped connections, timeouts, 408/409/429 and 5xx. A fault that outlives those retries becomes the
@@ -25,6 +26,9 @@ validates the answer with pydantic. What each layer does:
 * **Ledger**: calls, attempts, failures by kind, tokens, recorded latency, and every HTTP request sent
   (transport retries included).
 
+A gateway holds open HTTP connections: use it as a context manager (``with Gateway.from_env(...) as gateway:``) or
+call :meth:`Gateway.close` when done.
+
 Endpoint: the embedded xllamacpp server (started by its endpoint hook before the first live request) unless
 ``OPENAI_BASE_URL`` is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API
 key lives only in the Authorization header: it is never cached, logged, printed or put into an exception.
@@ -35,7 +39,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,9 +131,62 @@ class Attempt:
     error: str | None = None
 
 
+Message = dict[str, str]  # {"role": …, "content": …}
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One LLM call as a value: what to ask, how to sample, and how often to try.
+
+    A typed record rather than a keyword dict, so that a misspelt field fails where the call is built, not as
+    an unexpected keyword deep inside a worker thread. :meth:`body` is the canonical request of an attempt,
+    whose hash is the cache key: every field except ``label`` and ``max_attempts`` is part of it.
+
+    ``top_logprobs`` asks for per-token log-probabilities (needed for probability-weighted scores); they come
+    back in ``LLMResult.logprobs`` as the endpoint's ``choices[0].logprobs.content`` list.
+
+    ``prefill`` writes the start of the answer for the model (an assistant message it continues, e.g.
+    ``'{"grade": '``), so the token read for a score sits at a fixed position after a fixed prefix, whatever
+    whitespace the model would have chosen. The schema is then not sent as ``response_format`` (a grammar
+    restarts at the turn's start and would refuse the continuation); the prefill plus the continuation is
+    validated against it instead, and is the result's ``text``.
+
+    Attempt k is sent with seed ``seed + (k − 1) · RETRY_SEED_STRIDE`` (no seed at all when ``seed`` is None).
+    """
+
+    messages: list[Message]
+    schema: type[BaseModel] | None = None
+    label: str = "call"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int | None = 0
+    top_logprobs: int | None = None
+    prefill: str | None = None
+    max_attempts: int = 3
+
+    def attempt_seed(self, attempt: int) -> int | None:
+        """The seed sent with attempt ``attempt`` (1-based)."""
+        return None if self.seed is None else self.seed + (attempt - 1) * RETRY_SEED_STRIDE
+
+    def body(self, model: str, attempt: int) -> dict[str, Any]:
+        """The chat-completion request of attempt ``attempt`` for the endpoint's ``model`` name."""
+        body: dict[str, Any] = {"model": model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                                "messages": self.messages if self.prefill is None
+                                else [*self.messages, {"role": "assistant", "content": self.prefill}]}
+        seed = self.attempt_seed(attempt)
+        if seed is not None:
+            body["seed"] = seed
+        if self.schema is not None and self.prefill is None:
+            body["response_format"] = response_format_for(self.schema)
+        if self.top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
+        return body
+
+
 @dataclass
 class LLMResult:
-    """Outcome of one ``complete`` call (all its attempts)."""
+    """Outcome of one call (all its attempts)."""
 
     ok: bool
     value: Any  # validated pydantic object (schema given), text (no schema), or None on failure
@@ -449,7 +506,7 @@ class Gateway:
 
     def complete(
         self,
-        messages: list[dict[str, str]],
+        messages: list[Message],
         schema: type[BaseModel] | None = None,
         *,
         label: str = "call",
@@ -460,35 +517,21 @@ class Gateway:
         max_attempts: int = 3,
         prefill: str | None = None,
     ) -> LLMResult:
-        """One chat completion, validated against ``schema`` with up to ``max_attempts`` attempts, each with the
-        original ``messages`` and seed ``seed + (attempt − 1) · RETRY_SEED_STRIDE`` (no seed is sent when ``seed``
-        is None).
+        """One call, its :class:`LLMCall` fields given as arguments (the short form for a single call in a script
+        or notebook): validated against ``schema`` with up to ``max_attempts`` attempts, each with the original
+        ``messages``. Many calls go to :meth:`complete_many` as :class:`LLMCall` records."""
+        return self._complete(LLMCall(messages, schema, label=label, temperature=temperature, max_tokens=max_tokens,
+                                      seed=seed, top_logprobs=top_logprobs, prefill=prefill,
+                                      max_attempts=max_attempts))
 
-        ``top_logprobs`` asks for per-token log-probabilities (needed for probability-weighted scores);
-        they come back in ``LLMResult.logprobs`` as the endpoint's ``choices[0].logprobs.content`` list.
-
-        ``prefill`` writes the start of the answer for the model (an assistant message it continues, e.g.
-        ``'{"grade": '``), so the token read for a score sits at a fixed position after a fixed prefix,
-        whatever whitespace the model would have chosen. The schema is then not sent as ``response_format``
-        (a grammar restarts at the turn's start and would refuse the continuation); the prefill plus the
-        continuation is validated against it instead, and is the result's ``text``.
-        """
+    def _complete(self, call: LLMCall) -> LLMResult:
+        """Every attempt of ``call`` until one validates (see the module docstring), recorded in the ledger."""
         result = LLMResult(ok=False, value=None, text="", attempts=0)
         log: list[Attempt] = []
-        for attempt in range(1, max_attempts + 1):
-            attempt_seed = None if seed is None else seed + (attempt - 1) * RETRY_SEED_STRIDE
-            body: dict[str, Any] = {"model": self.endpoint.model, "temperature": temperature, "max_tokens": max_tokens,
-                                    "messages": messages if prefill is None
-                                    else [*messages, {"role": "assistant", "content": prefill}]}
-            if attempt_seed is not None:
-                body["seed"] = attempt_seed
-            if schema is not None and prefill is None:
-                body["response_format"] = response_format_for(schema)
-            if top_logprobs:
-                body["logprobs"] = True
-                body["top_logprobs"] = top_logprobs
+        for attempt in range(1, call.max_attempts + 1):
+            attempt_seed = call.attempt_seed(attempt)
             try:
-                response = self._request(body, label)
+                response = self._request(call.body(self.endpoint.model, attempt), call.label)
             except TransportFailure as failure:
                 log.append(Attempt(attempt_seed, failure.kind, str(failure)))
                 result = LLMResult(ok=False, value=None, text="", failure_kind=failure.kind, error=str(failure),
@@ -497,10 +540,11 @@ class Gateway:
                 break  # the transport already retried; a further attempt would only repeat the fault
             choice = response["choices"][0]
             text = choice["message"].get("content") or ""
-            if prefill and not text.startswith(prefill):  # llama.cpp returns the whole message, others the rest
-                text = prefill + text
+            # llama.cpp returns the whole message, others the rest
+            if call.prefill and not text.startswith(call.prefill):
+                text = call.prefill + text
             usage = response.get("usage") or {}
-            value, kind, error = _parse(text, choice.get("finish_reason"), schema)
+            value, kind, error = _parse(text, choice.get("finish_reason"), call.schema)
             log.append(Attempt(attempt_seed, kind, error))
             result = LLMResult(
                 ok=kind is None, value=value, text=text, failure_kind=kind, error=error, attempts=attempt,
@@ -514,8 +558,8 @@ class Gateway:
         self.ledger.record_call(result)
         return result
 
-    def complete_many(self, calls: list[dict[str, Any]], desc: str = "LLM calls") -> list[LLMResult]:
-        """Run ``complete(**call)`` for each call with bounded concurrency and a progress bar; order kept.
+    def complete_many(self, calls: Sequence[LLMCall], desc: str = "LLM calls") -> list[LLMResult]:
+        """Run each call with bounded concurrency and a progress bar; order kept.
 
         Calls are scheduled in :func:`prefix_groups`: a worker takes a whole group and sends its calls one
         after the other, so the server slot that holds the group's shared prompt prefix serves all of them
@@ -526,7 +570,7 @@ class Gateway:
         unreachable or hung endpoint, configuration error) stops the workers before their next call and is
         raised; the calls that finished are already in the cache, so a rerun does not repeat them."""
         workers = max(1, self.concurrency)
-        pending = deque(prefix_groups([call["messages"] for call in calls], workers))
+        pending = deque(prefix_groups([call.messages for call in calls], workers))
         results: list[LLMResult | None] = [None] * len(calls)
         errors: list[BaseException] = []
         lock = threading.Lock()
@@ -540,7 +584,7 @@ class Gateway:
                     group = pending.popleft()
                 for index in group:
                     try:
-                        results[index] = self.complete(**calls[index])
+                        results[index] = self._complete(calls[index])
                     except BaseException as exc:
                         with lock:
                             errors.append(exc)
@@ -569,4 +613,13 @@ class Gateway:
         return path
 
     def close(self) -> None:
+        """Close the connections the ``openai`` client keeps open between requests (its HTTP client and pool; the
+        liveness probe closes its own). A script that never closes its gateway ends with a ``ResourceWarning``
+        per open socket; ``with Gateway.from_env(...) as gateway:`` closes it at the end of the block."""
         self._client.close()
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -32,7 +32,7 @@ import pandas as pd
 from lib import design, nudges, paths
 from lib.data import load_journal_entries, load_noveleval
 from lib.llm import server
-from lib.llm.gateway import Endpoint, Gateway, response_format_for
+from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from lib.tools import pipeline
 
 BENCH_PORT = 8799
@@ -118,12 +118,12 @@ def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
     return table.drop(columns=["prompt_s", "generation_s"]).reset_index()
 
 
-def _nudge_calls(n_prompts: int) -> list[dict]:
+def _nudge_calls(n_prompts: int) -> list[LLMCall]:
     params = pipeline.parameters_for("01_nudge_candidates")
     sampled = nudges.sample_entries(load_journal_entries("test"), n_prompts, seed=params.get("seed", 0) + 1)
     n = params.get("n_candidates", 5)
-    return [{"messages": nudges.build_messages(r.text, design.PERSONAS_BY_ID[r.persona_id], r.category, n),
-             "schema": nudges.candidate_set_schema(n), "max_tokens": 110 * n} for r in sampled.itertuples()]
+    return [LLMCall(nudges.build_messages(r.text, design.PERSONAS_BY_ID[r.persona_id], r.category, n),
+                    nudges.candidate_set_schema(n), max_tokens=110 * n, max_attempts=1) for r in sampled.itertuples()]
 
 
 def gateway_overhead(n_prompts: int) -> dict[str, float]:
@@ -136,19 +136,16 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
         tokens, start = 0, time.perf_counter()
         with httpx.Client(timeout=600) as client:
             for call in calls:
-                body = {"model": endpoint.model, "messages": call["messages"], "temperature": 0.0,
-                        "max_tokens": call["max_tokens"], "seed": 0,
-                        "response_format": response_format_for(call["schema"])}
-                response = client.post(f"{endpoint.base_url}/chat/completions", json=body).json()
+                response = client.post(f"{endpoint.base_url}/chat/completions",
+                                       json=call.body(endpoint.model, attempt=1)).json()
                 tokens += response["usage"]["completion_tokens"]
         return tokens, time.perf_counter() - start
 
     def via_gateway() -> tuple[int, float]:
-        with tempfile.TemporaryDirectory() as cache:
-            gateway = Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1)
+        with tempfile.TemporaryDirectory() as cache, \
+                Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1) as gateway:
             start = time.perf_counter()
-            for call in calls:
-                gateway.complete(**call, max_attempts=1)
+            gateway.complete_many(calls, desc="bench")  # concurrency 1: one call after the other
             return gateway.ledger.completion_tokens, time.perf_counter() - start
 
     direct()  # warm-up: fills the server's prefix cache for both timed passes
