@@ -297,7 +297,7 @@ def call_kind(method: Method) -> str:
     return kind
 
 
-CHOICE_FILE: Path = paths.OUTPUTS / "judge_choice.json"
+CHOICE_FILE: Path = paths.TABLES / "judge_choice.json"  # beside the tables chapter 07 writes
 
 
 class FewShotExample(BaseModel):
