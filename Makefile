@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: all help install report lab serve stop test bench prune-cache clean
+.PHONY: all help install report lab serve stop test lint bench prune-cache clean
 
 all: report ## set up the venv and packages, run every notebook (replaying the committed LLM cache), render HTML
 
@@ -34,10 +34,16 @@ serve: $(INSTALLED) ## start the embedded LLM server in the background (127.0.0.
 stop: ## stop the embedded LLM server started by `make serve` or by a run
 	@if [ -x $(PY) ]; then $(PY) -m lib.llm.server stop; else echo "no venv, nothing to stop"; fi
 
-test: $(INSTALLED) ## unit and integration tests, the live-model test, then nbval replay of the executed notebooks
+test: $(INSTALLED) ## lint and type check, unit and integration tests, the live-model test, then nbval replay of the executed notebooks
+	$(VENV)/bin/ruff check lib tests
+	$(VENV)/bin/mypy
 	$(PY) -m pytest tests
 	LLM_MODE=replay $(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 900 -p no:cacheprovider outputs/notebooks
+
+lint: $(INSTALLED) ## ruff (lint and import order) and mypy (types) over lib and tests, as make test runs them
+	$(VENV)/bin/ruff check lib tests
+	$(VENV)/bin/mypy
 
 bench: $(INSTALLED) ## throughput of the server direct vs through the gateway; notebook 01 cold vs warm
 	$(PY) -m lib.tools.bench
