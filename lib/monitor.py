@@ -34,7 +34,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import date as Date, datetime
+from datetime import date as Date
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 # drop: close the connection without answering · truncated_body: a 200 whose JSON body is cut in half ·
 # error_body: a 200 whose body is an error object · not_json: a 200 with an HTML page · hang: accept the
@@ -110,7 +111,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
 

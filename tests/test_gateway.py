@@ -14,8 +14,15 @@ import pytest
 from pydantic import BaseModel, Field
 
 from lib.llm.cache import request_key
-from lib.llm.gateway import (RETRY_SEED_STRIDE, CacheMissError, Endpoint, EndpointUnreachable, Gateway, LLMCall,
-                             prefix_groups)
+from lib.llm.gateway import (
+    RETRY_SEED_STRIDE,
+    CacheMissError,
+    Endpoint,
+    EndpointUnreachable,
+    Gateway,
+    LLMCall,
+    prefix_groups,
+)
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
 
 SECRET = "fake-api-key-THISMUSTNEVERLEAK-0123456789"

@@ -65,9 +65,8 @@ def test_evaluation_steps_refuse_an_author_that_is_neither_model_nor_study(autho
 
 def test_evaluation_steps_called_with_a_gateway_say_how_to_generate_steps(tmp_path):
     # The old positional call evaluation_steps(rubric, gateway) used to return the study's steps.
-    with FakeOpenAI(always(STEPS)) as fake:
-        with pytest.raises(TypeError, match="model_steps"):
-            geval.evaluation_steps(geval.COHERENCE, gateway_for(fake, tmp_path))
+    with FakeOpenAI(always(STEPS)) as fake, pytest.raises(TypeError, match="model_steps"):
+        geval.evaluation_steps(geval.COHERENCE, gateway_for(fake, tmp_path))
     assert not fake.requests
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import combinations
 from typing import Literal
 
@@ -160,7 +160,7 @@ def eligible_targets(universe: ItemUniverse) -> tuple[str, ...]:
                  >= MIN_TARGET_FIELDS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def stateable_values(universe: ItemUniverse, item_id: str) -> dict[str, tuple[str, ...]]:
     """Per revealable field, the item's concepts the user can state: E(x) reads their template description back
     as exactly that concept, and it does not contain the item's title. Language only when not English (English

@@ -22,11 +22,11 @@ kind, never a default score.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable, Literal, get_args
+from typing import Literal, get_args
 
 import pandas as pd
 from pydantic import BaseModel, create_model
@@ -159,7 +159,7 @@ SUMMEVAL_RUBRICS: dict[str, Rubric] = {"coherence": COHERENCE, "consistency": CO
                                        "relevance": RELEVANCE}
 
 
-@lru_cache(maxsize=None)
+@cache
 def score_schema(low: int, high: int) -> type[BaseModel]:
     return create_model(f"Score{low}to{high}", score=(Literal[tuple(range(low, high + 1))], ...))
 

@@ -41,8 +41,15 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from lib import paths
 from lib.analysis.calibration import Frozen, Method
 from lib.judges.items import JudgeItem
-from lib.judges.relevance import (PASSAGE_4POINT_PROMPTS, Judgment, RelevancePrompts, judge_messages,
-                                  judge_pointwise, pointwise_messages, truncate)
+from lib.judges.relevance import (
+    PASSAGE_4POINT_PROMPTS,
+    Judgment,
+    RelevancePrompts,
+    judge_messages,
+    judge_pointwise,
+    pointwise_messages,
+    truncate,
+)
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
@@ -333,7 +340,7 @@ class FrozenChoice(BaseModel):
     example_chars: int = 300
 
     @model_validator(mode="after")
-    def _consistent(self) -> "FrozenChoice":
+    def _consistent(self) -> FrozenChoice:
         kind = call_kind(self.method)
         if self.prompts.scale != self.scale:
             raise ValueError(f"the wording {self.prompts.pointwise!r} grades on {self.prompts.scale}, not {self.scale}")
@@ -351,7 +358,7 @@ class FrozenChoice(BaseModel):
     def of(cls, frozen: Frozen, model: str, scale: Sequence[int], *,
            prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS, criteria: Sequence[str] = (),
            examples: pd.DataFrame | None = None, example_chars: int = 300, human: str = "human_grade"
-           ) -> "FrozenChoice":
+           ) -> FrozenChoice:
         """The choice of ``frozen`` for the judge ``model`` (``gateway.endpoint.identity``). ``criteria``,
         ``examples`` (with the ``human`` grade column) and ``example_chars`` are those given to
         :func:`judge_kinds`; only what the method's calls show is kept. A non-LLM baseline is an error."""
@@ -369,7 +376,7 @@ class FrozenChoice(BaseModel):
         return path
 
     @classmethod
-    def load(cls, path: Path | str) -> "FrozenChoice":
+    def load(cls, path: Path | str) -> FrozenChoice:
         """The choice saved at ``path``, validated as when it was made."""
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
 

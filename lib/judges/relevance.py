@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Literal
 
 import numpy as np
@@ -38,7 +38,7 @@ class Grade(BaseModel):
     grade: Literal[GRADES]  # type: ignore[valid-type]
 
 
-@lru_cache(maxsize=None)
+@cache
 def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     """The pointwise answer schema ``{"grade": g}`` with g on ``scale`` (:class:`Grade` for the study's scale, so
     its requests and cache keys are those of earlier chapters)."""
@@ -47,7 +47,7 @@ def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     return create_model(f"Grade{min(scale)}to{max(scale)}", grade=(Literal[scale], ...))  # type: ignore[valid-type]
 
 
-@lru_cache(maxsize=None)
+@cache
 def grades_schema(n: int, scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     name = f"Grades{n}" if scale == GRADES else f"Grades{n}of{min(scale)}to{max(scale)}"
     grade_list = Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]

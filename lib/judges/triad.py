@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Literal
 
 import pandas as pd
@@ -47,7 +47,7 @@ LEGS = tuple(CRITERIA)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
-@lru_cache(maxsize=None)
+@cache
 def scores_schema(n: int) -> type[BaseModel]:
     return create_model(f"Scores{n}", scores=(Annotated[list[Literal[SCALE]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
 

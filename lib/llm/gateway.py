@@ -39,8 +39,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -102,7 +102,7 @@ class Endpoint:
     prepare: Callable[[], object] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_env(cls, role: Role = "generator") -> "Endpoint":
+    def from_env(cls, role: Role = "generator") -> Endpoint:
         """The endpoint of ``role``. Generator: ``OPENAI_BASE_URL`` (+ ``OPENAI_API_KEY``, ``LLM_MODEL``) or the
         embedded server. Judge: ``JUDGE_BASE_URL`` (+ ``JUDGE_API_KEY``, ``JUDGE_MODEL``) when set, so that
         outputs need not be judged by the model that wrote them; otherwise the generator's endpoint."""
@@ -116,7 +116,7 @@ class Endpoint:
         return cls(base_url.rstrip("/"), model, model, False, os.environ.get(names[1]) or None)
 
     @classmethod
-    def embedded_default(cls) -> "Endpoint":
+    def embedded_default(cls) -> Endpoint:
         """The embedded model, whose server is started on demand (and stopped at the end of ``make all``)."""
         return cls(embedded.embedded_base_url(), embedded.MODEL_NAME, embedded.MODEL_IDENTITY, True,
                    prepare=embedded.ensure_running)
@@ -383,7 +383,7 @@ class Gateway:
         self._prepared = False
 
     @classmethod
-    def from_env(cls, notebook: str, role: Role = "generator", **overrides: Any) -> "Gateway":
+    def from_env(cls, notebook: str, role: Role = "generator", **overrides: Any) -> Gateway:
         """Gateway configured by the environment: ``LLM_MODE`` (live|replay), ``LLM_CACHE_DIR``,
         ``LLM_CONCURRENCY`` and the endpoint variables of ``role`` (:meth:`Endpoint.from_env`)."""
         endpoint = Endpoint.from_env(role)
@@ -618,7 +618,7 @@ class Gateway:
         per open socket; ``with Gateway.from_env(...) as gateway:`` closes it at the end of the block."""
         self._client.close()
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
