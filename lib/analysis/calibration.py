@@ -227,7 +227,8 @@ class Frozen:
     def grades(self, rows: pd.DataFrame, scale: Sequence[int]) -> pd.Series:
         """The method's grades of ``rows`` (nullable Int64, indexed like ``rows``), the cuts applied unchanged."""
         values = rows[self.method.column].to_numpy()
-        grades = apply_thresholds(values, self.cuts, scale) if self.cuts is not None else pd.array(values, dtype="Int64")
+        grades = (apply_thresholds(values, self.cuts, scale) if self.cuts is not None
+                  else pd.array(values, dtype="Int64"))
         return pd.Series(grades, index=rows.index, name=self.method.name)
 
 

@@ -255,6 +255,7 @@ def paired_differences(values: pd.DataFrame, system: str, labels: pd.DataFrame |
                        for b in wide.columns if b != system], ignore_index=True).dropna()
     if labels is not None:
         ranges = value_range(labels)
-        keys = set(zip(ranges.loc[ranges.informative, "measure"], ranges.loc[ranges.informative, "entry_id"], strict=True))
+        keys = set(zip(ranges.loc[ranges.informative, "measure"], ranges.loc[ranges.informative, "entry_id"],
+                       strict=True))
         diffs = diffs[[k in keys for k in zip(diffs.measure, diffs.entry_id, strict=True)]].reset_index(drop=True)
     return diffs

@@ -6,10 +6,11 @@ WEIGHTED_KAPPA = "quadratic-weighted κ"
 BINARY_KAPPA = "Cohen κ, binarised"
 ALPHA = "Krippendorff α (ordinal)"
 EXPECTED_RHO = "Spearman ρ of E[g] or score"  # an LLM judge's expected grade, a baseline's continuous score
-EXPECTED_RHO_WITHIN = "Spearman ρ of E[g] or score, within queries"  # mean over queries (per-query ρ, constant ones skipped)
+# mean over queries (per-query ρ, constant ones skipped)
+EXPECTED_RHO_WITHIN = "Spearman ρ of E[g] or score, within queries"
 SPEARMAN = "Spearman ρ"
 KENDALL = "Kendall τ"
 POSITION_CONSISTENCY = "position consistency"
 MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
-STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, SPEARMAN, KENDALL, POSITION_CONSISTENCY,
-              MARGIN)
+STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, SPEARMAN, KENDALL,
+              POSITION_CONSISTENCY, MARGIN)

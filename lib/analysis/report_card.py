@@ -334,13 +334,14 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
     ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
-    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict())} against the target {t.goal:.2f} ({t.level} level): "
-                      f"{_verdict(t.reached, t.reached_by_interval, bool(np.isfinite(t.ci_low)))}."
+    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict())} against the target {t.goal:.2f} "
+                      f"({t.level} level): {_verdict(t.reached, t.reached_by_interval, bool(np.isfinite(t.ci_low)))}."
             for t in targets.itertuples()}
     system = _system_rows(card)
     above = system_level_dimensions(card)
     values = ", ".join(f"{r.criterion} {r.value:.2f}" for r in system.itertuples())
-    over = f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on {system['ci_over'].iloc[0] if len(system) else '0 documents'}"
+    over = (f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on "
+            f"{system['ci_over'].iloc[0] if len(system) else '0 documents'}")
     if len(system) and not np.isfinite(system["ci_low"]).any():
         uses["system level"] = (f"Spearman ρ over {over}: {values}. Too few documents for an interval, so no "
                                 f"system-level verdict either way.")
@@ -434,8 +435,9 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     if len(widths):
         widest = card.loc[widths.idxmax()]
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
-                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)}; the smallest n of a defined "
-                     f"number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals resample items (or documents), never the judge's noise.")
+                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)}; the smallest n of "
+                     f"a defined number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals "
+                     f"resample items (or documents), never the judge's noise.")
     units = card["ci_over"].map(resampled_units)
     few = card[units.notna() & (units < MIN_CI_UNITS)]
     if len(few):
@@ -448,7 +450,8 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
                      f"uncertainty is.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
-        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} over n = {int(r['n'])}.")
+        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} "
+                     f"over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
                  f"won on dev can lose on test by chance. The item intervals resample passages, which are nested in "
@@ -456,6 +459,6 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
                  f"related items as independent and are narrower than intervals over groups would be.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
-                     f"{crs_sessions} simulated conversations, not against people: convergent validity with an unvalidated "
-                     f"judge is agreement between two instruments, not accuracy.")
+                     f"{crs_sessions} simulated conversations, not against people: convergent validity with an "
+                     f"unvalidated judge is agreement between two instruments, not accuracy.")
     return "\n".join(lines)

@@ -76,7 +76,8 @@ def agreement_ci(a: ArrayLike, b: ArrayLike, seed: int, n_resamples: int = 2000,
                            confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
         distribution = result.bootstrap_distribution[~np.isnan(result.bootstrap_distribution)]
         tail = (1 - level) / 2 * 100
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (float(v) for v in np.percentile(distribution, [tail, 100 - tail]))
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (
+            float(v) for v in np.percentile(distribution, [tail, 100 - tail]))
     return out
 
 
@@ -88,7 +89,8 @@ def label_validity(frame: pd.DataFrame, human: str = "human_grade", seed: int = 
     for name, column in LABEL_DEFINITIONS.items():
         both = frame[human].notna() & frame[column].notna()
         a, b = frame.loc[both, human].astype(int), frame.loc[both, column].astype(int)
-        rows[name] = {"failed": int(frame[column].isna().sum()), **agreement(a, b), **agreement_ci(a, b, seed, n_resamples)}
+        rows[name] = {"failed": int(frame[column].isna().sum()), **agreement(a, b),
+                      **agreement_ci(a, b, seed, n_resamples)}
     return pd.DataFrame(rows).T.rename_axis("label_definition")
 
 
@@ -381,7 +383,8 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
     rows = frame.dropna(subset=[score, human])
     scores = rows.pivot_table(index=group, columns=system, values=score, aggfunc="mean")
-    humans = rows.pivot_table(index=group, columns=system, values=human, aggfunc="mean").loc[scores.index, scores.columns]
+    humans = rows.pivot_table(index=group, columns=system, values=human,
+                              aggfunc="mean").loc[scores.index, scores.columns]
     s, h = scores.to_numpy(dtype=float), humans.to_numpy(dtype=float)
     present = ~np.isnan(s)
 
@@ -469,8 +472,9 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_gra
     expected_rho_ci_*). With ``group`` (e.g. the query id) also ρ of the expected grade *within* groups, averaged
     over the groups where neither side is constant (:func:`per_group_correlation`, G-Eval's per-document protocol;
     keys expected_rho_within, expected_groups): pooled over queries, ρ also rewards a judge for telling easy
-    queries from hard ones, which is not the ranking use. Every CI is seeded with ``seed``; a judge that gives one grade to every item (on the
-    scale, or binarised) gets κ 0 by construction and no κ interval (:func:`agreement_ci`)."""
+    queries from hard ones, which is not the ranking use. Every CI is seeded with ``seed``; a judge that gives one
+    grade to every item (on the scale, or binarised) gets κ 0 by construction and no κ interval
+    (:func:`agreement_ci`)."""
     from lib.analysis.stats import correlation_ci
 
     both = frame[human].notna() & frame[judge].notna()
