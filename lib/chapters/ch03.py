@@ -18,10 +18,12 @@ from lib.judges.outcomes import intervention_success, stake_effectiveness
 from lib.llm.gateway import Gateway
 
 NUDGE_RUBRICS = ("ToneEmpathy", "CulturalSensitivity")  # the G-Eval rubrics the nudges are scored on
-STEP_AUTHORS = ("model", "study")  # who wrote the evaluation steps compared on SummEval coherence
+# who wrote the evaluation steps compared on SummEval coherence
+STEP_AUTHORS: tuple[geval.StepsAuthor, ...] = ("model", "study")
 
 
-def noveleval_sample(novel: pd.DataFrame, queries: int, seed: int, passage_chars: int) -> tuple[pd.DataFrame, list[str]]:
+def noveleval_sample(novel: pd.DataFrame, queries: int, seed: int, passage_chars: int
+                     ) -> tuple[pd.DataFrame, list[str]]:
     """(the passages of a seeded sample of NovelEval queries with ``passage_shown`` cut at a word boundary, the
     sampled query ids)."""
     chosen = validity.sample_ids(novel.qid, queries, seed, key=int)
@@ -161,6 +163,7 @@ def chosen_label(tables: Tables) -> str:
     others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label_definition']})"
                        for _, r in validity[~validity["chosen"]].iterrows())
     return (f"The label used downstream is the {row['label_definition']} grade: quadratic-weighted κ = "
-            f"{row['weighted_kappa']:.2f} ({interval_text(row['weighted_kappa_ci_low'], row['weighted_kappa_ci_high'])}) "
+            f"{row['weighted_kappa']:.2f} "
+            f"({interval_text(row['weighted_kappa_ci_low'], row['weighted_kappa_ci_high'])}) "
             f"with human grades on {int(row['n'])} passages ({row['dataset']})"
             + (f", against {others}." if others else "."))

@@ -186,6 +186,8 @@ def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence
         for variant in VARIANTS:
             answer = answer_of(answers, q, variant)
             for grades in (3, 2):
+                labels: list[str | None]
+                failures: list[nug.BatchFailure] | list[str]
                 if answer is None:
                     labels, failures = [None] * len(rows), ["generation failed"]
                 else:

@@ -116,8 +116,8 @@ def crs_known_behaviour(tables: Tables) -> str:
     failing = checks.loc[~checks["holds"], "expectation"]
     recovery = sessions.groupby("system")["recovery_rate"].mean()
     llm = (f" The LLM recommender recovers from {recovery['llm']:.0%} of shifts within the window, the adapting "
-           f"template from {recovery['retrieval_template']:.0%}." if {"llm", "retrieval_template"} <= set(recovery.index)
-           else "")
+           f"template from {recovery['retrieval_template']:.0%}."
+           if {"llm", "retrieval_template"} <= set(recovery.index) else "")
     return (f"Over {sessions['session_id'].nunique()} simulated users, the adaptation metrics reproduce "
             f"{int(checks['holds'].sum())} of {len(checks)} expected differences between systems of known behaviour"
             + (f" (not: {'; '.join(failing)})" if len(failing) else "") + f".{llm}")

@@ -59,8 +59,10 @@ class Samples:
         split, summeval_split = self.split, self.summeval_split
         rows = [("TREC DL19", "dev (methods compared)", split.dev, len(split.dev_rows(self.sampled))),
                 ("TREC DL19", "test (chosen method, once)", split.test, len(split.test_rows(self.sampled))),
-                ("TREC DL19", "test queries ranked by PRP", self.prp_qids, int(self.sampled.qid.isin(self.prp_qids).sum())),
-                ("TREC DL19", "few-shot examples (dev queries, not scored)", list(self.examples.qid), len(self.examples)),
+                ("TREC DL19", "test queries ranked by PRP", self.prp_qids,
+                 int(self.sampled.qid.isin(self.prp_qids).sum())),
+                ("TREC DL19", "few-shot examples (dev queries, not scored)", list(self.examples.qid),
+                 len(self.examples)),
                 ("SummEval", "seen in chapter 03 (coherence replayed)", summeval_split.dev,
                  len(summeval_split.dev_rows(self.summeval))),
                 ("SummEval", "test (G-Eval as declared)", summeval_split.test,
@@ -142,7 +144,8 @@ def freeze_methods(candidates: Sequence[calibration.Method], chosen_name: str, d
 def frozen_table(frozen: Mapping[str, calibration.Frozen]) -> pd.DataFrame:
     """What each frozen method learnt on dev: its column, calls per item and cuts."""
     return pd.DataFrame([{"method": name, "column": f.method.column, "calls per item": f.method.calls,
-                          "cuts (grades 1, 2, 3 from)": "—" if f.cuts is None else ", ".join(f"{c:.3f}" for c in f.cuts)}
+                          "cuts (grades 1, 2, 3 from)": ("—" if f.cuts is None
+                                                         else ", ".join(f"{c:.3f}" for c in f.cuts))}
                          for name, f in frozen.items()]).set_index("method")
 
 
@@ -168,7 +171,7 @@ def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], cho
     rows: CardRows = []
     expected_shown: set[str | None] = set()
     for name, f in frozen.items():
-        expected = methods.expected_column(f.method) or f.method.column  # a baseline's own score
+        expected: str | None = methods.expected_column(f.method) or f.method.column  # a baseline's own score
         expected = None if expected in expected_shown else expected
         expected_shown.add(expected)
         agreement = validity.relevance_agreement(test.join(grades[[name]]), name, expected=expected, scale=SCALE,
@@ -289,7 +292,8 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
     correlation_rows = card[(card.statistic == rc.SPEARMAN) & ((card.dataset != "SummEval") | (card.level == "system")
                                                                | (card.criterion == "average"))]
     forests = []
-    for part, title, x_label in ((relevance_rows, "Relevance judges against human grades", "quadratic-weighted κ (95% CI)"),
+    for part, title, x_label in ((relevance_rows, "Relevance judges against human grades",
+                                  "quadratic-weighted κ (95% CI)"),
                                  (correlation_rows, "Scores against human ratings and TAS/CAS", "Spearman ρ (95% CI)")):
         targets = {f"target {t.value:.2f} ({t.dataset} {t.level} only)": t.value
                    for t in rc.TARGETS if t.statistic == part.statistic.iloc[0]}
@@ -298,18 +302,18 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
     return forests
 
 
-def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int, test_card: pd.DataFrame,
-              lift: Mapping[str, float], grades: pd.DataFrame, dev_majority: int, gap: Mapping[str, float],
-              best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
+def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int,
+              test_card: pd.DataFrame, lift: Mapping[str, float], grades: pd.DataFrame, dev_majority: int,
+              gap: Mapping[str, float], best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
     """The DL19 bullets: the dev choice (and whether it rested on quality or on cost,
     :func:`lib.analysis.calibration.tied_with_best`), the test κ_w of every frozen method, the chosen method's
     lift over the plain judge, and the trivial and non-LLM baselines beside it.
 
     ``dev_table``: :func:`lib.analysis.calibration.compare_on_dev`; ``test_card``: the card's DL19 κ_w rows
     indexed by judge; ``lift``/``gap``: :func:`lib.analysis.validity.weighted_kappa_difference` results (chosen −
-    plain; ``best_baseline`` − chosen); ``reference``: the plain judge's name in ``dev_table``; ``grades``: :func:`lib.analysis.validity.grade_agreement_table` on test
-    with the row "always <dev_majority>"; ``rho_rows``: the card's DL19 rows of Spearman's ρ of E[g] (or of a
-    baseline's score), pooled and within queries."""
+    plain; ``best_baseline`` − chosen); ``reference``: the plain judge's name in ``dev_table``; ``grades``:
+    :func:`lib.analysis.validity.grade_agreement_table` on test with the row "always <dev_majority>"; ``rho_rows``:
+    the card's DL19 rows of Spearman's ρ of E[g] (or of a baseline's score), pooled and within queries."""
     from lib.analysis.calibration import tied_with_best
 
     row, plain = dev_table.loc[chosen], dev_table.loc[reference]
@@ -320,8 +324,8 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
     constant = grades.loc[f"always {dev_majority}"]
     return [
         f"**Chosen on dev**: {chosen} ({int(row.calls)} call{'s' if row.calls > 1 else ''} per passage), dev κ_w "
-        f"{row.weighted_kappa:.2f} ({interval_text(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high)}) against the plain "
-        f"judge's {plain.weighted_kappa:.2f}, over {int(row.n)} dev passages of {dev_queries} queries. "
+        f"{row.weighted_kappa:.2f} ({interval_text(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high)}) against "
+        f"the plain judge's {plain.weighted_kappa:.2f}, over {int(row.n)} dev passages of {dev_queries} queries. "
         f"{len(tied)} of {llm} LLM methods are within the best one's interval on dev, so the rule "
         + ("chose by cost (fewest calls), not by a measured difference in quality." if len(tied) > 1
            else "had a single candidate."),
@@ -350,7 +354,8 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
 
 def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
     """One bullet per use the study makes of a judge, with the verdict of :func:`rc.supported_uses`."""
-    return [f"**{what[0].upper() + what[1:]}**: {verdict}" for what, verdict in rc.supported_uses(card, targets).items()]
+    return [f"**{what[0].upper() + what[1:]}**: {verdict}"
+            for what, verdict in rc.supported_uses(card, targets).items()]
 
 
 def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
@@ -481,7 +486,8 @@ def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.Data
             f"unvalidated instruments agreeing or not); within systems "
             f"{correlation_text(levels.loc['within systems'].to_dict())}; over the {int(system.n)} system means ρ = "
             f"{system.r:.2f} (too few systems for an interval). Template > stale template > echo holds for "
-            + ", ".join(f"{o.metric.upper()}: {'yes' if o.holds else 'no'} ({o.observed})" for o in orderings.itertuples())
+            + ", ".join(f"{o.metric.upper()}: {'yes' if o.holds else 'no'} ({o.observed})"
+                        for o in orderings.itertuples())
             + f". Holm-adjusted p < {alpha} in " + " and in ".join(families)
             + ". Ablations that change the order of the systems: "
             + (", ".join(f"{r.variant} (τ = {r.kendall_tau:.2f})" for r in changed.itertuples()) or "none") + ".")
