@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.calibration import Method
-from lib.embeddings import Embed
+from lib.embeddings import Embed, similarity
 
 # The relevance baselines as methods of the dev comparison: thresholds on the score fit on dev, no LLM call.
 RELEVANCE_BASELINES = (Method("BM25, thresholds", "bm25", fit=True, calls=0),
@@ -47,14 +47,15 @@ def bm25_scores(frame: pd.DataFrame, query: str = "query", passage: str = "passa
 
 def cosine_scores(first: Sequence[str], second: Sequence[str], embed: Embed | None = None) -> np.ndarray:
     """Row-wise cosine of ``first[i]`` and ``second[i]``: the dot product of their unit embeddings (each distinct
-    text embedded once). ``embed`` defaults to MiniLM (:func:`lib.embeddings.embed`); tests pass a fake."""
+    text embedded once), rounded by :func:`lib.embeddings.similarity`. ``embed`` defaults to MiniLM
+    (:func:`lib.embeddings.embed`); tests pass a fake."""
     if embed is None:
         from lib.embeddings import embed
     if len(first) != len(second):
         raise ValueError(f"{len(first)} texts against {len(second)}")
     distinct = list(dict.fromkeys([*first, *second]))
     vectors = dict(zip(distinct, np.asarray(embed(distinct), dtype=float)))
-    return np.array([float(vectors[a] @ vectors[b]) for a, b in zip(first, second)])
+    return np.array([float(similarity(vectors[a], vectors[b])) for a, b in zip(first, second)])
 
 
 def rouge1(summaries: Sequence[str], references: Sequence[str]) -> np.ndarray:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, create_model
 
 from lib import prompts
 from lib.design import EMOTION_CATEGORY, NUDGE_CATEGORIES, PERSONAS, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
-from lib.embeddings import Embed, embed
+from lib.embeddings import Embed, embed, similarity
 from lib.llm.gateway import Gateway, LLMCall, LLMResult
 
 PersonaRule = Literal["similarity", "random"]
@@ -61,10 +61,10 @@ def candidate_set_schema(n: int) -> type[BaseModel]:
 def persona_similarities(texts: Sequence[str], embedder: Embed | None = None) -> pd.DataFrame:
     """cos(e_text, e_description(p)) for every text and persona p: one row per text, one column per persona in
     ``lib.design.PERSONAS`` order. Embeddings are unit vectors (``embedder``, MiniLM by default), so the cosine
-    is u·v."""
+    is u·v, rounded by :func:`lib.embeddings.similarity`."""
     embedder = embedder or embed
-    vectors = embedder(list(texts)) @ embedder([p.description for p in PERSONAS]).T
-    return pd.DataFrame(vectors, columns=[p.persona_id for p in PERSONAS])
+    cosines = similarity(embedder(list(texts)), embedder([p.description for p in PERSONAS]))
+    return pd.DataFrame(cosines, columns=[p.persona_id for p in PERSONAS])
 
 
 def most_similar_persona(similarities: pd.DataFrame) -> list[str]:
@@ -164,7 +164,7 @@ def results_to_tables(sampled: pd.DataFrame, results: list[LLMResult], model_ide
 
 
 def mark_near_duplicates(candidates: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, np.ndarray]:
-    """Flag near-duplicates within each pool by MiniLM cosine similarity.
+    """Flag near-duplicates within each pool by MiniLM cosine similarity (:func:`lib.embeddings.similarity`).
 
     A candidate is a near-duplicate when its cosine with an earlier candidate of the same pool is
     ≥ ``threshold``; ``near_duplicate_of`` names the earliest such candidate. Also adds ``pool_diversity``,
@@ -176,7 +176,7 @@ def mark_near_duplicates(candidates: pd.DataFrame, threshold: float) -> tuple[pd
     diversity = np.full(len(candidates), np.nan)
     pair_sims: list[np.ndarray] = []
     for _, idx in candidates.groupby("entry_id", sort=False).indices.items():
-        sims = vectors[idx] @ vectors[idx].T
+        sims = similarity(vectors[idx], vectors[idx])
         upper = sims[np.triu_indices(len(idx), k=1)]
         pair_sims.append(upper)
         diversity[idx] = float(np.mean(1.0 - upper)) if upper.size else np.nan

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
+from lib.embeddings import similarity
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
@@ -218,10 +219,10 @@ def llm_match(gateway: Gateway, query: str, automatic: Sequence[str], reference:
 def embedding_match(automatic: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """For each reference nugget (row of unit vectors ``reference``), the highest cosine similarity to any
     automatic nugget (rows of ``automatic``); 0 when there are no automatic nuggets. A reference nugget counts
-    as recalled at threshold t when this value is ≥ t."""
+    as recalled at threshold t when this value is ≥ t. Cosines are rounded by :func:`lib.embeddings.similarity`."""
     if len(automatic) == 0:
         return np.zeros(len(reference))
-    return (reference @ automatic.T).max(axis=1)
+    return similarity(reference, automatic).max(axis=1)
 
 
 def answer_scores(assignment: Sequence[str | None], importance: Sequence[str | None]) -> dict[str, float | None]:

@@ -9,7 +9,8 @@ own method (``generator_order``), and no other method inherits it through ties. 
 candidate (empty or missing ``nudge_text``) scores −∞ and goes last, so a ranking is always a permutation of
 the whole pool.
 
-Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v.
+Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v; every cosine is rounded by
+:func:`lib.embeddings.similarity`, and an exact tie that rounding makes is broken by the same seeded rule.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
-from lib.embeddings import Embed
+from lib.embeddings import Embed, similarity
 
 # The study's methods in the order of every table and figure: baselines from chance to strongest idea, then
 # the system under test.
@@ -112,7 +113,7 @@ class EmbeddingSimilarityRanker:
     name: str = "embedding"
 
     def scores(self, pool: Pool) -> np.ndarray:
-        return pool.vectors @ pool.entry_vector
+        return similarity(pool.vectors, pool.entry_vector)
 
 
 def category_vectors(embed: Embed) -> tuple[list[str], np.ndarray]:
@@ -122,8 +123,9 @@ def category_vectors(embed: Embed) -> tuple[list[str], np.ndarray]:
 
 
 def classify_categories(vectors: np.ndarray, names: list[str], definition_vectors: np.ndarray) -> list[str]:
-    """Zero-shot category of each candidate: argmax_c cos(e_candidate, e_definition(c))."""
-    return [names[i] for i in np.argmax(vectors @ definition_vectors.T, axis=1)]
+    """Zero-shot category of each candidate: argmax_c cos(e_candidate, e_definition(c)); a tie goes to the category
+    first in ``names``."""
+    return [names[i] for i in np.argmax(similarity(vectors, definition_vectors), axis=1)]
 
 
 def zero_shot_categories(pools: list[Pool], embed: Embed) -> pd.DataFrame:
@@ -149,7 +151,7 @@ class CategoryOnlyRanker:
     name: str = "category"
 
     def scores(self, pool: Pool) -> np.ndarray:
-        sims = pool.vectors @ self.definition_vectors.T
+        sims = similarity(pool.vectors, self.definition_vectors)
         target = self.names.index(pool.category)
         match = np.argmax(sims, axis=1) == target
         return 3.0 * match + sims[:, target]
@@ -184,8 +186,8 @@ class ValueAwareRanker:
     name: str = "value_aware"
 
     def scores(self, pool: Pool) -> np.ndarray:
-        values = pool.vectors @ self.persona_vectors[pool.persona.persona_id]
-        return (1 - self.alpha) * (pool.vectors @ pool.entry_vector) + self.alpha * values
+        values = similarity(pool.vectors, self.persona_vectors[pool.persona.persona_id])
+        return (1 - self.alpha) * similarity(pool.vectors, pool.entry_vector) + self.alpha * values
 
 
 def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed: Embed) -> list[Pool]:

@@ -18,7 +18,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "text": "the situation text, used as the journal entry",
         "persona_id": "persona (lib.design.PERSONAS) by notebook 01's persona_rule: most similar description by "
                       "MiniLM cosine (similarity) or seeded draw (random); lib.nudges.sample_entries",
-        "persona_similarity": "MiniLM cosine between the entry text and the assigned persona's description",
+        "persona_similarity": "MiniLM cosine between the entry text and the assigned persona's description "
+                              "(5 decimals, lib.embeddings.similarity)",
         "category": "nudge category from the emotion (lib.design.EMOTION_CATEGORY)",
         "generation_ok": "True when the candidate call returned a schema-valid answer",
         "failure_kind": "invalid_json | schema_violation | truncated when generation failed, else null",
@@ -39,7 +40,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "length_ok": "word_count within the asked 5–12",
         "model": "identity of the generating model",
         "near_duplicate_of": "earliest candidate of the same pool with MiniLM cosine ≥ threshold, else null",
-        "pool_diversity": "mean pairwise cosine distance of the pool's candidates",
+        "pool_diversity": "mean pairwise cosine distance of the pool's candidates (cosines to 5 decimals, "
+                          "lib.embeddings.similarity)",
         "near_duplicate": "near_duplicate_of is set; lib.nudges.pool_candidates drops these rows from the pools "
                           "under near_duplicate_rule 'drop' (the table keeps them)",
     },
@@ -50,7 +52,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "rank": "1 = shown first; equal scores in a seeded random order (lib.rankers.tie_order); failed "
                 "candidates last",
         "candidate_id": "the ranked candidate",
-        "score": "the ranker's score (higher is better; -inf for a failed candidate)",
+        "score": "the ranker's score (higher is better; -inf for a failed candidate); embedding, category and "
+                 "value_aware from cosines to 5 decimals (lib.embeddings.similarity)",
     },
     "labels": {
         "entry_id": "entry of the candidate",

@@ -53,7 +53,7 @@ import pandas as pd
 from lib.crs.concepts import content_words, preference_concepts, tokens
 from lib.crs.config import LegacyMethod, MetricConfig
 from lib.crs.universe import ItemUniverse
-from lib.embeddings import Embed
+from lib.embeddings import Embed, similarity
 
 Turn = Mapping[str, Any]
 
@@ -172,14 +172,15 @@ def shift_table(turns: pd.DataFrame, shift_events: Sequence[Mapping[str, Any]], 
 
 def legacy_similarities(user_texts: Sequence[str], method: LegacyMethod, embed: Embed | None = None) -> np.ndarray:
     """Similarity of each user turn to the one before (length n − 1): MiniLM cosine (``embed`` returns unit
-    vectors) or the Jaccard index of their content-word sets (tokens minus scikit-learn's English stop words)."""
+    vectors; rounded by :func:`lib.embeddings.similarity`) or the Jaccard index of their content-word sets (tokens
+    minus scikit-learn's English stop words)."""
     if len(user_texts) < 2:
         return np.zeros(0)
     if method == "embedding":
         if embed is None:
             from lib.embeddings import embed
         vectors = np.asarray(embed(list(user_texts)), dtype=float)
-        return np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
+        return np.array([similarity(u, v) for u, v in zip(vectors[:-1], vectors[1:])])
     words = [frozenset(content_words(tokens(text))) for text in user_texts]
     return np.array([jaccard(a, b) if a | b else 1.0 for a, b in zip(words, words[1:])])
 

@@ -1,0 +1,222 @@
+"""How close each decision on MiniLM cosines comes to going the other way, on the committed run.
+
+Every cosine is rounded to 5 decimals (:func:`lib.embeddings.similarity`). A decision whose value lies within
+1e-5 of its cut could have been made by the rounding itself (and by the CPU before it), so the chapter that
+makes it has to say so. The *margin* of a value is its distance to the cut that decides it:
+
+* a threshold (near-duplicate at 0.85, embedding match at 0.6, legacy boundary below 0.5, the cosine baseline's
+  cuts fit on dev): |value − cut|;
+* an argmax (the persona rule, the zero-shot category): the best value minus the second best (0: an exact tie,
+  which goes to the first in order);
+* an order (the embedding, category and value_aware rankers; the cosines that rank correlations in chapter 07
+  read): the gap between neighbouring scores of a pool or query; 0 is an exact *tie*, which a ranker breaks by
+  its seeded tie rule (:func:`lib.rankers.order`) and a rank correlation by mean ranks.
+
+Rounding never swaps two values (it is monotone); it can only make a tie, so ties are counted twice: at 5
+decimals and with 15 (``ties_by_rounding`` is the difference). Margins are differences of 5-decimal values,
+shown to 6 decimals.
+
+``python -m lib.tools.cut_margins`` prints one row per decision: values, cut, smallest margin, margins below
+``RISK`` and ties. It reads each chapter's values by running the notebook's own code cells up to the cell that
+computes them (:func:`notebook_state`, LLM answers from the replay cache, nothing written), so it checks what the
+chapter computes rather than a copy of it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import nbformat
+import numpy as np
+import pandas as pd
+
+from lib import embeddings, paths
+from lib.tools.pipeline import PARAMS_FILE, parameters_for
+
+RISK = 1e-5
+"""A margin below this could have been decided by the 5-decimal rounding."""
+UNROUNDED = 15
+"""Decimals that keep every bit a cosine's ties depend on (:func:`decimals`)."""
+
+
+def threshold_margin(values: Iterable[float], cut: float) -> np.ndarray:
+    """|value − cut| of each value (NaN values dropped)."""
+    values = np.asarray(list(values), dtype=float)
+    return np.abs(values[~np.isnan(values)] - cut)
+
+
+def argmax_margin(values: np.ndarray) -> np.ndarray:
+    """Per row of ``values``: the largest value minus the second largest (0 for an exact tie)."""
+    top = np.sort(np.asarray(values, dtype=float), axis=1)
+    return top[:, -1] - top[:, -2]
+
+
+def order_margin(scores: Iterable[float]) -> np.ndarray:
+    """Gaps between neighbouring finite scores in sorted order (0 for a tie): what separates two places."""
+    scores = np.asarray(list(scores), dtype=float)
+    return np.diff(np.sort(scores[np.isfinite(scores)]))
+
+
+def ties(scores: Iterable[float]) -> int:
+    """Pairs of exactly equal finite scores."""
+    scores = np.asarray(list(scores), dtype=float)
+    counts = np.unique(scores[np.isfinite(scores)], return_counts=True)[1]
+    return int((counts * (counts - 1) // 2).sum())
+
+
+@contextlib.contextmanager
+def decimals(n: int) -> Iterator[None]:
+    """Cosines rounded to ``n`` decimals instead of ``lib.embeddings.DECIMALS`` inside the block (``UNROUNDED``:
+    to count the ties the rounding makes)."""
+    kept = embeddings.DECIMALS
+    embeddings.DECIMALS = n
+    try:
+        yield
+    finally:
+        embeddings.DECIMALS = kept
+
+
+def notebook_state(name: str, through: str) -> dict[str, Any]:
+    """The variables of notebook ``name`` after its code cells up to and including the first whose source contains
+    ``through``: its parameters cell, then its ``params.yaml`` section (as papermill injects it), then the rest.
+    Runs in the notebook folder (as the pipeline does) with ``LLM_MODE=replay`` (a call the cache lacks raises
+    rather than reaching a model) and every output swallowed; choose ``through`` before any cell that writes a
+    table."""
+    cells = [c.source for c in nbformat.read(paths.NOTEBOOKS / f"{name}.ipynb", as_version=4).cells
+             if c.cell_type == "code"]
+    if not any(through in source for source in cells):
+        raise ValueError(f"no code cell of {name} contains {through!r}")
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    cwd, mode = os.getcwd(), os.environ.get("LLM_MODE")
+    try:
+        os.chdir(paths.NOTEBOOKS)
+        os.environ["LLM_MODE"] = "replay"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for index, source in enumerate(cells):
+                exec(compile(source, f"{name}[{index}]", "exec"), namespace)  # noqa: S102 - the study's own notebook
+                if index == 0:
+                    namespace.update(parameters_for(name, PARAMS_FILE))
+                if through in source:
+                    break
+    finally:
+        os.chdir(cwd)
+        if mode is None:
+            os.environ.pop("LLM_MODE")
+        else:
+            os.environ["LLM_MODE"] = mode
+    return namespace
+
+
+def row(chapter: str, decision: str, cut: str, margins: np.ndarray, tied: int = 0, tied_unrounded: int = 0
+        ) -> dict[str, Any]:
+    """One decision's line of :func:`report` from the margins of its values and the ties at 5 and 15 decimals."""
+    margins = np.round(margins, embeddings.DECIMALS + 1)
+    return {"chapter": chapter, "decision": decision, "cut": cut, "values": int(margins.size),
+            "smallest_margin": float(margins.min()) if margins.size else np.nan,
+            "below_risk": int((margins < RISK).sum()), "ties": tied, "ties_by_rounding": tied - tied_unrounded}
+
+
+def chapter01() -> list[dict[str, Any]]:
+    state = notebook_state("01_nudge_candidates", "mark_near_duplicates(")
+    pairs, cut = state["pair_similarities"], state["duplicate_threshold"]
+    persona = argmax_margin(state["similarities"].to_numpy())
+    with decimals(UNROUNDED):
+        unrounded = argmax_margin(state["nudges"].persona_similarities(state["sampled"].text.tolist()).to_numpy())
+    return [row("01", "near-duplicate: within-pool cosine ≥ cut", f"{cut}", threshold_margin(pairs, cut)),
+            row("01", "persona rule 'similarity': argmax over personas", "argmax", persona, int((persona == 0).sum()),
+                int((unrounded == 0).sum()))]
+
+
+def chapter02() -> list[dict[str, Any]]:
+    from lib import rankers
+    from lib.embeddings import similarity
+
+    state = notebook_state("02_baselines", "zero_shot_categories(")
+    pools, methods = state["pools"], state["methods"]
+    ranking = rankers.rank_all(pools, methods, tie_seed=state["tie_seed"])
+    names, definitions = rankers.category_vectors(state["embed"])
+    vectors = np.vstack([p.vectors for p in pools])
+    categories = argmax_margin(similarity(vectors, definitions))
+    with decimals(UNROUNDED):
+        unrounded_ranking = rankers.rank_all(pools, methods, tie_seed=state["tie_seed"])
+        unrounded = argmax_margin(similarity(vectors, definitions))
+    rows = [row("02", "zero-shot category (and the category ranker's match): argmax", "argmax", categories,
+                int((categories == 0).sum()), int((unrounded == 0).sum()))]
+    for method in ("embedding", "category", "value_aware"):
+        pools_scored = ranking[ranking.method == method].groupby("entry_id").score
+        gaps = np.concatenate([order_margin(g) for _, g in pools_scored])
+        rows.append(row("02", f"ranker '{method}': order within a pool", "neighbour", gaps,
+                        sum(ties(g) for _, g in pools_scored),
+                        sum(ties(g) for _, g in unrounded_ranking[unrounded_ranking.method == method]
+                            .groupby("entry_id").score)))
+    return rows
+
+
+def chapter05() -> list[dict[str, Any]]:
+    state = notebook_state("05_nugget_evaluation", 'evaluated["narrative_match"]')
+    cut = state["embedding_threshold"]
+    return [row("05", "embedding match: best cosine ≥ cut", f"{cut}", threshold_margin(state["similarity"], cut)),
+            row("05", "narrative-only baseline: cosine ≥ cut", f"{cut}", threshold_margin(state["query_cosine"], cut))]
+
+
+def chapter06() -> list[dict[str, Any]]:
+    from lib.crs.config import MetricConfig
+    from lib.crs.metrics import legacy_similarities
+    from lib.crs.runner import read_run
+
+    config = MetricConfig(legacy_method=parameters_for("06_crs_simulation")["legacy_method"])
+    logs, _ = read_run()
+    values = np.concatenate([legacy_similarities([t["text"] for t in log.record()["conversation"][0::2]],
+                                                 config.legacy_method) for log in logs])
+    return [row("06", f"legacy boundary ({config.legacy_method}): similarity < cut", f"{config.legacy_cut}",
+                threshold_margin(values, config.legacy_cut))]
+
+
+def chapter07() -> list[dict[str, Any]]:
+    from lib import baselines
+    from lib.analysis import calibration
+
+    state = notebook_state("07_validity", "sampled = sampled.assign(cosine")
+    sampled, split, scale = state["sampled"], state["split"], state["SCALE"]
+    dev, test = split.dev_rows(sampled), split.test_rows(sampled)
+    cuts = calibration.freeze(baselines.RELEVANCE_BASELINES[1], dev, "human_grade", scale).cuts
+    held_out = []
+    for qid in sorted(set(dev.qid)):
+        rest = dev[dev.qid != qid]
+        fold = calibration.fit_thresholds(rest.cosine.to_numpy(), rest.human_grade.to_numpy(), scale)
+        held_out.append(np.min([threshold_margin(dev[dev.qid == qid].cosine, c) for c in fold], axis=0))
+    summeval = state["summeval_split"].test_rows(state["summeval"])
+    to_source = baselines.cosine_scores(summeval.system_output.tolist(), summeval.source.tolist())
+    by_query = sampled.groupby("qid").cosine
+    with decimals(UNROUNDED):
+        unrounded_source = baselines.cosine_scores(summeval.system_output.tolist(), summeval.source.tolist())
+        unrounded_query = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(),
+                                                                        sampled["passage"].tolist()))
+    return [row("07", "cosine baseline on test: grade by the cuts fit on dev", ", ".join(f"{c:.5f}" for c in cuts),
+                np.min([threshold_margin(test.cosine, c) for c in cuts], axis=0)),
+            row("07", "cosine baseline on dev: grade by cuts fit without the query", "per fold",
+                np.concatenate(held_out)),
+            row("07", "query–passage cosine: order within a query (Spearman ρ)", "neighbour",
+                np.concatenate([order_margin(g) for _, g in by_query]), sum(ties(g) for _, g in by_query),
+                sum(ties(g) for _, g in unrounded_query.groupby("qid").cosine)),
+            row("07", "SummEval cosine to the source: order (correlations)", "neighbour", order_margin(to_source),
+                ties(to_source), ties(unrounded_source))]
+
+
+def report() -> pd.DataFrame:
+    """One row per decision on MiniLM cosines (see the module): values, cut, smallest margin, margins below
+    ``RISK``, exact ties and the ties the rounding made."""
+    rows = [*chapter01(), *chapter02(), *chapter05(), *chapter06(), *chapter07()]
+    return pd.DataFrame(rows).set_index(["chapter", "decision"])
+
+
+def main() -> None:
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80):
+        print(report().to_string(float_format=lambda v: f"{v:.2e}" if v < 1e-3 else f"{v:.5f}"))
+
+
+if __name__ == "__main__":
+    main()
