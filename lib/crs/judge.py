@@ -12,7 +12,7 @@ ratings in this chapter: its scores are compared with TAS (Spearman ρ), not tak
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
@@ -55,8 +55,8 @@ def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mappi
     records = []
     for result in gateway.complete_many(calls, desc="CRS judge"):
         if result.ok:
-            scores, scored_by = weighted_fields(result.value, result.logprobs, RUBRIC_CRITERIA, list(Scale.__args__))
-            records.append(JudgeRecord(ok=True, model=model, scored_by=scored_by, **scores))
+            scores, scored_by = weighted_fields(result.value, result.logprobs, RUBRIC_CRITERIA, list(get_args(Scale)))
+            records.append(JudgeRecord.model_validate({"ok": True, "model": model, "scored_by": scored_by, **scores}))
         else:
             records.append(JudgeRecord(ok=False, failure_kind=result.failure_kind or "unknown", model=model))
     return records

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
+
+ScoredBy = Literal["logprobs", "argmax"]
 
 
 def value_token_index(tokens: list[dict[str, Any]], field: str, prefill: str = "") -> int | None:
@@ -55,11 +57,12 @@ def expected_score(distribution: dict[int, float]) -> float:
 
 
 def weighted_fields(value: Any, tokens: list[dict[str, Any]] | None, fields: Sequence[str], allowed: list[int]
-                    ) -> tuple[dict[str, float], str]:
+                    ) -> tuple[dict[str, float], ScoredBy]:
     """Scores of a JSON answer with several integer fields (``value``: the validated answer): Σ_s p(s)·s per
     field from the logprobs at its value token when every field has them (``"logprobs"``), else the written
     integers (``"argmax"``), so one answer is never read half one way and half the other."""
     distributions = {name: score_distribution(tokens, name, allowed) for name in fields}
-    if all(distributions.values()):
-        return {name: expected_score(d) for name, d in distributions.items()}, "logprobs"  # type: ignore[arg-type]
+    usable = {name: d for name, d in distributions.items() if d}
+    if len(usable) == len(distributions):
+        return {name: expected_score(d) for name, d in usable.items()}, "logprobs"
     return {name: float(getattr(value, name)) for name in fields}, "argmax"
