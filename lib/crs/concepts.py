@@ -29,10 +29,12 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-FIELDS: tuple[str, ...] = ("genre", "actor", "director", "writer", "language", "year", "name", "plot")
+FieldName = Literal["genre", "actor", "director", "writer", "language", "year", "name", "plot"]
+FIELDS: tuple[str, ...] = get_args(FieldName)
 # The fields a user states preferences on; ``name`` (the title) is never a preference (the target is hidden).
 PREFERENCE_FIELDS: tuple[str, ...] = tuple(f for f in FIELDS if f != "name")
 PERSON_FIELDS: tuple[str, ...] = ("actor", "director", "writer")
@@ -57,8 +59,9 @@ LANGUAGE_ALIASES: dict[str, str] = {"standard chinese": "mandarin", "mandarin ch
                                     "chinese": "mandarin", "yue chinese": "cantonese",
                                     "american english": "english", "british english": "english"}
 # The controlled plot vocabulary: canonical keyword → surface forms (normalised). The first form is how the
-# keyword is said ("about vampires", "plot vampires"). Chosen by reading ReDial plot outlines: themes users ask for, each in at
-# least ten outlines, none a genre word (war, family, music, crime, … are genres, so not plot keywords).
+# keyword is said ("about vampires", "plot vampires"). Chosen by reading ReDial plot outlines: themes users ask
+# for, each in at least ten outlines, none a genre word (war, family, music, crime, … are genres, so not plot
+# keywords).
 PLOT_VOCABULARY: dict[str, tuple[str, ...]] = {
     "vampire": ("vampires", "vampire"), "zombie": ("zombies", "zombie"),
     "alien": ("aliens", "alien", "extraterrestrial", "extraterrestrials"), "robot": ("robots", "robot", "android"),
@@ -82,10 +85,12 @@ PLOT_VOCABULARY: dict[str, tuple[str, ...]] = {
     "assassin": ("assassins", "assassin", "hitman", "hit man"),
     "time travel": ("time travel", "time machine", "time traveling", "time travelling"),
     "treasure": ("treasure",), "magic": ("magic", "wizard", "wizards", "sorcerer"), "dragon": ("dragons", "dragon"),
-    "shark": ("sharks", "shark"), "soldier": ("soldiers", "soldier"), "journalist": ("journalists", "journalist", "reporter"),
+    "shark": ("sharks", "shark"), "soldier": ("soldiers", "soldier"),
+    "journalist": ("journalists", "journalist", "reporter"),
     "teenager": ("teenagers", "teenager", "teenage", "teen", "teens"), "friendship": ("friendship",),
     "marriage": ("marriage", "married couple"), "divorce": ("divorce", "divorced"), "cancer": ("cancer",),
-    "island": ("islands", "island"), "road trip": ("road trips", "road trip"), "dance": ("dancing", "dance", "dancer", "dancers"),
+    "island": ("islands", "island"), "road trip": ("road trips", "road trip"),
+    "dance": ("dancing", "dance", "dancer", "dancers"),
     "singer": ("singers", "singer"), "fbi": ("fbi",), "cia": ("cia",),
 }
 # Cue words before a person's name that say which field the name is mentioned in.

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from lib import paths
-from lib.crs.concepts import CONCEPT_PATTERN, FIELDS
+from lib.crs.concepts import CONCEPT_PATTERN, FieldName
 from lib.data import DataFormatError
 
 CRS_OUTPUTS: Path = paths.OUTPUTS / "crs"
@@ -31,7 +31,6 @@ LOG_FILE: Path = CRS_OUTPUTS / "sessions.jsonl"
 RESULTS_FILE: Path = CRS_OUTPUTS / "results.jsonl"
 
 Concept = Annotated[str, StringConstraints(pattern=CONCEPT_PATTERN)]
-FieldName = Literal[FIELDS]  # type: ignore[valid-type]
 Score = Annotated[float, Field(ge=1, le=5)]
 
 
