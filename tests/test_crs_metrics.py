@@ -46,7 +46,7 @@ def test_jaccard():
 
 
 def test_idf_weighted_cosine():
-    idf = {"x": 2.0, "y": 1.0}.get
+    idf = {"x": 2.0, "y": 1.0}.__getitem__
     # (2·2) / (√(4 + 1) · √4)
     assert idf_cosine({"x", "y"}, {"x"}, idf) == pytest.approx(4 / (math.sqrt(5) * 2))
     assert idf_cosine(set(), {"x"}, idf) == 0.0 and math.isnan(idf_cosine({"x"}, set(), idf))
@@ -200,7 +200,7 @@ def test_legacy_segmentation_with_an_injected_embedding():
 
     similarities = legacy_similarities(["a", "b", "c", "c"], "embedding", fake_embed)
     assert similarities == pytest.approx([0.8, 0.6, 1.0])
-    assert legacy_boundaries(similarities, 0.7) == (2,)
+    assert legacy_boundaries(similarities.tolist(), 0.7) == (2,)
 
 
 def test_legacy_jaccard_similarity_uses_content_words():

@@ -216,5 +216,5 @@ def test_recovery_by_window_and_ablation_bars(run):
     bars = plots.ablation_bars(scores, SYSTEMS)
     assert [t.name for t in bars.data] == SYSTEMS
     echo = bars.data[2]
-    assert dict(zip(echo.x, echo.y, strict=True)) == pytest.approx(scores[scores["system"] == "echo"].set_index("variant")["score"]
-                                                      .to_dict())
+    assert dict(zip(echo.x, echo.y, strict=True)) == pytest.approx(
+        scores[scores["system"] == "echo"].set_index("variant")["score"].to_dict())

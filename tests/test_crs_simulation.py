@@ -67,10 +67,12 @@ def fake_llm(body, n):
     the user says its wishes by name, the judge gives 4, 3, 5."""
     schema = body["response_format"]["json_schema"]["name"]
     if schema == "LLMRecommendation":
-        return Reply(json.dumps({"titles": [candidate_titles(body)[0], "Made Up Movie (1999)"], "reason": "a fine pick"}))
+        return Reply(json.dumps({"titles": [candidate_titles(body)[0], "Made Up Movie (1999)"],
+                                 "reason": "a fine pick"}))
     if schema == "UserUtterance":
         wishes = body["messages"][-1]["content"].split("Wishes: ")[1].splitlines()[0]
-        return Reply(json.dumps({"text": "I would love " + " and ".join(w.rsplit(" (", 1)[0] for w in wishes.split("; "))}))
+        return Reply(json.dumps({"text": "I would love "
+                                 + " and ".join(w.rsplit(" (", 1)[0] for w in wishes.split("; "))}))
     return Reply('{"coherence": 4, "personalisation": 3, "proactiveness": 5}')
 
 

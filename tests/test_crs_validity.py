@@ -77,7 +77,8 @@ def session_rows():
                          "session_id": ["s0", "s1"] * 3,
                          "tas": [0.8, 0.7, 0.5, 0.4, -0.2, -0.1], "cc": [0.9, 0.8, 0.6, 0.5, 0.9, 0.9],
                          "cr": [0.8, 0.9, 0.4, 0.4, 1.0, 1.0], "copy_ratio": [0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
-                         "recovery_rate": [1.0, 1.0, 0.0, 0.5, 0.0, 0.0], "interference": [0.0, 0.0, 1.0, 0.5, 0.0, 0.0],
+                         "recovery_rate": [1.0, 1.0, 0.0, 0.5, 0.0, 0.0],
+                         "interference": [0.0, 0.0, 1.0, 0.5, 0.0, 0.0],
                          "cas": [0.9, 0.85, 0.25, 0.45, -0.1, -0.05],
                          "judge_ok": [True, True, True, False, True, True],
                          "judge_coherence": [5, 4, 3, None, 1, 2], "judge_personalisation": [5, 5, 3, None, 1, 1],
@@ -95,7 +96,8 @@ def test_ablation_orders_give_kendall_tau_with_the_declared_weights():
     turns = pd.DataFrame({"system": ["template", "stale", "echo"], "session_id": ["s0"] * 3, "scored": [True] * 3,
                           "cc": [0.9, 0.5, 1.0], "cr": [0.8, 0.4, 1.0], "copy_ratio": [0.0, 0.0, 1.0]})
     table = summaries.ablation_orders(summaries.ablation(turns, session_rows()))
-    assert table.loc["tas", "order"] == "template > stale > echo" and table.loc["tas", "kendall_tau"] == pytest.approx(1)
+    assert (table.loc["tas", "order"] == "template > stale > echo"
+            and table.loc["tas", "kendall_tau"] == pytest.approx(1))
     # Without the copy penalty the echo (CC = CR = 1) goes first: 1 concordant, 2 discordant pairs -> τ = −1/3.
     assert table.loc["tas_without_copy", "order"] == "echo > template > stale"
     assert table.loc["tas_without_copy", "kendall_tau"] == pytest.approx(-1 / 3)

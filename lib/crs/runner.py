@@ -118,8 +118,8 @@ def evaluate_logs(logs: Sequence[SessionLog], universe: ItemUniverse, config: Me
         shifts = shift_table(turns, events, config)
         summary = session_summary(turns, shifts, config)
         users = conversation[0::2]
-        hypothesis = legacy_boundaries(legacy_similarities([u["text"] for u in users], config.legacy_method, embed),
-                                       config.legacy_cut)
+        similarities = legacy_similarities([u["text"] for u in users], config.legacy_method, embed)
+        hypothesis = legacy_boundaries(similarities.tolist(), config.legacy_cut)
         agreement = boundary_agreement([e["turn"] for e in events], hypothesis, len(users), config.boundary_tolerance)
         metrics.append({
             **{k: (_number(v) if isinstance(v, float) or v is None else v) for k, v in summary.items()},

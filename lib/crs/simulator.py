@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Literal
 
 import numpy as np
@@ -84,7 +84,7 @@ class SimulatorSettings:
     def _valid(self, turns: tuple[int, ...]) -> bool:
         bounds = (0, *turns, self.n_turns)
         return all(0 < t < self.n_turns for t in turns) and \
-            all(b - a >= self.min_segment_turns for a, b in zip(bounds, bounds[1:]))
+            all(b - a >= self.min_segment_turns for a, b in pairwise(bounds))
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def describe(concepts: Sequence[str], universe: ItemUniverse) -> str:
     by_field = sorted(concepts, key=lambda c: PHRASE_ORDER.index(concept_field(c)))
     genres = [universe.display[c] for c in by_field if concept_field(c) == "genre"]
     head = f"{'an' if genres and genres[0][0] in 'aeiou' else 'a'} {' '.join(genres)} movie" if genres else "a movie"
-    tail = [FIELD_PHRASES[concept_field(c)].format(universe.display[c]) for c in by_field if concept_field(c) != "genre"]
+    tail = [FIELD_PHRASES[concept_field(c)].format(universe.display[c])
+            for c in by_field if concept_field(c) != "genre"]
     return " ".join([head, *tail])
 
 
@@ -315,11 +316,11 @@ def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: G
         raise ValueError("llm_sessions > 0 needs a gateway")
     out: list[list[tuple[str, Phrasing]]] = [[(p.template_text, "template") for p in s.turns] for s in scripts]
     positions = [(i, t) for i in range(min(llm_sessions, len(scripts))) for t in range(len(scripts[i].turns))]
-    if not positions:
+    if not positions or gateway is None:  # a gateway whenever there are positions: checked above
         return out
     calls = [LLMCall(utterance_messages(scripts[i].turns[t], universe), UserUtterance,
                      label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=64) for i, t in positions]
-    for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances")):
+    for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances"), strict=True):
         plan = scripts[i].turns[t]
         if result.ok and acceptable_utterance(result.value.text, plan, universe, scripts[i].targets):
             out[i][t] = (result.value.text.strip(), "llm")

@@ -93,7 +93,8 @@ def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judg
     # rounded so that floating-point noise of the subtraction cannot break ties between equal centred values
     centred = (judged[[metric, judge]] - judged.groupby("system")[[metric, judge]].transform("mean")).round(12)
     means = judged.groupby("system")[[metric, judge]].mean()
-    levels = {"pooled": judged[[metric, judge]], f"without {degenerate}": judged[judged.system != degenerate][[metric, judge]],
+    levels = {"pooled": judged[[metric, judge]],
+              f"without {degenerate}": judged[judged.system != degenerate][[metric, judge]],
               "within systems": centred, "system level": means}
     return pd.DataFrame([{"level": name, **correlation_ci(frame[metric], frame[judge], "spearman", seed=seed,
                                                           n_resamples=n_resamples)}
@@ -195,8 +196,8 @@ def segmentation_agreement(rows: pd.DataFrame) -> pd.DataFrame:
     sums = frame.groupby("system", sort=False)[["legacy_tp", "n_legacy", "n_shifts"]].sum()
     precision = sums["legacy_tp"] / sums["n_legacy"].replace(0, np.nan)
     recall = sums["legacy_tp"] / sums["n_shifts"].replace(0, np.nan)
-    return pd.DataFrame({"shifts": sums["n_shifts"], "legacy_boundaries": sums["n_legacy"], "matched": sums["legacy_tp"],
-                         "precision": precision, "recall": recall,
+    return pd.DataFrame({"shifts": sums["n_shifts"], "legacy_boundaries": sums["n_legacy"],
+                         "matched": sums["legacy_tp"], "precision": precision, "recall": recall,
                          "f1": 2 * precision * recall / (precision + recall),
                          "pk": frame.groupby("system", sort=False)["legacy_pk"].mean()}).loc[_order(rows)]
 
@@ -218,8 +219,9 @@ def conversation_frame(log: SessionLog, universe: ItemUniverse) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     for turn in log.record()["conversation"]:
         meta = turn.get("user_meta")
-        rows.append({"turn": meta["turn"] if meta else rows[-1]["turn"], "speaker": turn["speaker"], "text": turn["text"],
-                     "kind": meta["kind"] if meta else "", "stated": ", ".join(meta["stated"]) if meta else "",
+        rows.append({"turn": meta["turn"] if meta else rows[-1]["turn"], "speaker": turn["speaker"],
+                     "text": turn["text"], "kind": meta["kind"] if meta else "",
+                     "stated": ", ".join(meta["stated"]) if meta else "",
                      "phrasing": meta["phrasing"] if meta else "",
                      "hidden_target": universe.names[meta["target"]] if meta else "",
                      "constraints": "" if meta else ", ".join(turn["constraints"])})

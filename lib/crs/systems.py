@@ -7,7 +7,8 @@ of its conversation, never the simulator's ``user_meta``.
 
 | system | constraints | reply | expected behaviour |
 |---|---|---|---|
-| ``llm`` | tracked (:func:`track_constraints`, ``update``) | LLM picks from ``recommend`` candidates | adapts at a shift cue |
+| ``llm`` | tracked (:func:`track_constraints`, ``update``) | LLM picks from ``recommend`` candidates | \
+adapts at a shift cue |
 | ``retrieval_template`` | tracked (``update``) | template over ``recommend``, no LLM | adapts at a shift cue |
 | ``memoryless_llm`` | last user turn only (``last_turn``) | as ``llm`` | adapts at once, loses earlier context |
 | ``stale_template`` | every concept ever stated (``accumulate``) | as ``retrieval_template`` | does not adapt |
@@ -194,7 +195,7 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
     constraint or no candidate: the template's question or "nothing found" text, without a call."""
 
     def respond(histories: Sequence[History], seeds: Sequence[int]) -> list[SystemReply]:
-        replies: list[SystemReply | None] = [None] * len(histories)
+        replies: dict[int, SystemReply] = {}
         calls, pending = [], []
         for i, (history, seed) in enumerate(zip(histories, seeds, strict=True)):
             texts = user_texts(history)
@@ -206,7 +207,8 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
             pending.append((i, constraints, found.item_ids))
             calls.append(LLMCall(recommend_messages(constraints, found.item_ids, texts[-1], universe),
                                  LLMRecommendation, label=f"crs-{name}:{seed}", max_tokens=80))
-        for (i, constraints, candidates), result in zip(pending, gateway.complete_many(calls, desc=f"CRS {name}")):
+        for (i, constraints, candidates), result in zip(pending, gateway.complete_many(calls, desc=f"CRS {name}"),
+                                                        strict=True):
             if not result.ok:
                 replies[i] = SystemReply("", constraints, failure_kind=result.failure_kind)
                 continue
@@ -214,7 +216,7 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
             reason = result.value.reason.strip()
             text = f"{' or '.join(universe.names[item] for item in kept)}: {reason}" if kept else reason
             replies[i] = SystemReply(text, constraints, len(result.value.titles), off_universe, off_candidates)
-        return replies  # type: ignore[return-value]
+        return [replies[i] for i in range(len(histories))]
 
     return CRS(name, respond, uses_llm=True)
 

@@ -253,7 +253,8 @@ def build_universe(redial: pd.DataFrame, opendialkg: pd.DataFrame) -> ItemUniver
     for record, language in zip(redial.to_dict("records"), languages, strict=True):
         title, year = split_title(record["name"])
         rows.append({"item_id": record["item_id"], "name": record["name"], "title": title, "year": year,
-                     "genre": canonical_list("genre", record["genre"]), "actor": canonical_list("actor", record["star"]),
+                     "genre": canonical_list("genre", record["genre"]),
+                     "actor": canonical_list("actor", record["star"]),
                      "director": canonical_list("director", record["director"]),
                      "writer": canonical_list("writer", record["writer"]), "language": language,
                      "plot": plot_keywords(record["plot"]), "plot_text": record["plot"],
@@ -276,5 +277,6 @@ def field_coverage(universe: ItemUniverse) -> pd.DataFrame:
     rows = []
     for field in FIELDS:
         items = sum(any(concept_field(c) == field for c in universe.concepts_of[i]) for i in universe.item_ids)
-        rows.append({"field": field, "items": items, "share": items / n, "distinct_values": len(universe.values(field))})
+        rows.append({"field": field, "items": items, "share": items / n,
+                     "distinct_values": len(universe.values(field))})
     return pd.DataFrame(rows)
