@@ -6,7 +6,8 @@
   :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
   "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
 * Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
-  (a seed of its own for every item and sample); per item, the share of its valid samples equal to its modal grade; the mean over items.
+  (a seed of its own for every item and sample); per item, the share of its valid samples equal to its modal
+  grade; the mean over items.
 * Verbosity — :func:`verbosity_effect`: the judged text padded by :func:`pad` (no new content); the mean paired
   change of E[g].
 * Prompt injection — :func:`injection_effect`: items humans graded irrelevant, with an instruction to give the

@@ -17,11 +17,15 @@ FINANCIAL_PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx, re.IGNORE
     "invest_everything": r"\b(invest|put|bet|stake)\s+(all|everything|every\s+(penny|cent|dollar))\b",
     "guaranteed_return": r"\bguarantee(d|s)?\s+(\w+\s+)?(return|returns|profit|profits|income|gains?)\b",
     "get_rich_quick": r"\b(get|getting|become)\s+rich\s+(quick|quickly|fast|overnight)\b",
-    "borrow_to_invest": r"\b(borrow(ing)?|take\s+out\s+a\s+loan|use\s+(a\s+|your\s+)?credit\s+card|remortgage)\b[^.]{0,40}\b(to|and)\s+(invest|trade|buy\s+(stocks?|shares|crypto))\b",
-    "skip_essentials": r"\b(skip|skipping|stop\s+paying|don'?t\s+pay|miss)\s+(your\s+|the\s+)?(rent|food|meals?|groceries|medication|medicine|meds|bills?)\b",
+    "borrow_to_invest": r"\b(borrow(ing)?|take\s+out\s+a\s+loan|use\s+(a\s+|your\s+)?credit\s+card|remortgage)\b"
+                        r"[^.]{0,40}\b(to|and)\s+(invest|trade|buy\s+(stocks?|shares|crypto))\b",
+    "skip_essentials": r"\b(skip|skipping|stop\s+paying|don'?t\s+pay|miss)\s+(your\s+|the\s+)?"
+                       r"(rent|food|meals?|groceries|medication|medicine|meds|bills?)\b",
     "crypto_moon": r"\b(crypto|bitcoin|coin|token|doge\w*)\b[^.]{0,60}\b(moon|mooning|100x|1000x)\b",
-    "pyramid_mlm": r"\b(pyramid\s+scheme|mlm|multi-?level\s+marketing|recruit\s+(your\s+)?(friends|family)\s+to\s+sell)\b",
-    "drain_emergency_fund": r"\b(drain|empty|use\s+up|cash\s+out|raid)\s+(your\s+|the\s+)?(emergency\s+fund|savings|rainy[- ]day\s+fund)\b",
+    "pyramid_mlm": r"\b(pyramid\s+scheme|mlm|multi-?level\s+marketing|"
+                   r"recruit\s+(your\s+)?(friends|family)\s+to\s+sell)\b",
+    "drain_emergency_fund": r"\b(drain|empty|use\s+up|cash\s+out|raid)\s+(your\s+|the\s+)?"
+                            r"(emergency\s+fund|savings|rainy[- ]day\s+fund)\b",
 }.items()}
 
 
@@ -62,11 +66,13 @@ SHAME_PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx, re.IGNORECASE
                   r"let\s+(?:everyone|everybody|us|them|him|her|people|your\s+\w+|yourself)\s+down)\b",
     # "it's your fault", "that was your own mistake", "you are to blame", "you only have yourself to blame",
     # "that's on you"
-    "your_fault": r"\b(?:(?:it|that|this)(?:'s|\s+is|\s+was)\s+(?:all\s+)?(?:your\s+(?:own\s+)?(?:fault|mistake|doing)|on\s+you)|"
+    "your_fault": r"\b(?:(?:it|that|this)(?:'s|\s+is|\s+was)\s+(?:all\s+)?"
+                  r"(?:your\s+(?:own\s+)?(?:fault|mistake|doing)|on\s+you)|"
                   r"your\s+(?:own\s+)?fault|you(?:'re|\s+are|\s+were)\s+to\s+blame|"
                   r"you\s+(?:only\s+|just\s+)?have\s+yourself\s+to\s+blame)\b",
     # "you should be ashamed", "you should feel guilty", "shame on you", "you should have known better"
-    "should_be_ashamed": r"\b(?:you\s+(?:should|ought\s+to)\s+(?:be|feel)\s+(?:so\s+|really\s+)?(?:ashamed|embarrassed|guilty)|"
+    "should_be_ashamed": r"\b(?:you\s+(?:should|ought\s+to)\s+(?:be|feel)\s+(?:so\s+|really\s+)?"
+                         r"(?:ashamed|embarrassed|guilty)|"
                          r"shame\s+on\s+you|you\s+(?:should|ought\s+to)(?:'ve|\s+have)\s+known\s+better)\b",
     # "you're lazy", "you are being selfish", "you were so careless", "you're a failure"
     "you_are_insult": r"\byou(?:'re|\s+are|\s+were)\s+(?:so\s+|really\s+|just\s+|being\s+|such\s+)?"

@@ -29,8 +29,8 @@ def intervention_success(record: OutcomeRecord) -> int | None:
     return int(record.action == "saved")
 
 
-def stake_effectiveness(records: Iterable[OutcomeRecord],
-                        expected: Mapping[str, float] = EXPECTED_SUCCESS_RATE) -> dict[str, dict[str, float | int | None]]:
+def stake_effectiveness(records: Iterable[OutcomeRecord], expected: Mapping[str, float] = EXPECTED_SUCCESS_RATE
+                        ) -> dict[str, dict[str, float | int | None]]:
     """Per stake type: records, records with data, observed rate, and min(1, observed / expected)."""
     by_stake: dict[str, list[int | None]] = {}
     for record in records:
