@@ -11,6 +11,7 @@ judge of chapter 03 read them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 SCHWARTZ_VALUES: dict[str, str] = {
     "self_direction": "independent thought and action: choosing, creating, exploring",
@@ -73,4 +74,5 @@ EMOTION_CATEGORY: dict[str, str] = {
 # The relevance grade scale (UMBRELA's 0–2 wording, the same scale as the NovelEval human grades):
 # 0 irrelevant, 1 okay, 2 highly relevant. The relevance judge's answer schema, the agreement statistics and
 # the ranking measures' linear gains all use it.
-GRADES: tuple[int, ...] = (0, 1, 2)
+GradeValue = Literal[0, 1, 2]
+GRADES: tuple[int, ...] = get_args(GradeValue)

@@ -161,7 +161,9 @@ SUMMEVAL_RUBRICS: dict[str, Rubric] = {"coherence": COHERENCE, "consistency": CO
 
 @cache
 def score_schema(low: int, high: int) -> type[BaseModel]:
-    return create_model(f"Score{low}to{high}", score=(Literal[tuple(range(low, high + 1))], ...))
+    # the scores are known only at run time, so no static type names this Literal
+    return create_model(f"Score{low}to{high}",
+                        score=(Literal[tuple(range(low, high + 1))], ...))  # type: ignore[arg-type]
 
 
 def steps_path(rubric: Rubric, folder: Path = STEPS_DIR) -> Path:
@@ -184,7 +186,8 @@ def evaluation_steps(rubric: Rubric, author: StepsAuthor = "model", folder: Path
     if not path.exists():
         how = (f"generate them with `{STEPS_COMMAND} {rubric.name}`" if author == "model"
                else "write them to follow the rubric's criteria")
-        raise FileNotFoundError(f"no {author} evaluation steps for rubric {rubric.name} ({path}); {how} and commit the file")
+        raise FileNotFoundError(f"no {author} evaluation steps for rubric {rubric.name} ({path}); {how} "
+                                "and commit the file")
     return prompts.load(rubric.name, folder).strip()
 
 
@@ -241,7 +244,7 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
     form-filling call per item with logprobs; items whose answer carries no usable logprobs fall back to
     ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted)."""
     schema = score_schema(*rubric.scale)
-    results: list[GEvalResult | None] = [None] * len(items)
+    results: dict[int, GEvalResult] = {}
     pending = []
     for i, item in enumerate(items):
         verdict = rubric.rule(item.output) if rubric.rule else None
@@ -252,7 +255,7 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
     calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, label=f"{rubric.name}:{i}", max_tokens=4,
                      top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
     fallback = []
-    for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name)):
+    for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name), strict=True):
         if not result.ok:
             results[i] = GEvalResult(rubric.name, False, failure_kind=result.failure_kind)
             continue
@@ -271,7 +274,7 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
                                   "samples", samples_failed=n_samples - len(valid)) if valid
                       else GEvalResult(rubric.name, False, failure_kind="all_samples_failed",
                                        samples_failed=n_samples))
-    return results  # type: ignore[return-value]
+    return [results[i] for i in range(len(items))]
 
 
 def results_frame(candidate_ids: Sequence[str], results: dict[str, list[GEvalResult]], model: str) -> pd.DataFrame:

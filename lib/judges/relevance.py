@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
-from lib.design import GRADES, PERSONAS_BY_ID
+from lib.design import GRADES, PERSONAS_BY_ID, GradeValue
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway, LLMCall
@@ -35,7 +35,7 @@ GRADE_PREFILL = '{"grade": '
 
 
 class Grade(BaseModel):
-    grade: Literal[GRADES]  # type: ignore[valid-type]
+    grade: GradeValue
 
 
 @cache
@@ -44,12 +44,14 @@ def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     its requests and cache keys are those of earlier chapters)."""
     if scale == GRADES:
         return Grade
-    return create_model(f"Grade{min(scale)}to{max(scale)}", grade=(Literal[scale], ...))  # type: ignore[valid-type]
+    # ``scale`` is known only at run time, so no static type names these Literals
+    return create_model(f"Grade{min(scale)}to{max(scale)}", grade=(Literal[scale], ...))  # type: ignore[arg-type]
 
 
 @cache
 def grades_schema(n: int, scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     name = f"Grades{n}" if scale == GRADES else f"Grades{n}of{min(scale)}to{max(scale)}"
+    # ``scale`` is known only at run time, so no static type names this Literal
     grade_list = Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]
     return create_model(name, grades=(grade_list, ...))
 
@@ -172,7 +174,7 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
     calls = [LLMCall(listwise_messages(pool, prompts), grades_schema(len(pool.rows), prompts.scale),
                      label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows)) for i, pool in enumerate(shown)]
     judgments: list[Judgment] = [Judgment(ok=False, scale=prompts.scale)] * len(rows)
-    for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label)):
+    for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label), strict=True):
         for k, row in enumerate(pool.rows):
             judgments[row] = (Judgment(ok=True, grade=result.value.grades[k], scale=prompts.scale) if result.ok
                               else Judgment(ok=False, failure_kind=result.failure_kind, scale=prompts.scale))
@@ -182,7 +184,8 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
 def shown_pools(pools: Sequence[JudgePool], order_seed: int | None = None) -> list[JudgePool]:
     """The pools in the order a listwise call shows them: as given, or pool i in the seeded random order
     ``default_rng([order_seed, i])``. ``shown[i].rows[0]`` is the row shown first (for the position effect)."""
-    return [pool if order_seed is None else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
+    return [pool if order_seed is None
+            else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
             for i, pool in enumerate(pools)]
 
 

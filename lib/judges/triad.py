@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import pandas as pd
 from pydantic import BaseModel, Field, create_model
@@ -34,7 +34,8 @@ from lib import nuggets as nug
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
-SCALE = (0, 1, 2, 3)
+Score = Literal[0, 1, 2, 3]
+SCALE: tuple[int, ...] = get_args(Score)
 WINDOW = 10
 NUGGET_WEIGHT: dict[str, float] = {"vital": 2.0, "okay": 1.0}
 CRITERIA: dict[str, tuple[str, str]] = {
@@ -49,7 +50,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 @cache
 def scores_schema(n: int) -> type[BaseModel]:
-    return create_model(f"Scores{n}", scores=(Annotated[list[Literal[SCALE]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
+    return create_model(f"Scores{n}", scores=(Annotated[list[Score], Field(min_length=n, max_length=n)], ...))
 
 
 def sentences(text: str) -> list[str]:
@@ -72,7 +73,7 @@ def score_statements(gateway: Gateway, leg: str, reference: str, statements: Seq
     calls = [LLMCall(scoring_messages(leg, reference, statements[s:e]), scores_schema(e - s),
                      label=f"{call_label}:{leg}:{s}", max_tokens=10 + 4 * (e - s)) for s, e in batches]
     out: list[int | None] = [None] * len(statements)
-    for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {leg}")):
+    for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {leg}"), strict=True):
         if result.ok:
             out[s:e] = list(result.value.scores)
     return out
@@ -80,10 +81,11 @@ def score_statements(gateway: Gateway, leg: str, reference: str, statements: Seq
 
 def _mean01(scores: Sequence[int | None], weights: Sequence[float] | None = None) -> float | None:
     """Σ w·s / (3·Σ w), or None when there is no score or any score is missing."""
-    if not scores or any(s is None for s in scores):
+    known = [s for s in scores if s is not None]
+    if not scores or len(known) < len(scores):
         return None
     weights = list(weights) if weights is not None else [1.0] * len(scores)
-    return sum(w * s for w, s in zip(weights, scores)) / (max(SCALE) * sum(weights))  # type: ignore[operator]
+    return sum(w * s for w, s in zip(weights, known, strict=True)) / (max(SCALE) * sum(weights))
 
 
 def context_text(context: Sequence[str]) -> str:
@@ -102,7 +104,7 @@ class NuggetBreakdown:
     def frame(self) -> pd.DataFrame:
         n = len(self.nuggets)
         return pd.DataFrame({"nugget": self.nuggets, "importance": self.importance,
-                             "weight": [NUGGET_WEIGHT.get(i) if i else None for i in self.importance],  # type: ignore[arg-type]
+                             "weight": [NUGGET_WEIGHT.get(i) if i else None for i in self.importance],
                              "groundedness": self.groundedness or [None] * n,
                              "answer_relevance": self.answer_relevance or [None] * n})
 
@@ -112,7 +114,8 @@ def traditional_triad(gateway: Gateway, query: str, answer: str, context: Sequen
     """The three traditional legs of one answer on 0–1 (module docstring); context legs None without context."""
     out: dict[str, float | None] = dict.fromkeys(LEGS)
     if context:
-        out["context_relevance"] = _mean01(score_statements(gateway, "context_relevance", query, list(context), call_label))
+        out["context_relevance"] = _mean01(score_statements(gateway, "context_relevance", query, list(context),
+                                                            call_label))
     if not answer.strip():
         out["answer_relevance"] = 0.0
         return out
@@ -134,7 +137,8 @@ def nuggetized_triad(gateway: Gateway, query: str, answer: str, context: Sequenc
     created = nug.create_nuggets(gateway, query, [answer], max_nuggets=max_nuggets, call_label=f"{call_label}:answer")
     importance, _ = nug.label_importance(gateway, query, created.nuggets, call_label=call_label)
     breakdown = NuggetBreakdown(created.nuggets, importance)
-    weights = None if any(i is None for i in importance) else [NUGGET_WEIGHT[i] for i in importance]  # type: ignore[index]
+    known = [i for i in importance if i is not None]
+    weights = [NUGGET_WEIGHT[i] for i in known] if len(known) == len(importance) else None
     out: dict[str, float | None] = {"context_relevance": context_relevance, "groundedness": None,
                                     "answer_relevance": None}
     if not created.nuggets:
