@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import ir_measures
 import numpy as np
@@ -132,7 +132,8 @@ def combine_criteria(judgments: dict[str, list[Judgment]]) -> pd.Series:
 def pair_messages(source: str, first: str, second: str) -> list[dict[str, str]]:
     system, shared, template = prompt_parts("passage_relevance_pairwise", 3)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(source=source) + "\n" + template.format(first=first, second=second)}]
+            {"role": "user",
+             "content": shared.format(source=source) + "\n" + template.format(first=first, second=second)}]
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", ca
     for pool, part in pools.groupby("pool", sort=True):
         query = part["query"].iloc[0]
         docs = part.sort_values("docid")
-        for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text]), 2):
+        for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text], strict=True), 2):
             pairs.append((str(pool), str(i), str(j)))
             for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
                 calls.append(LLMCall(pair_messages(query, a, b), Preference, max_tokens=4, prefill=PAIR_PREFILL,
@@ -188,10 +189,10 @@ def prp_scores(pairs: Sequence[PairJudgment]) -> pd.DataFrame:
     for p in pairs:
         for doc in (p.i, p.j):
             rows.setdefault((p.pool, doc), {"wins": 0, "ties": 0, "failed_pairs": 0})
-        if not p.complete:
+        if p.first_order is None or p.second_order is None:  # not complete
             rows[(p.pool, p.i)]["failed_pairs"] += 1
             rows[(p.pool, p.j)]["failed_pairs"] += 1
-        elif p.consistent:
+        elif p.first_order == p.second_order:  # consistent
             rows[(p.pool, p.first_order)]["wins"] += 1
         else:
             rows[(p.pool, p.i)]["ties"] += 1
@@ -220,7 +221,8 @@ def pool_ties(scored: pd.DataFrame, scores: Sequence[str], human: str = "human_g
     values it gave the pool's passages. A ranking with fewer distinct values than passages is decided partly by
     the tie-break (docid, see :func:`pool_ndcg`), and a pool without a relevant passage has no nDCG at all."""
     grouped = scored.groupby("pool")
-    table = pd.DataFrame({"passages": grouped.size(), "relevant (grade > 0)": grouped[human].apply(lambda g: int((g > 0).sum()))})
+    table = pd.DataFrame({"passages": grouped.size(),
+                          "relevant (grade > 0)": grouped[human].apply(lambda g: int((g > 0).sum()))})
     for score in scores:
         table[f"distinct {score}"] = grouped[score].nunique()
     return table
@@ -266,11 +268,21 @@ def judge_kinds(kinds: Sequence[str], gateway: Gateway, items: Sequence[JudgeIte
     return pd.concat(columns, axis=1)
 
 
+class KindOptions(TypedDict, total=False):
+    """The keyword options of :func:`judge_kinds`, passed on by :func:`judge_passages`."""
+
+    examples: pd.DataFrame | None
+    example_chars: int
+    criteria: Sequence[str]
+    prompts: RelevancePrompts
+    call_label: str
+
+
 def judge_passages(kinds: Sequence[str], gateway: Gateway, rows: pd.DataFrame, query: str = "query",
-                   passage: str = "passage", **options: object) -> pd.DataFrame:
+                   passage: str = "passage", **options: Unpack[KindOptions]) -> pd.DataFrame:
     """:func:`judge_kinds` on each row's (``query``, ``passage``), the result indexed like ``rows``."""
-    items = [JudgeItem(source=q, output=t) for q, t in zip(rows[query], rows[passage])]
-    return judge_kinds(kinds, gateway, items, **options).set_axis(rows.index)  # type: ignore[arg-type]
+    items = [JudgeItem(source=q, output=t) for q, t in zip(rows[query], rows[passage], strict=True)]
+    return judge_kinds(kinds, gateway, items, **options).set_axis(rows.index)
 
 
 REFERENCE_METHOD = Method("pointwise, argmax", "pointwise_grade", fit=False, calls=1)
