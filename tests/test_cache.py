@@ -102,7 +102,8 @@ def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
     replay.get({"n": 0}, lambda: {"response": "r"})  # a hit is logged too
     used = set((tmp_path / "replay.log").read_text().split())
     assert used == {request_key({"n": 0})} and len(log.read_text().split()) == 3
-    assert prune(tmp_path / "cache", used, dry_run=True)[0] == 2 and len(list((tmp_path / "cache").glob("??/*.json"))) == 3
+    assert (prune(tmp_path / "cache", used, dry_run=True)[0] == 2
+            and len(list((tmp_path / "cache").glob("??/*.json"))) == 3)
     removed, size = prune(tmp_path / "cache", used)
     assert removed == 2 and size > 0
     assert [p.stem for p in (tmp_path / "cache").glob("??/*.json")] == [request_key({"n": 0})]

@@ -80,7 +80,8 @@ def test_invalid_json_is_retried_with_the_original_messages_and_the_next_seed(tm
     # The model never sees its broken answer: same messages, another seed.
     assert [r["messages"] for r in fake.requests] == [MESSAGES, MESSAGES]
     assert [r["seed"] for r in fake.requests] == [7, 7 + RETRY_SEED_STRIDE]
-    assert [(a.seed, a.failure_kind) for a in result.attempt_log] == [(7, "invalid_json"), (7 + RETRY_SEED_STRIDE, None)]
+    assert [(a.seed, a.failure_kind) for a in result.attempt_log] == [(7, "invalid_json"),
+                                                                      (7 + RETRY_SEED_STRIDE, None)]
     assert fake.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["score"]["maximum"] == 5
 
 
@@ -126,9 +127,9 @@ def test_server_errors_are_retried_then_reported(tmp_path, monkeypatch):
     monkeypatch.setattr("openai._base_client.time.sleep", lambda s: None)
     with FakeOpenAI(sequence(Reply(status=503, error_body="busy"), Reply('{"score": 1}'))) as fake:
         assert make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score).value.score == 1
-    with FakeOpenAI(always("", status=400, error_body="bad request: unknown field")) as fake:
-        with pytest.raises(RuntimeError, match="HTTP 400: bad request"):
-            make_gateway(fake.base_url, tmp_path / "x").complete(MESSAGES, Score)
+    with (FakeOpenAI(always("", status=400, error_body="bad request: unknown field")) as fake,
+          pytest.raises(RuntimeError, match="HTTP 400: bad request")):
+        make_gateway(fake.base_url, tmp_path / "x").complete(MESSAGES, Score)
     assert len(fake.requests) == 1  # a 4xx is not retried
 
 
@@ -176,7 +177,8 @@ def test_endpoint_from_env(monkeypatch):
     monkeypatch.setenv("LLM_MODEL", "qwen2.5-coder:1.5b")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     remote = Endpoint.from_env()
-    assert (remote.base_url, remote.model, remote.embedded) == ("http://localhost:11434/v1", "qwen2.5-coder:1.5b", False)
+    assert (remote.base_url, remote.model, remote.embedded) == ("http://localhost:11434/v1", "qwen2.5-coder:1.5b",
+                                                                False)
     assert SECRET not in repr(remote)
 
 
@@ -297,7 +299,8 @@ def test_judge_endpoint_defaults_to_the_generators_and_can_be_its_own(monkeypatc
     monkeypatch.setenv("JUDGE_MODEL", "Qwen/Qwen2.5-7B-Instruct")
     monkeypatch.setenv("JUDGE_API_KEY", SECRET)
     judge = Endpoint.from_env("judge")
-    assert (judge.base_url, judge.identity, judge.api_key) == ("http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct", SECRET)
+    assert (judge.base_url, judge.identity, judge.api_key) == ("http://localhost:8000/v1",
+                                                               "Qwen/Qwen2.5-7B-Instruct", SECRET)
     assert Endpoint.from_env("generator").embedded
 
 

@@ -48,7 +48,8 @@ def test_dropped_connections_and_5xx_become_recorded_failures_and_the_batch_comp
         results = gateway.complete_many([LLMCall(item_messages(i), Score) for i in range(5)])
     assert [r.failure_kind for r in results] == [None, "connection", "http_error", None, None]
     assert [r.value.score for r in results if r.ok] == [1, 4, 5]
-    assert "503" in results[2].error and results[1].value is None and results[2].value is None
+    assert results[2].error is not None and "503" in results[2].error
+    assert results[1].value is None and results[2].value is None
     assert gateway.ledger.failures == {"connection": 1, "http_error": 1}
     # 1 + 3 + 3 + 1 + 1: the two faulty items were tried 1 + transport_retries times each.
     assert len(fake.requests) == gateway.ledger.http_requests == 9
@@ -168,7 +169,7 @@ def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_
     assert {kind for kinds in injected.values() for kind in kinds} == {"none", *FAULTS}, "every fault kind occurred"
     broke_first = [i for i, kinds in injected.items() if kinds[0] != "none"]
     assert len(broke_first) >= 8
-    for i, (result, reference) in enumerate(zip(results, clean)):
+    for i, (result, reference) in enumerate(zip(results, clean, strict=True)):
         if result.ok:
             assert result.value == reference.value, f"item {i}: a score differs from the clean run"
         else:

@@ -218,7 +218,7 @@ class Ledger:
     recorded_latency_s: float = 0.0
     live_wall_s: float = 0.0
     retries: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
+    failures: dict[FailureKind | None, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     VOLATILE = frozenset({"cache_hits", "live_requests", "http_requests", "live_wall_s"})
@@ -270,7 +270,8 @@ class Ledger:
         ])
 
 
-def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None) -> tuple[Any, FailureKind | None, str | None]:
+def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None
+           ) -> tuple[Any, FailureKind | None, str | None]:
     """Validate one answer: (value, None, None) on success, else (None, kind, message).
 
     An answer stopped by ``max_tokens`` is still accepted when it is complete, valid JSON for the schema
@@ -305,6 +306,11 @@ def prompt_text(messages: list[dict[str, str]]) -> str:
     return "".join(f"<{m['role']}>{m['content']}" for m in messages)
 
 
+def _shared_prefix_chars(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def prefix_groups(prompts: list[list[dict[str, str]]], workers: int, min_shared_chars: int = 200) -> list[list[int]]:
     """Indices of consecutive calls that share a prompt prefix, as scheduling groups.
 
@@ -319,7 +325,7 @@ def prefix_groups(prompts: list[list[dict[str, str]]], workers: int, min_shared_
     groups = [[0]]
     for i in range(1, len(texts)):
         system = len(prompt_text(prompts[i][:1])) if prompts[i][0]["role"] == "system" else 0
-        shared = len(os.path.commonprefix([texts[i - 1], texts[i]]))
+        shared = _shared_prefix_chars(texts[i - 1], texts[i])
         if shared - system >= min_shared_chars:
             groups[-1].append(i)
         else:
@@ -408,7 +414,8 @@ class Gateway:
     def _how_to_fix(self) -> str:
         how = ("start the embedded server with `make serve`" if self.endpoint.embedded
                else "check the server, or unset OPENAI_BASE_URL to use the embedded model")
-        return f"{how}, or set OPENAI_BASE_URL (with OPENAI_API_KEY and LLM_MODEL) to use another OpenAI-compatible endpoint"
+        return (f"{how}, or set OPENAI_BASE_URL (with OPENAI_API_KEY and LLM_MODEL) to use another "
+                "OpenAI-compatible endpoint")
 
     def _unreachable(self) -> EndpointUnreachable:
         return EndpointUnreachable(f"cannot reach the LLM endpoint at {self.endpoint.base_url}: {self._how_to_fix()}")
@@ -458,7 +465,7 @@ class Gateway:
         for attempt in range(self.transport_retries + 1):
             outcome: dict[str, Any] = {}
 
-            def send() -> None:
+            def send(outcome: dict[str, Any] = outcome) -> None:
                 try:
                     outcome["response"] = self._post_once(body)
                 except BaseException as exc:  # handed to the waiting thread
@@ -571,7 +578,7 @@ class Gateway:
         raised; the calls that finished are already in the cache, so a rerun does not repeat them."""
         workers = max(1, self.concurrency)
         pending = deque(prefix_groups([call.messages for call in calls], workers))
-        results: list[LLMResult | None] = [None] * len(calls)
+        results: dict[int, LLMResult] = {}
         errors: list[BaseException] = []
         lock = threading.Lock()
         progress = tqdm(total=len(calls), desc=desc, unit="call", mininterval=5.0)
@@ -602,7 +609,7 @@ class Gateway:
         progress.close()
         if errors:
             raise errors[0]
-        return results  # type: ignore[return-value]
+        return [results[i] for i in range(len(calls))]
 
     def save_ledger(self, folder: Path = paths.LEDGERS) -> Path:
         """Write the ledger to ``<folder>/<notebook>.json`` (read by the cost table of notebook 04)."""

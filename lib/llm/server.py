@@ -229,7 +229,8 @@ def start_background(autostarted: bool, port: int = PORT, wait_s: float = 300.0)
         time.sleep(0.5)
     proc.terminate()
     PID_FILE.unlink(missing_ok=True)
-    raise EmbeddedServerError(f"embedded LLM server did not answer on port {port} within {wait_s:.0f} s; see {LOG_FILE}")
+    raise EmbeddedServerError(f"embedded LLM server did not answer on port {port} within {wait_s:.0f} s; "
+                              f"see {LOG_FILE}")
 
 
 def stop(autostarted_only: bool = False, wait_s: float = 30.0) -> str:
