@@ -21,7 +21,8 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
-    15 2 * * * cd /path/to/study && .venv/bin/study-monitor run --date "$(date -d yesterday +\\%F)" --sample-rate 0.1 --seed 0 >> outputs/monitor/cron.log 2>&1
+    15 2 * * * cd /path/to/study && .venv/bin/study-monitor run --date "$(date -d yesterday +\\%F)" \
+--sample-rate 0.1 --seed 0 >> outputs/monitor/cron.log 2>&1
 """
 from __future__ import annotations
 
@@ -220,7 +221,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
     calls = [LLMCall(judge_messages(row), MonitorScores, label=f"monitor:{day}:{row.id}", max_tokens=60,
                      top_logprobs=TOP_LOGPROBS) for row in todo]
     failed = 0
-    for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}")):
+    for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}"), strict=True):
         if result.ok:
             scores, scored_by = read_scores(result.value, result.logprobs)
             _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
@@ -281,7 +282,8 @@ def _fmt(value: float | None) -> str:
 def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
     """The trend table as text; a metric mean that does not exceed its target (the header's "> target") carries
     a ``!``."""
-    header = f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>16}" for m in METRICS) + f"  {'overall':>7}"
+    header = (f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>16}" for m in METRICS)
+              + f"  {'overall':>7}")
     lines = [header, "targets" + " " * 21 + "  ".join(f"{'> ' + format(targets[m], '.2f'):>16}" for m in METRICS)]
     for r in summary.itertuples():
         cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) <= targets[m] else ' '):>16}" for m in METRICS)
@@ -294,7 +296,8 @@ def _targets(pairs: Sequence[str]) -> dict[str, float]:
     for pair in pairs:
         name, _, value = pair.partition("=")
         if name not in METRICS or not value:
-            raise argparse.ArgumentTypeError(f"--target expects metric=value with metric in {', '.join(METRICS)}; got {pair!r}")
+            raise argparse.ArgumentTypeError(f"--target expects metric=value with metric in {', '.join(METRICS)}; "
+                                             f"got {pair!r}")
         targets[name] = float(value)
     return targets
 
@@ -310,13 +313,15 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.")
     p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"SQLite log and judgments (default {DEFAULT_DB})")
     p.add_argument("--target", action="append", default=[], metavar="METRIC=VALUE",
-                   help="per-metric target marked in reports (default " + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
+                   help="per-metric target marked in reports (default "
+                        + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report")
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
     run.add_argument("--sample-rate", type=float, default=0.1, help="share of the day's queries judged (default 0.1)")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    run.add_argument("--alert-overall", type=float, default=0.7, help="alert when the day's overall mean is below (0.7)")
+    run.add_argument("--alert-overall", type=float, default=0.7,
+                     help="alert when the day's overall mean is below (0.7)")
     run.add_argument("--alert-groundedness", type=float, default=0.7, help="list items with groundedness below (0.7)")
     run.add_argument("--alert-relevance", type=float, default=0.6, help="list items with relevance below (0.6)")
     report = sub.add_parser("report", help="print the trend table of the last days")
@@ -344,9 +349,9 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
         # A gateway made here is closed here (its open connections); a caller's stays the caller's to close.
         with nullcontext(gateway) if gateway else Gateway.from_env(notebook="monitor", role="judge") as judge:
             done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
-        print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, seed {args.seed}); "
-              f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
-              f"{len(done.malformed)} malformed rows")
+        print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, "
+              f"seed {args.seed}); {done.judged} judged now, {done.skipped} already judged, "
+              f"{done.failed} judge failures, {len(done.malformed)} malformed rows")
         for message in done.malformed:
             print(f"  malformed: {message}")
         summary = daily_summary(connection)
@@ -359,8 +364,8 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
             status = EXIT_ALERT
         low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
         for r in low.itertuples():
-            print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} relevance {r.relevance:.2f}: "
-                  f"{r.query[:80]}")
+            print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
+                  f"relevance {r.relevance:.2f}: {r.query[:80]}")
         return status
     finally:
         connection.close()

@@ -241,7 +241,8 @@ def method_comparison(table: pd.DataFrame, chosen: str) -> go.Figure:
     """Dev quadratic-weighted κ of each method (``table``: :func:`lib.analysis.calibration.compare_on_dev`) with
     its CI; the chosen method, the other LLM methods and the non-LLM baselines in three colours."""
     rows = pd.DataFrame({
-        "label": [f"{m} ({int(c)} call{'s' if c != 1 else ''}/item)" for m, c in zip(table.index, table["calls"], strict=True)],
+        "label": [f"{m} ({int(c)} call{'s' if c != 1 else ''}/item)"
+                  for m, c in zip(table.index, table["calls"], strict=True)],
         "group": ["chosen" if m == chosen else "non-LLM baseline" if c == 0 else "LLM method"
                   for m, c in zip(table.index, table["calls"], strict=True)],
         "value": table["weighted_kappa"].astype(float).to_numpy(),
