@@ -66,7 +66,8 @@ def _timed(port: int, content: str, max_tokens: int) -> dict:
 def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.DataFrame:
     """Prompt-processing and generation tokens/s of the bare server for each setting (see module docstring)."""
     passages = load_noveleval().passage.tolist()
-    long_prompts = [" ".join(passages[i * 6:(i + 1) * 6]) + "\nSummarise the passages above." for i in range(n_prompts + 2)]
+    long_prompts = [" ".join(passages[i * 6:(i + 1) * 6]) + "\nSummarise the passages above."
+                    for i in range(n_prompts + 2)]
     rows = []
     for name, settings in grid.items():
         proc = _serve(settings)
@@ -76,9 +77,12 @@ def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.
             generation = [_timed(BENCH_PORT, f"[{i}] Count from 1 to 60, one number per line.", 96)
                           for i in range(n_prompts)]
             pair: list[dict] = [{}, {}]
+
+            def timed_pair(k: int, pair: list[dict] = pair) -> None:
+                pair[k] = _timed(BENCH_PORT, long_prompts[n_prompts + k], 48)
+
             start = time.perf_counter()
-            threads = [threading.Thread(target=lambda k=k: pair.__setitem__(k, _timed(BENCH_PORT, long_prompts[n_prompts + k], 48)))
-                       for k in range(2)]
+            threads = [threading.Thread(target=timed_pair, args=(k,)) for k in range(2)]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -88,10 +92,11 @@ def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.
             proc.terminate()
             proc.wait()
         rows.append({
-            "setting": name, **{k: v for k, v in vars(settings).items()},
+            "setting": name, **vars(settings),
             "prompt_tok_s": sum(t["prompt_n"] for t in prompt) / sum(t["prompt_ms"] / 1000 for t in prompt),
             "prompt_tokens_each": prompt[0]["prompt_n"],
-            "generation_tok_s": sum(t["predicted_n"] for t in generation) / sum(t["predicted_ms"] / 1000 for t in generation),
+            "generation_tok_s": (sum(t["predicted_n"] for t in generation)
+                                 / sum(t["predicted_ms"] / 1000 for t in generation)),
             "two_at_once_total_tok_s": sum(t["prompt_n"] + t["predicted_n"] for t in pair) / wall,
         })
     return pd.DataFrame(rows)
@@ -173,8 +178,10 @@ def notebook_cold_warm(name: str) -> dict[str, float]:
         new_keys = {p.name for p in cache.glob("??/*.json")} - {p.name for p in paths.LLM_CACHE.glob("??/*.json")}
         times["cold requests not in the committed cache"] = len(new_keys)
         ledger = json.loads((Path(tmp) / "ledgers" / f"{name}.json").read_text())
-        times["cold prompt tokens served from the prefix cache, %"] = 100 * ledger["cached_prompt_tokens"] / ledger["prompt_tokens"]
-        print(f"Rates of the cold run of {name}, per call family:\n{study_rates(cache).round(3).to_string(index=False)}")
+        times["cold prompt tokens served from the prefix cache, %"] = (100 * ledger["cached_prompt_tokens"]
+                                                                       / ledger["prompt_tokens"])
+        print(f"Rates of the cold run of {name}, per call family:\n"
+              f"{study_rates(cache).round(3).to_string(index=False)}")
     return times
 
 
@@ -182,7 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID), help="server settings to measure")
     parser.add_argument("--prompts", type=int, default=2, help="prompts for the gateway overhead comparison")
-    parser.add_argument("--cold-notebook", default=None, help="also time this notebook cold and warm (e.g. 03_judge_labeling)")
+    parser.add_argument("--cold-notebook", default=None,
+                        help="also time this notebook cold and warm (e.g. 03_judge_labeling)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     print("Study rates recorded by the server (committed cache):")
