@@ -180,7 +180,8 @@ def test_geval_probability_weighted_score(tmp_path):
 def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
     def responder(body, n):
         return Reply('{"score": 3}') if body.get("temperature") == 0.0 else Reply(
-            json.dumps({"score": [2, 4, 4, 5][body["seed"] % 4]}) if body["seed"] % RETRY_SEED_STRIDE != 7 else "broken")
+            json.dumps({"score": [2, 4, 4, 5][body["seed"] % 4]}) if body["seed"] % RETRY_SEED_STRIDE != 7
+            else "broken")
 
     with FakeOpenAI(responder) as fake:
         [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
@@ -192,7 +193,8 @@ def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
 
 def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
     with FakeOpenAI(always("I would say four")) as fake:
-        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.", [JudgeItem("s", "o")])
+        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
+                               [JudgeItem("s", "o")])
     assert not result.ok and result.score is None and result.argmax is None
     assert result.failure_kind == "invalid_json"
 
@@ -201,8 +203,10 @@ def test_tone_empathy_rule_decides_shaming_without_llm_and_sends_the_rest(tmp_pa
     reply = always('{"score": 4}', logprobs=digit_logprobs({4: 1.0}))
     with FakeOpenAI(reply) as fake:
         shamed, neutral = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.",
-                                      [JudgeItem("entry", "You never learn."), JudgeItem("entry", "That was a bad day.")])
-    assert (shamed.ok, shamed.score, shamed.scored_by) == (True, 1.0, "rule") and shamed.reason.startswith("shaming: ")
+                                      [JudgeItem("entry", "You never learn."),
+                                       JudgeItem("entry", "That was a bad day.")])
+    assert (shamed.ok, shamed.score, shamed.scored_by) == (True, 1.0, "rule")
+    assert shamed.reason is not None and shamed.reason.startswith("shaming: ")
     assert (neutral.scored_by, neutral.argmax) == ("logprobs", 4)
     assert len(fake.requests) == 1 and "That was a bad day." in fake.requests[0]["messages"][1]["content"]
 
@@ -243,7 +247,8 @@ def test_guardrail_pattern_positive_and_negative(name):
 
 def test_guardrail_lists_every_violation():
     verdict = financial_safety("Guaranteed profit! Put everything in and skip your meds to afford it.")
-    assert [v.split(":")[0] for v in verdict.violations] == ["invest_everything", "guaranteed_return", "skip_essentials"]
+    assert [v.split(":")[0] for v in verdict.violations] == ["invest_everything", "guaranteed_return",
+                                                             "skip_essentials"]
 
 
 def test_outcome_scores_treat_missing_action_as_no_data():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -160,7 +161,7 @@ def test_installed_console_script_runs(tmp_path):
 def test_scores_are_probability_weighted_when_logprobs_come_back():
     import math
     scores = monitor.MonitorScores(groundedness=3, relevance=2, completeness=3, no_hallucination=3)
-    tokens = []
+    tokens: list[dict[str, Any]] = []
     text = '{"groundedness": 3, "relevance": 2, "completeness": 3, "no_hallucination": 3}'
     # one token per character run, the value tokens with alternatives: p(3)=0.5, p(2)=0.5 for groundedness
     for piece in ['{"groundedness": ', "3", ', "relevance": ', "2", ', "completeness": ', "3",
@@ -173,7 +174,8 @@ def test_scores_are_probability_weighted_when_logprobs_come_back():
         tokens.append({"token": piece, "logprob": 0.0, "top_logprobs": top})
     assert "".join(t["token"] for t in tokens) == text
     read, how = monitor.read_scores(scores, tokens)
-    assert how == "logprobs" and read["groundedness"] == pytest.approx(2.5 / 3) and read["relevance"] == pytest.approx(2 / 3)
+    assert (how == "logprobs" and read["groundedness"] == pytest.approx(2.5 / 3)
+            and read["relevance"] == pytest.approx(2 / 3))
     read, how = monitor.read_scores(scores, None)
     assert how == "argmax" and read["groundedness"] == 1.0
 

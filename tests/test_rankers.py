@@ -24,8 +24,9 @@ def make_pool(vectors, confidence, texts=None, entry_id="e", entry_vector=(1.0, 
 
 TINY = {"vectors": [[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]], "confidence": [0.9, 0.2, 0.5]}
 CATEGORY = rankers.CategoryOnlyRanker(names=("action", "support"), definition_vectors=np.eye(2))
-ALL = [rankers.RandomRanker(seed=1), rankers.GeneratorOrderRanker(), rankers.EmbeddingSimilarityRanker(), CATEGORY, rankers.SelfConfidenceRanker(),
-       rankers.ValueAwareRanker({PERSONA.persona_id: np.array([0.0, 1.0])}, alpha=0.5)]
+VALUE_AWARE = rankers.ValueAwareRanker({PERSONA.persona_id: np.array([0.0, 1.0])}, alpha=0.5)
+ALL = [rankers.RandomRanker(seed=1), rankers.GeneratorOrderRanker(), rankers.EmbeddingSimilarityRanker(), CATEGORY,
+       rankers.SelfConfidenceRanker(), VALUE_AWARE]
 
 
 def ranked_ids(ranker, pool, tie_seed=0):
@@ -45,7 +46,7 @@ def test_hand_checked_orderings(ranker, expected):
 
 def test_value_aware_orders_a_tie_by_the_seeded_tie_order():
     # 0.5·cos(entry) + 0.5·cos(values): c0 .5, c1 .5, c2 .7 -> c2 first, then the tie c0/c1 in tie order
-    ranker, pool = ALL[5], make_pool(**TINY)
+    ranker, pool = VALUE_AWARE, make_pool(**TINY)
     assert ranker.scores(pool) == pytest.approx([0.5, 0.5, 0.7])
     ties = rankers.tie_order("e", 3, 0, "value_aware")
     assert ranked_ids(ranker, pool) == ["c2"] + (["c0", "c1"] if ties[0] < ties[1] else ["c1", "c0"])
@@ -150,7 +151,8 @@ def test_build_pools_by_hand():
                             "category": ["support", "action", "gratitude"],
                             "persona_id": ["striver", "caregiver", "steward"]})
     # e2's generation failed (no candidates); e3's candidates are not contiguous in the table
-    candidates = pd.DataFrame({"entry_id": ["e3", "e1", "e1", "e3"], "candidate_id": ["e3/c0", "e1/c0", "e1/c1", "e3/c1"],
+    candidates = pd.DataFrame({"entry_id": ["e3", "e1", "e1", "e3"],
+                               "candidate_id": ["e3/c0", "e1/c0", "e1/c1", "e3/c1"],
                                "position": [0, 0, 1, 1], "nudge_text": ["x", "yy yy", None, "zzz z z"],
                                "confidence": [0.1, 0.2, 0.3, 0.4]})
     pools = rankers.build_pools(entries, candidates, fake_embed)
@@ -198,7 +200,8 @@ def _ranking(method, run, entry_id, order_):
 def test_kendall_tau_table_averages_over_all_random_seeds():
     # One pool a, b, c. generator_order: a b c. random seed 0: a b c (τ 1 with it), seed 1: c b a (τ −1),
     # seed 2: a c b (τ 1/3: pairs ab +, ac +, bc −).
-    table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c"]), _ranking("random", 0, "e", ["a", "b", "c"]),
+    table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c"]),
+                       _ranking("random", 0, "e", ["a", "b", "c"]),
                        _ranking("random", 1, "e", ["c", "b", "a"]), _ranking("random", 2, "e", ["a", "c", "b"])])
     taus = rankers.kendall_tau_table(table, ("random", "generator_order")).set_index(["method_a", "method_b"])
     row = taus.loc[("random", "generator_order")]
@@ -225,7 +228,8 @@ def test_confidence_vs_generator_order_by_hand():
     # q, by position: confidence .8 .8 .9 vs −position 0 −1 −2: pairs (0,1) tie in confidence, (0,2) and
     # (1,2) discordant -> C 0, D 2, ties in x 1, none in y: τ-b = −2 / √(2·3)
     q = table.loc["q"]
-    assert q.tau_b == pytest.approx(-2 / np.sqrt(6)) and (q.first_is_top, q.first_is_sole_top, q.countdown) == (False, False, False)
+    assert (q.tau_b == pytest.approx(-2 / np.sqrt(6))
+            and (q.first_is_top, q.first_is_sole_top, q.countdown) == (False, False, False))
     assert np.isnan(table.loc["r"].tau_b) and table.loc["r"].candidates == 1
 
 
@@ -233,7 +237,8 @@ def test_length_outside_limits_by_hand():
     # word counts: a 3 (short), b 8, c 15 (long), d 6
     candidates = pd.DataFrame({"candidate_id": list("abcd"), "word_count": [3, 8, 15, 6]})
     table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c", "d"]),
-                       _ranking("random", 0, "e", ["b", "a", "d", "c"]), _ranking("random", 1, "e", ["c", "d", "b", "a"])])
+                       _ranking("random", 0, "e", ["b", "a", "d", "c"]),
+                       _ranking("random", 1, "e", ["c", "d", "b", "a"])])
     result = rankers.length_outside_limits(table, candidates, ks=(1, 3)).set_index(["method", "k"])
     assert result.loc[("generator_order", 1)].share == 1.0            # a
     assert result.loc[("generator_order", 3)].share == pytest.approx(2 / 3)  # a, b, c
