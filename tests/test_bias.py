@@ -47,7 +47,8 @@ def test_listwise_swap_catches_a_position_biased_judge(tmp_path):
     assert result.value == pytest.approx(2 / 6) and result.n == 6 and result.statistic == "position consistency"
     assert np.isnan(result.ci_low) and np.isnan(result.ci_high)  # two pools: too few to resample
     modal = bias.listwise_modal_share(swap, seed=0)  # as given: 2, 0, 0, 2, 0, 0 → grade 0 four times of six
-    assert modal.value == pytest.approx(4 / 6) and modal.n == 6 and modal.statistic == "share of the modal grade, as given"
+    assert (modal.value == pytest.approx(4 / 6) and modal.n == 6
+            and modal.statistic == "share of the modal grade, as given")
 
 
 def test_pairwise_consistency_and_first_position_share_by_hand():

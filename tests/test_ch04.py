@@ -121,7 +121,8 @@ def test_conclusion_without_an_attainable_significance_states_no_detectable_effe
                               min_p=1.0, mde=0.031, mean_diff=-0.007)])
     text = conclusion(table, summary_today(), judge_row(), {"rate": 0.1, "column": "c", "n": 40}, 1.0,
                       pd.Series({"base": 1.0}), "NDCG@3", min_kappa=0.4, min_stability=0.95, variant_orders=ONE_ORDER)
-    assert "With 1 non-tied entries no outcome could have reached p < 0.05: no effect of any size was detectable" in text
+    assert ("With 1 non-tied entries no outcome could have reached p < 0.05: no effect of any size was "
+            "detectable") in text
     assert "0.031" not in text
 
 

@@ -50,8 +50,10 @@ def test_support_table_reads_three_grade_labels_only():
 
 def test_monitor_verdict_names_missed_days_and_false_alarms():
     statuses = {"d1": monitor.EXIT_OK, "d2": monitor.EXIT_ALERT, "d3": monitor.EXIT_OK}
-    assert ch05.monitor_verdict(statuses, "d3") == "degraded day d3: NOT caught by the alert; alerts on other days: ['d2']"
-    assert ch05.monitor_verdict({"d3": monitor.EXIT_ALERT}, "d3").endswith("caught by the alert; alerts on other days: none")
+    assert (ch05.monitor_verdict(statuses, "d3")
+            == "degraded day d3: NOT caught by the alert; alerts on other days: ['d2']")
+    assert ch05.monitor_verdict({"d3": monitor.EXIT_ALERT}, "d3").endswith(
+        "caught by the alert; alerts on other days: none")
 
 
 def _correlation(rows: dict[tuple[str, str, str], tuple[float, float, float, int]]) -> pd.DataFrame:
@@ -68,8 +70,10 @@ def test_summary_is_written_from_the_results():
     rag_scores = pd.DataFrame({"grades": [3, 3, 2, 2], "system": ["with_context", "no_context"] * 2,
                                "all": [0.6, 0.4, 0.9, 0.8]})
     assignment = pd.DataFrame({"grades": [3, 3], "label": ["partial_support", "support"]})
-    alce = _correlation({("all", "all", "spearman"): (0.5, 0.1, 0.8, 16), ("all", "vital", "spearman"): (0.3, -0.2, 0.7, 8),
-                         ("all", "words", "spearman"): (0.05, -0.4, 0.5, 16), ("eli5", "vital", "spearman"): (0.2, np.nan, np.nan, 4)})
+    alce = _correlation({("all", "all", "spearman"): (0.5, 0.1, 0.8, 16),
+                         ("all", "vital", "spearman"): (0.3, -0.2, 0.7, 8),
+                         ("all", "words", "spearman"): (0.05, -0.4, 0.5, 16),
+                         ("eli5", "vital", "spearman"): (0.2, np.nan, np.nan, 4)})
     answered = _correlation({("all", "all", "spearman"): (0.4, -0.1, 0.8, 14)})
     triad = _correlation({("all", "traditional_answer_relevance", "spearman"): (0.0, -0.5, 0.5, 6),
                           ("all", "nuggetized_answer_relevance", "spearman"): (0.7, 0.1, 0.9, 6),

@@ -18,7 +18,8 @@ def _correlation(r: float, n: int) -> dict[str, float]:
 
 def test_summary_is_written_from_the_tables():
     systems = ["llm", "echo"]
-    rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2], "failed_turns": [0, 1, 0, 0]})
+    rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2],
+                         "failed_turns": [0, 1, 0, 0]})
     checks = pd.DataFrame({"expectation": ["llm above echo"], "metric": ["tas"], "holds": [True], "mean_above": [0.6],
                            "mean_below": [-0.2], "sessions_holding": [2], "sessions": [2], "sign_test_p": [0.5],
                            "by_design": ["the echo copies"]})
@@ -36,7 +37,8 @@ def test_summary_is_written_from_the_tables():
                                      sessions, _correlation(0.5, 3), levels, judge_vs, segmentation, title_filter, cues,
                                      16, 10, 6, 0))
     assert "1 of 1 expected differences hold on the means over 2 sessions" in text
-    assert "llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (exact sign test p = 0.5) — by design" in text
+    assert ("llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (exact sign test p = 0.5) — "
+            "by design") in text
     assert "over 4 shifts per system: llm 75%, echo 0%." in text
     assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
     assert "2 of 3 conversations scored" in text and "system level: ρ = 0.90 (95% CI 0.70 to 1.10), n = 2" in text

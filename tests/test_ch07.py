@@ -10,7 +10,8 @@ from lib.chapters import ch07
 
 def dev_table():
     return pd.DataFrame({"calls": [1, 1, 3, 0], "n": [16] * 4, "weighted_kappa": [0.22, 0.225, 0.10, 0.6],
-                         "weighted_kappa_ci_low": [0.0, -0.3, -0.2, 0.3], "weighted_kappa_ci_high": [0.5, 0.6, 0.4, 0.8]},
+                         "weighted_kappa_ci_low": [0.0, -0.3, -0.2, 0.3],
+                         "weighted_kappa_ci_high": [0.5, 0.6, 0.4, 0.8]},
                         index=pd.Index(["plain", "rounded", "criteria", "bm25"], name="method"))
 
 
@@ -91,7 +92,8 @@ def test_frozen_table_shows_cuts_or_a_dash():
     from lib.analysis.calibration import Frozen, Method
 
     table = ch07.frozen_table({"plain": Frozen(Method("plain", "pointwise_grade", False, 1), None),
-                               "E[g] cuts": Frozen(Method("E[g] cuts", "pointwise_expected", True, 1), (0.5, 1.25, 2.0))})
+                               "E[g] cuts": Frozen(Method("E[g] cuts", "pointwise_expected", True, 1),
+                                                   (0.5, 1.25, 2.0))})
     assert table.loc["plain", "cuts (grades 1, 2, 3 from)"] == "—"
     assert table.loc["E[g] cuts", "cuts (grades 1, 2, 3 from)"] == "0.500, 1.250, 2.000"
     assert table.loc["E[g] cuts", "column"] == "pointwise_expected"

@@ -70,7 +70,8 @@ def test_headline_07_states_both_targets_with_their_intervals():
 
     rows = [rc._row("criteria, thresholds on the mean" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA,
                     "item", 24, 0.52, 0.41, 0.70, "24 passages"),
-            rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
+            rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
+                    "24 passages"),
             rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, 0.35, 0.12, 0.58,
                     "12 documents")]
     entry = HEADLINES["07_validity"]

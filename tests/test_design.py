@@ -24,4 +24,5 @@ def test_design_needs_no_llm_layer():
     import sys
 
     code = "import sys, lib.design, lib.rankers; print(any(m.startswith('lib.llm') for m in sys.modules))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

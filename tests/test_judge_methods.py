@@ -42,7 +42,8 @@ def test_fewshot_prompt_puts_the_examples_before_the_query_and_reads_a_4_point_g
                                            max_chars=40)
     assert judgment.grade == 3 and judgment.expected_grade == pytest.approx(0.5 * 3 + 0.25 * 2 + 0.25 * 1)
     system, user = fake.requests[0]["messages"][:2]
-    assert system == relevance.pointwise_messages(JudgeItem("query 1", "a passage"), relevance.PASSAGE_4POINT_PROMPTS)[0]
+    assert system == relevance.pointwise_messages(JudgeItem("query 1", "a passage"),
+                                                  relevance.PASSAGE_4POINT_PROMPTS)[0]
     text = user["content"]
     assert text.startswith("Examples of graded passages:")
     assert [f"Grade: {g}" in text for g in range(4)] == [True] * 4

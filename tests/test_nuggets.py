@@ -161,7 +161,8 @@ def test_notes_effect_counts_shown_and_held_out_support_with_fishers_exact_test(
             + [{"variant": "with_context", "in_context": False, "label": None}]  # failed batch: not counted
             + [{"variant": "no_context", "in_context": True, "label": "support"}] * 5)  # the other answer
     effect = rag.notes_effect(pd.DataFrame(rows))
-    assert (effect["shown"], effect["shown_supported"], effect["held_out"], effect["held_out_supported"]) == (10, 4, 10, 1)
+    assert (effect["shown"], effect["shown_supported"], effect["held_out"],
+            effect["held_out_supported"]) == (10, 4, 10, 1)
     odds, p = fisher_exact([[4, 6], [1, 9]])
     assert effect["p"] == pytest.approx(p) and effect["odds_ratio"] == pytest.approx(odds)
     assert effect["p"] == pytest.approx(0.3034, abs=1e-4)  # hypergeometric by hand: P(≤1 or ≥4 of 5 in row one)

@@ -184,8 +184,8 @@ def test_front_page(tmp_path: Path) -> None:
         '<a href="01_nudge_candidates.html">01 · First &lt;chapter&gt;</a><p class="headline none">'
         "no headline registered (missing table: entries, candidates)</p>",
         '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The label used downstream is the '
-        "pointwise argmax grade: quadratic-weighted κ = 0.46 (95% CI 0.20 to 0.70) with human grades on 10 passages (tiny set), "
-        "against 0.12 (listwise argmax).</p>",
+        "pointwise argmax grade: quadratic-weighted κ = 0.46 (95% CI 0.20 to 0.70) with human grades on 10 passages "
+        "(tiny set), against 0.12 (listwise argmax).</p>",
         '09 · Later <span class="none">(not rendered)</span><p class="headline none">no headline registered</p>',
     ]
     assert ("<tr><td>05_new</td><td>3</td><td>4</td><td>3,000</td><td>30</td><td>2.5</td></tr>" in text)

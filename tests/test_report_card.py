@@ -82,7 +82,8 @@ def test_report_card_rows_and_anchors():
 
 
 def test_report_card_refuses_an_unknown_statistic():
-    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0), strict=True))
+    row = dict(zip(rc.CARD_COLUMNS, ("j", "m", "d", "c", "accuracy", "item", 1, 0.5, 0.4, 0.6, "1 passage", 0),
+                   strict=True))
     with pytest.raises(ValueError, match=r"unknown statistic\(s\) \['accuracy'\]"):
         rc.report_card([row])
 
@@ -129,12 +130,16 @@ def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_norma
 
 
 def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents"):
-    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5, "24 passages"),
+    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
+                    "24 passages"),
             rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
                     dl19_low, 0.7, "24 passages"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, geval_value, -0.1, 0.4, documents),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8, documents),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6, documents)]
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, geval_value, -0.1, 0.4,
+                    documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8,
+                    documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6,
+                    documents)]
     return rc.report_card(rows)
 
 
@@ -198,4 +203,5 @@ def test_level_rows_name_each_level_of_the_crs_judge_agreement():
 def test_without_small_intervals_blanks_only_rows_below_ten_units():
     table = pd.DataFrame({"n": [5, 30], "r": [0.6, 0.5], "ci_low": [-1.0, 0.2], "ci_high": [1.0, 0.7]})
     shown = rc.without_small_intervals(table)
-    assert shown.ci_low.isna().tolist() == [True, False] and shown.ci_high.iloc[1] == 0.7 and shown.r.tolist() == [0.6, 0.5]
+    assert (shown.ci_low.isna().tolist() == [True, False] and shown.ci_high.iloc[1] == 0.7
+            and shown.r.tolist() == [0.6, 0.5])

@@ -43,7 +43,8 @@ def test_flip_labels_only_to_grades_the_label_takes():
 
 def test_label_repeat_disagreement_uses_the_chosen_labels_column():
     labels = pd.DataFrame({"candidate_id": ["a", "b", "c", "d", "e"], "label_source": ["rounded_expected"] * 5,
-                           "grade": pd.array([0, 0, 0, 0, 0], dtype="Int64"), "expected_grade": [1.8, 1.1, 2.0, None, 0.9],
+                           "grade": pd.array([0, 0, 0, 0, 0], dtype="Int64"),
+                           "expected_grade": [1.8, 1.1, 2.0, None, 0.9],
                            "label": pd.array([2, 1, 2, None, 1], dtype="Int64")})
     repeat = pd.DataFrame({"candidate_id": ["a", "b", "d", "e"], "grade": pd.array([2, 2, 2, 2], dtype="Int64"),
                            "expected_grade": [1.9, 1.6, 1.2, None], "label": pd.array([2, 2, 1, None], dtype="Int64")})

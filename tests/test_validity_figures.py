@@ -21,7 +21,8 @@ def test_interval_forest_draws_each_group_with_its_intervals_the_anchors_and_tar
     fig = plots.interval_forest(forest_rows(), "card", "κ_w", {"target 0.40": 0.4})
     llm, baseline, anchors = fig.data
     assert llm.name == "LLM" and list(llm.y) == ["judge A", "judge B"] and list(llm.x) == [0.3, 0.5]
-    assert list(llm.error_x.array) == pytest.approx([0.3, 0.2]) and list(llm.error_x.arrayminus) == pytest.approx([0.2, 0.3])
+    assert (list(llm.error_x.array) == pytest.approx([0.3, 0.2])
+            and list(llm.error_x.arrayminus) == pytest.approx([0.2, 0.3]))
     assert baseline.name == "baseline" and np.isnan(baseline.error_x.array[0])  # undefined CI: the dot alone
     assert anchors.name == "published anchor" and list(anchors.x) == [0.58] and list(anchors.y) == ["judge A"]
     assert list(fig.layout.yaxis.categoryarray) == ["baseline", "judge B", "judge A"]  # first row on top
@@ -66,7 +67,8 @@ def test_chapter07_parameters_match_params_yaml_and_chapter03s_samples():
     params = yaml.safe_load((paths.ROOT / "params.yaml").read_text())
     notebook = nbformat.read(paths.NOTEBOOKS / "07_validity.ipynb", as_version=4)
     cell = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
-    names = {line.split("=")[0].strip() for line in cell.source.splitlines() if "=" in line and not line.startswith("#")}
+    names = {line.split("=")[0].strip() for line in cell.source.splitlines()
+             if "=" in line and not line.startswith("#")}
     assert names == set(params["07_validity"])
     for name in ("noveleval_queries", "noveleval_seed", "passage_chars", "summeval_docs", "summeval_seed"):
         assert params["07_validity"][f"chapter03_{name}"] == params["03_judge_labeling"][name]

@@ -121,7 +121,8 @@ def test_relevance_agreement_against_hand_computed_values():
 
 def test_expected_grade_correlation_within_queries_skips_constant_queries():
     frame = pd.DataFrame({"qid": ["a"] * 3 + ["b"] * 3 + ["c"] * 2, "human_grade": [0, 1, 2, 2, 1, 0, 1, 1],
-                          "grade": [0, 1, 2, 2, 1, 0, 1, 1], "expected_grade": [0.1, 0.5, 0.9, 0.1, 0.5, 0.9, 1.5, 1.9]})
+                          "grade": [0, 1, 2, 2, 1, 0, 1, 1],
+                          "expected_grade": [0.1, 0.5, 0.9, 0.1, 0.5, 0.9, 1.5, 1.9]})
     result = validity.relevance_agreement(frame, "grade", scale=(0, 1, 2), seed=0, n_resamples=50, group="qid")
     # a: ρ = 1, b: ρ = −1, c: constant human grades, skipped → mean 0 over 2 queries, though pooled ρ differs
     assert (result["expected_rho_within"], result["expected_groups"]) == (0.0, 2)
@@ -132,7 +133,8 @@ def test_a_constant_judge_gets_kappa_zero_without_an_interval():
     frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0], "grade": [2, 2, 2, 2, 2, 2],
                           "two_grades": [1, 2, 1, 2, 1, 1]})  # never 0: varies on the scale, constant binarised at 1
     constant = validity.relevance_agreement(frame, "grade", expected=None, scale=(0, 1, 2), seed=0, n_resamples=100)
-    assert constant["kappa"] == 0 and np.isnan(constant["kappa_ci_low"]) and np.isnan(constant["weighted_kappa_ci_high"])
+    assert (constant["kappa"] == 0 and np.isnan(constant["kappa_ci_low"])
+            and np.isnan(constant["weighted_kappa_ci_high"]))
     assert np.isnan(constant["binary_kappa_ci_low"])
     binary = validity.relevance_agreement(frame, "two_grades", expected=None, scale=(0, 1, 2), relevant_from=1, seed=0,
                                           n_resamples=100)
