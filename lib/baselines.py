@@ -42,7 +42,7 @@ def bm25_scores(frame: pd.DataFrame, query: str = "query", passage: str = "passa
     position = {text: k for k, text in enumerate(passages)}
     model = BM25Okapi([tokens(text) for text in passages])
     by_query = {q: model.get_scores(tokens(q)) for q in dict.fromkeys(frame[query])}
-    return np.array([by_query[q][position[p]] for q, p in zip(frame[query], frame[passage])], dtype=float)
+    return np.array([by_query[q][position[p]] for q, p in zip(frame[query], frame[passage], strict=True)], dtype=float)
 
 
 def cosine_scores(first: Sequence[str], second: Sequence[str], embed: Embed | None = None) -> np.ndarray:
@@ -50,12 +50,14 @@ def cosine_scores(first: Sequence[str], second: Sequence[str], embed: Embed | No
     text embedded once), rounded by :func:`lib.embeddings.similarity`. ``embed`` defaults to MiniLM
     (:func:`lib.embeddings.embed`); tests pass a fake."""
     if embed is None:
-        from lib.embeddings import embed
+        from lib.embeddings import embed as minilm
+
+        embed = minilm
     if len(first) != len(second):
         raise ValueError(f"{len(first)} texts against {len(second)}")
     distinct = list(dict.fromkeys([*first, *second]))
-    vectors = dict(zip(distinct, np.asarray(embed(distinct), dtype=float)))
-    return np.array([float(similarity(vectors[a], vectors[b])) for a, b in zip(first, second)])
+    vectors = dict(zip(distinct, np.asarray(embed(distinct), dtype=float), strict=True))
+    return np.array([float(similarity(vectors[a], vectors[b])) for a, b in zip(first, second, strict=True)])
 
 
 def rouge1(summaries: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -67,4 +69,4 @@ def rouge1(summaries: Sequence[str], references: Sequence[str]) -> np.ndarray:
         raise ValueError(f"{len(summaries)} summaries against {len(references)} references")
     scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
     return np.array([scorer.score(reference, summary)["rouge1"].fmeasure
-                     for summary, reference in zip(summaries, references)])
+                     for summary, reference in zip(summaries, references, strict=True)])

@@ -19,9 +19,9 @@ Two rules decide what the later chapters see, each a parameter with a documented
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import lru_cache
-from typing import Annotated, Literal
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Annotated, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ from lib.llm.gateway import Gateway, LLMCall, LLMResult
 
 PersonaRule = Literal["similarity", "random"]
 NearDuplicateRule = Literal["drop", "keep"]
-PERSONA_RULES: tuple[str, ...] = ("similarity", "random")
+PERSONA_RULES: tuple[PersonaRule, ...] = get_args(PersonaRule)
 NEAR_DUPLICATE_RULES: tuple[str, ...] = ("drop", "keep")
 
 SYSTEM_PROMPT, USER_TEMPLATE = prompts.parts("nudge_candidates", 2)
@@ -49,7 +49,7 @@ class NudgeCandidate(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def candidate_set_schema(n: int) -> type[BaseModel]:
     """Response schema: exactly ``n`` candidates (the JSON schema's minItems/maxItems constrain decoding)."""
     return create_model(
@@ -95,7 +95,7 @@ def sample_entries(entries: pd.DataFrame, n_entries: int, seed: int, persona_rul
     return chosen.reset_index(drop=True)
 
 
-def persona_rule_effect(sampled_by_rule: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def persona_rule_effect(sampled_by_rule: Mapping[PersonaRule, pd.DataFrame]) -> pd.DataFrame:
     """One row per persona rule: entries per persona, and the mean and sd (ddof 1) over entries of
     cos(entry, assigned persona's description) (``persona_similarity``). The samples must hold the same
     entries (:func:`sample_entries` with the same seed); ``persona_changed`` counts entries whose persona
@@ -148,7 +148,7 @@ def results_to_tables(sampled: pd.DataFrame, results: list[LLMResult], model_ide
         model=model_identity,
     )
     rows = []
-    for row, result in zip(sampled.itertuples(), results):
+    for row, result in zip(sampled.itertuples(), results, strict=True):
         if not result.ok:
             continue
         for position, cand in enumerate(result.value.candidates):

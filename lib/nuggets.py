@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Literal
 
 import numpy as np
@@ -61,17 +61,18 @@ _EXAMPLE_LABELS = {3: '["support", "not_support"]', 2: '["support", "not_support
 NuggetText = Annotated[str, StringConstraints(min_length=1, max_length=120)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def new_nuggets_schema(room: int) -> type[BaseModel]:
     """``{"nuggets": [str, ...]}`` with at most ``room`` nuggets of 1–120 characters."""
     return create_model(f"NewNuggets{room}", nuggets=(Annotated[list[NuggetText], Field(max_length=room)], ...))
 
 
-@lru_cache(maxsize=None)
+@cache
 def labels_schema(labels: tuple[str, ...], n: int) -> type[BaseModel]:
     """``{"labels": [...]}`` with exactly ``n`` labels from ``labels``."""
-    return create_model(f"Labels{len(labels)}x{n}",
-                        labels=(Annotated[list[Literal[labels]], Field(min_length=n, max_length=n)], ...))  # type: ignore[valid-type]
+    # ``labels`` are known only at run time, so no static type names this Literal
+    label_list = Annotated[list[Literal[labels]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]
+    return create_model(f"Labels{len(labels)}x{n}", labels=(label_list, ...))
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tupl
                      max_tokens=12 + 8 * (e - s)) for s, e in batches]
     out: list[str | None] = [None] * n_items
     failures: list[BatchFailure] = []
-    for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {step}")):
+    for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {step}"), strict=True):
         if result.ok:
             out[s:e] = list(result.value.labels)
         else:
@@ -196,7 +197,8 @@ def assign(gateway: Gateway, query: str, answer: str, nuggets: Sequence[str], *,
     An empty answer supports no nugget: every label is ``not_support`` without a call."""
     if not answer.strip():
         return ["not_support"] * len(nuggets), []
-    return _labelled_batches(gateway, len(nuggets), lambda s, e: assignment_messages(query, answer, nuggets[s:e], grades),
+    return _labelled_batches(gateway, len(nuggets),
+                             lambda s, e: assignment_messages(query, answer, nuggets[s:e], grades),
                              ASSIGNMENT_LABELS[grades], f"assign{grades}", call_label, window)
 
 

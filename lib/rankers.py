@@ -51,7 +51,9 @@ class Pool:
 
 
 class Ranker(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The ranker's name in tables and figures."""
 
     def scores(self, pool: Pool) -> np.ndarray:
         """One score per candidate, higher is better."""
@@ -198,7 +200,8 @@ def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed: Embed) -
     groups = candidates.groupby("entry_id", sort=False).indices
     return [
         Pool(entry_id=row.entry_id, entry_vector=entry_vectors[i], category=row.category,
-             persona=PERSONAS_BY_ID[row.persona_id], candidates=candidates.iloc[groups[row.entry_id]].reset_index(drop=True),
+             persona=PERSONAS_BY_ID[row.persona_id],
+             candidates=candidates.iloc[groups[row.entry_id]].reset_index(drop=True),
              vectors=candidate_vectors[groups[row.entry_id]])
         for i, row in enumerate(with_pool.itertuples())
     ]
@@ -332,8 +335,9 @@ def study_rankers(pools: list[Pool], embed: Embed, n_random_seeds: int, alpha: f
     personas = {pool.persona.persona_id: pool.persona for pool in pools}
     persona_vectors = {pid: value_profile_vector(p, embed) for pid, p in sorted(personas.items())}
     return ([(RandomRanker(seed=s), s) for s in range(n_random_seeds)]
-            + [(GeneratorOrderRanker(), 0), (EmbeddingSimilarityRanker(), 0), (CategoryOnlyRanker(tuple(names), definitions), 0),
-               (SelfConfidenceRanker(), 0), (ValueAwareRanker(persona_vectors, alpha=alpha), 0)])
+            + [(GeneratorOrderRanker(), 0), (EmbeddingSimilarityRanker(), 0),
+               (CategoryOnlyRanker(tuple(names), definitions), 0), (SelfConfidenceRanker(), 0),
+               (ValueAwareRanker(persona_vectors, alpha=alpha), 0)])
 
 
 def describe(ranker: Ranker) -> str:

@@ -71,7 +71,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "label": "the label notebook 04 uses (label_source says which column it comes from)",
         "label_source": "column chosen by measured agreement with human qrels (notebook 03)",
         "model": "judge model identity",
-        "generator_model": "identity of the model that generated the candidates (the same model judging its own output is a threat to validity)",
+        "generator_model": "identity of the model that generated the candidates (the same model judging its own "
+                           "output is a threat to validity)",
     },
     "labels_repeat": {
         "candidate_id": "re-judged candidate (seeded sample)",

@@ -123,7 +123,7 @@ def match_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, auto: Mapping[s
         for r, m in zip(rows, matched, strict=True):
             llm_covered[r] = m
     return evaluated.assign(best_cosine=similarity, embedding_match=similarity >= threshold,
-                            narrative_match=narrative_cosine >= threshold,
+                            narrative_cosine=narrative_cosine, narrative_match=narrative_cosine >= threshold,
                             llm_match=pd.array(llm_covered, dtype="boolean"))
 
 

@@ -30,7 +30,8 @@ A system turn with empty text (a failed LLM call) is not scored.
 Around each shift at user turn t_s (segment [t_s, b), b the next shift or the end): the recovery delay is the
 least k ≥ 0 with TAS(t_s + k) ≥ θ inside the segment (none if no such turn); the shift is *recovered within W*
 when delay < W. TAS rather than CC alone, so that a reply that repeats the user's new wish word for word
-(TAS ≤ α + β − γ·I) does not count as recovering. Interference = the share of scored turns in [t_s, min(t_s + W, b)) with stale(t) ≠ ∅.
+(TAS ≤ α + β − γ·I) does not count as recovering. Interference = the share of scored turns in
+[t_s, min(t_s + W, b)) with stale(t) ≠ ∅.
 Session: recovery rate = share of shifts recovered within W; recovery delay = mean delay of the recovered
 shifts; interference = mean over shifts; CAS = Σ_k w_k·component_k (``CAS_WEIGHTS``) over tas, recovery
 (rate) and stability (1 − interference), None without a shift.
@@ -43,6 +44,7 @@ apart are wrongly put in the same or in different segments, k = half the mean gr
 """
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -114,7 +116,7 @@ def pairs(conversation: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
     """(user turn, system turn) pairs of a conversation that alternates USER, SYSTEM from the start."""
     if len(conversation) % 2 or any(t["speaker"] != ("USER", "SYSTEM")[i % 2] for i, t in enumerate(conversation)):
         raise ValueError("a conversation alternates USER and SYSTEM turns, starting with USER")
-    return list(zip(conversation[0::2], conversation[1::2]))
+    return list(zip(conversation[0::2], conversation[1::2], strict=True))
 
 
 def turn_table(conversation: Sequence[Turn], universe: ItemUniverse, config: MetricConfig) -> pd.DataFrame:
@@ -155,7 +157,8 @@ def shift_table(turns: pd.DataFrame, shift_events: Sequence[Mapping[str, Any]], 
     by_turn = turns.set_index("turn")
     cc, tas, stale, scored = by_turn["cc"], by_turn["tas"], by_turn["stale"], by_turn["scored"]
     rows = []
-    for event, start, end in zip(shift_events, starts, [*starts[1:], n_turns]):
+    # the ends list carries n_turns even without a shift, so it is one longer when there is none
+    for event, start, end in zip(shift_events, starts, [*starts[1:], n_turns], strict=False):
         segment = range(start, end)
         delay = next((t - start for t in segment if scored[t] and tas[t] >= config.recovery_threshold), None)
         window = [t for t in range(start, min(start + config.window, end)) if scored[t]]
@@ -178,11 +181,13 @@ def legacy_similarities(user_texts: Sequence[str], method: LegacyMethod, embed: 
         return np.zeros(0)
     if method == "embedding":
         if embed is None:
-            from lib.embeddings import embed
+            from lib.embeddings import embed as minilm
+
+            embed = minilm
         vectors = np.asarray(embed(list(user_texts)), dtype=float)
-        return np.array([similarity(u, v) for u, v in zip(vectors[:-1], vectors[1:])])
+        return np.array([similarity(u, v) for u, v in itertools.pairwise(vectors)])
     words = [frozenset(content_words(tokens(text))) for text in user_texts]
-    return np.array([jaccard(a, b) if a | b else 1.0 for a, b in zip(words, words[1:])])
+    return np.array([jaccard(a, b) if a | b else 1.0 for a, b in itertools.pairwise(words)])
 
 
 def legacy_boundaries(similarities: Sequence[float], threshold: float) -> tuple[int, ...]:
@@ -191,14 +196,14 @@ def legacy_boundaries(similarities: Sequence[float], threshold: float) -> tuple[
 
 
 def _labels(boundaries: Sequence[int], n_turns: int) -> np.ndarray:
-    return np.searchsorted(np.sort(np.asarray(boundaries, dtype=int)), np.arange(n_turns), side="right")
+    return np.asarray(np.searchsorted(np.sort(np.asarray(boundaries, dtype=int)), np.arange(n_turns), side="right"))
 
 
 def pk(reference: Sequence[int], hypothesis: Sequence[int], n_turns: int) -> float:
     """Pk (Beeferman, Berger & Lafferty 1999) of boundary lists over ``n_turns`` turns: share of the pairs
     (i, i + k) on which reference and hypothesis disagree about being in one segment, k = max(1, round(mean
     reference segment length / 2)); NaN when n_turns ≤ k."""
-    k = max(1, int(round(n_turns / (len(reference) + 1) / 2)))
+    k = max(1, round(n_turns / (len(reference) + 1) / 2))
     if n_turns <= k:
         return float("nan")
     ref, hyp = _labels(reference, n_turns), _labels(hypothesis, n_turns)
@@ -238,9 +243,10 @@ def conversation_adaptation(tas: float | None, recovery_rate: float | None, inte
     (1 − interference); None when one of them is undefined."""
     components = {"tas": tas, "recovery": recovery_rate,
                   "stability": None if interference is None else 1 - interference}
-    if any(components[k] is None for k in weights):
+    present = {k: v for k in weights if (v := components[k]) is not None}
+    if len(present) < len(weights):
         return None
-    return float(sum(w * components[k] for k, w in weights.items()))
+    return float(sum(w * present[k] for k, w in weights.items()))
 
 
 def session_summary(turns: pd.DataFrame, shifts: pd.DataFrame, config: MetricConfig) -> dict[str, Any]:
@@ -257,6 +263,6 @@ def session_summary(turns: pd.DataFrame, shifts: pd.DataFrame, config: MetricCon
                                              config.cas_weights)
     summary["missing"] = int(scored["missing"].map(len).sum())
     summary["hallucinated"] = int(scored["hallucinated"].map(len).sum())
-    summary["scored_turns"] = int(len(scored))
+    summary["scored_turns"] = len(scored)
     summary["failed_turns"] = int((~turns["scored"]).sum())
     return summary

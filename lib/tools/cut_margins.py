@@ -44,8 +44,8 @@ UNROUNDED = 15
 
 def threshold_margin(values: Iterable[float], cut: float) -> np.ndarray:
     """|value − cut| of each value (NaN values dropped)."""
-    values = np.asarray(list(values), dtype=float)
-    return np.abs(values[~np.isnan(values)] - cut)
+    array = np.asarray(list(values), dtype=float)
+    return np.abs(array[~np.isnan(array)] - cut)
 
 
 def argmax_margin(values: np.ndarray) -> np.ndarray:
@@ -56,14 +56,14 @@ def argmax_margin(values: np.ndarray) -> np.ndarray:
 
 def order_margin(scores: Iterable[float]) -> np.ndarray:
     """Gaps between neighbouring finite scores in sorted order (0 for a tie): what separates two places."""
-    scores = np.asarray(list(scores), dtype=float)
-    return np.diff(np.sort(scores[np.isfinite(scores)]))
+    array = np.asarray(list(scores), dtype=float)
+    return np.diff(np.sort(array[np.isfinite(array)]))
 
 
 def ties(scores: Iterable[float]) -> int:
     """Pairs of exactly equal finite scores."""
-    scores = np.asarray(list(scores), dtype=float)
-    counts = np.unique(scores[np.isfinite(scores)], return_counts=True)[1]
+    array = np.asarray(list(scores), dtype=float)
+    counts = np.unique(array[np.isfinite(array)], return_counts=True)[1]
     return int((counts * (counts - 1) // 2).sum())
 
 
@@ -96,7 +96,7 @@ def notebook_state(name: str, through: str) -> dict[str, Any]:
         os.environ["LLM_MODE"] = "replay"
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for index, source in enumerate(cells):
-                exec(compile(source, f"{name}[{index}]", "exec"), namespace)  # noqa: S102 - the study's own notebook
+                exec(compile(source, f"{name}[{index}]", "exec"), namespace)
                 if index == 0:
                     namespace.update(parameters_for(name, PARAMS_FILE))
                 if through in source:
@@ -137,7 +137,7 @@ def chapter02() -> list[dict[str, Any]]:
     state = notebook_state("02_baselines", "zero_shot_categories(")
     pools, methods = state["pools"], state["methods"]
     ranking = rankers.rank_all(pools, methods, tie_seed=state["tie_seed"])
-    names, definitions = rankers.category_vectors(state["embed"])
+    _, definitions = rankers.category_vectors(state["embed"])
     vectors = np.vstack([p.vectors for p in pools])
     categories = argmax_margin(similarity(vectors, definitions))
     with decimals(UNROUNDED):
@@ -156,10 +156,11 @@ def chapter02() -> list[dict[str, Any]]:
 
 
 def chapter05() -> list[dict[str, Any]]:
-    state = notebook_state("05_nugget_evaluation", 'evaluated["narrative_match"]')
-    cut = state["embedding_threshold"]
-    return [row("05", "embedding match: best cosine ≥ cut", f"{cut}", threshold_margin(state["similarity"], cut)),
-            row("05", "narrative-only baseline: cosine ≥ cut", f"{cut}", threshold_margin(state["query_cosine"], cut))]
+    state = notebook_state("05_nugget_evaluation", "ch05.match_human_nuggets(")
+    cut, evaluated = state["embedding_threshold"], state["evaluated"]
+    return [row("05", "embedding match: best cosine ≥ cut", f"{cut}", threshold_margin(evaluated.best_cosine, cut)),
+            row("05", "narrative-only baseline: cosine ≥ cut", f"{cut}",
+                threshold_margin(evaluated.narrative_cosine, cut))]
 
 
 def chapter06() -> list[dict[str, Any]]:
@@ -179,16 +180,18 @@ def chapter07() -> list[dict[str, Any]]:
     from lib import baselines
     from lib.analysis import calibration
 
-    state = notebook_state("07_validity", "sampled = sampled.assign(cosine")
-    sampled, split, scale = state["sampled"], state["split"], state["SCALE"]
+    state = notebook_state("07_validity", "ch07.draw_samples(")
+    samples, scale = state["samples"], state["SCALE"]
+    sampled, split = samples.sampled, samples.split
     dev, test = split.dev_rows(sampled), split.test_rows(sampled)
     cuts = calibration.freeze(baselines.RELEVANCE_BASELINES[1], dev, "human_grade", scale).cuts
+    assert cuts is not None  # the cosine baseline is a fitted method
     held_out = []
     for qid in sorted(set(dev.qid)):
         rest = dev[dev.qid != qid]
         fold = calibration.fit_thresholds(rest.cosine.to_numpy(), rest.human_grade.to_numpy(), scale)
         held_out.append(np.min([threshold_margin(dev[dev.qid == qid].cosine, c) for c in fold], axis=0))
-    summeval = state["summeval_split"].test_rows(state["summeval"])
+    summeval = samples.summeval_split.test_rows(samples.summeval)
     to_source = baselines.cosine_scores(summeval.system_output.tolist(), summeval.source.tolist())
     by_query = sampled.groupby("qid").cosine
     with decimals(UNROUNDED):
