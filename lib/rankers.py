@@ -2,10 +2,10 @@
 
 Every ranker gives each candidate a score (higher is better); :func:`order` turns scores into a ranking
 with one documented tie rule: equal scores are ordered by a seeded random permutation (:func:`tie_order`,
-seeded by ``tie_seed``, the method and the entry). Ties used to keep the generator's order; since the
+seeded by ``tie_seed``, the ranker and the entry). Ties used to keep the generator's order; since the
 generator's confidence mostly counts down along its answer, that rule pushed ``self_confidence`` (whose
 scores tie often: a handful of distinct values) still closer to generator order. Generator order is now its
-own method (``generator_order``), and no other method inherits it through ties. A *failed*
+own ranker (``generator_order``), and no other ranker inherits it through ties. A *failed*
 candidate (empty or missing ``nudge_text``) scores −∞ and goes last, so a ranking is always a permutation of
 the whole pool.
 
@@ -25,9 +25,9 @@ import pandas as pd
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, similarity
 
-# The study's methods in the order of every table and figure: baselines from chance to strongest idea, then
+# The study's rankers in the order of every table and figure: baselines from chance to strongest idea, then
 # the system under test.
-METHOD_ORDER: tuple[str, ...] = ("random", "generator_order", "embedding", "category", "self_confidence",
+RANKER_ORDER: tuple[str, ...] = ("random", "generator_order", "embedding", "category", "self_confidence",
                                   "value_aware")
 
 
@@ -64,22 +64,22 @@ def _stable_int(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
-def tie_order(entry_id: str, n: int, tie_seed: int, method: str) -> np.ndarray:
+def tie_order(entry_id: str, n: int, tie_seed: int, ranker: str) -> np.ndarray:
     """The secondary sort key of :func:`order`: a uniformly random permutation of 0..n−1, seeded by
-    (``tie_seed``, method, entry). It depends neither on the order pools are processed in nor on the
-    candidates' positions; the method name is part of the seed so two methods that tie on the same candidates
+    (``tie_seed``, ranker, entry). It depends neither on the order pools are processed in nor on the
+    candidates' positions; the ranker name is part of the seed so two rankers that tie on the same candidates
     do not agree by construction (which would inflate their Kendall τ)."""
-    return np.random.default_rng([tie_seed, _stable_int(f"ties:{method}"), _stable_int(entry_id)]).permutation(n)
+    return np.random.default_rng([tie_seed, _stable_int(f"ties:{ranker}"), _stable_int(entry_id)]).permutation(n)
 
 
-def order(pool: Pool, scores: np.ndarray, tie_seed: int, method: str = "") -> pd.DataFrame:
+def order(pool: Pool, scores: np.ndarray, tie_seed: int, ranker: str = "") -> pd.DataFrame:
     """Ranking table of a pool: ``candidate_id``, ``rank`` (1 = best) and ``score``.
 
     Sort key: (−score, :func:`tie_order`), i.e. candidates with equal scores come in a seeded random order;
     failed candidates get score −∞ and therefore the last ranks (in a seeded random order among themselves).
     """
     scores = np.where(pool.failed, -np.inf, np.asarray(scores, dtype=float))
-    ties = tie_order(pool.entry_id, len(scores), tie_seed, method)
+    ties = tie_order(pool.entry_id, len(scores), tie_seed, ranker)
     idx = np.lexsort((ties, -scores))
     return pd.DataFrame({"candidate_id": pool.candidates["candidate_id"].to_numpy()[idx],
                          "rank": np.arange(1, len(idx) + 1), "score": scores[idx]})
@@ -100,7 +100,7 @@ class RandomRanker:
 @dataclass(frozen=True)
 class GeneratorOrderRanker:
     """score = −position: the candidates in the order the generator wrote them (rank = position + 1). The
-    baseline that any method reading the generator's own output (self_confidence) has to beat."""
+    baseline that any ranker reading the generator's own output (self_confidence) has to beat."""
 
     name: str = "generator_order"
 
@@ -210,65 +210,65 @@ def build_pools(entries: pd.DataFrame, candidates: pd.DataFrame, embed: Embed) -
 def rank_all(pools: list[Pool], rankers: list[tuple[Ranker, int]], tie_seed: int) -> pd.DataFrame:
     """Long rankings table (schema ``lib.tables.SCHEMAS['rankings']``) of every (ranker, run) on every pool;
     ties broken by :func:`tie_order` with ``tie_seed``."""
-    frames = [order(pool, ranker.scores(pool), tie_seed=tie_seed, method=ranker.name)
-              .assign(method=ranker.name, run=run, entry_id=pool.entry_id)
+    frames = [order(pool, ranker.scores(pool), tie_seed=tie_seed, ranker=ranker.name)
+              .assign(ranker=ranker.name, run=run, entry_id=pool.entry_id)
               for ranker, run in rankers for pool in pools]
-    columns = ["method", "run", "entry_id", "rank", "candidate_id", "score"]
+    columns = ["ranker", "run", "entry_id", "rank", "candidate_id", "score"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def pool_taus(rankings: pd.DataFrame, method_a: str, method_b: str, run_a: int = 0, run_b: int = 0) -> np.ndarray:
-    """Kendall's τ-b between two (method, run) rankings of the same pool, one value per pool of ≥ 2 candidates
+def pool_taus(rankings: pd.DataFrame, ranker_a: str, ranker_b: str, run_a: int = 0, run_b: int = 0) -> np.ndarray:
+    """Kendall's τ-b between two (ranker, run) rankings of the same pool, one value per pool of ≥ 2 candidates
     (in entry-id order). τ-b = (C − D) / √((C + D + T_a)(C + D + T_b)) over candidate pairs (concordant C,
     discordant D, ties T; Kendall 1945), via scipy.stats.kendalltau."""
     from scipy.stats import kendalltau
 
-    a = rankings[(rankings.method == method_a) & (rankings.run == run_a)]
-    b = rankings[(rankings.method == method_b) & (rankings.run == run_b)]
+    a = rankings[(rankings.ranker == ranker_a) & (rankings.run == run_a)]
+    b = rankings[(rankings.ranker == ranker_b) & (rankings.run == run_b)]
     merged = a.merge(b, on=["entry_id", "candidate_id"], suffixes=("_a", "_b"))
     return np.array([kendalltau(g.rank_a, g.rank_b).statistic for _, g in merged.groupby("entry_id") if len(g) >= 2])
 
 
-def mean_kendall_tau(rankings: pd.DataFrame, method_a: str, method_b: str, run_a: int = 0, run_b: int = 0
+def mean_kendall_tau(rankings: pd.DataFrame, ranker_a: str, ranker_b: str, run_a: int = 0, run_b: int = 0
                      ) -> tuple[float, int]:
     """Mean over pools of :func:`pool_taus`; returns (τ̄, number of pools)."""
-    taus = pool_taus(rankings, method_a, method_b, run_a, run_b)
+    taus = pool_taus(rankings, ranker_a, ranker_b, run_a, run_b)
     return (float(np.mean(taus)) if taus.size else float("nan")), int(taus.size)
 
 
-def kendall_tau_table(rankings: pd.DataFrame, methods: Sequence[str] = METHOD_ORDER) -> pd.DataFrame:
-    """Agreement of every pair of ``methods`` over all their runs: one row per (method_a, method_b) with
+def kendall_tau_table(rankings: pd.DataFrame, rankers: Sequence[str] = RANKER_ORDER) -> pd.DataFrame:
+    """Agreement of every pair of ``rankers`` over all their runs: one row per (ranker_a, ranker_b) with
 
     * ``tau`` — mean over run pairs of the mean τ-b over pools (:func:`mean_kendall_tau`). The run pairs of a
-      method with k runs (random: one per seed) against a one-run method are its k runs; of a method with
+      ranker with k runs (random: one per seed) against a one-run ranker are its k runs; of a ranker with
       itself, its k(k−1)/2 pairs of *distinct* runs (random vs random: chance agreement, expected 0), or the
       single run with itself (τ = 1);
     * ``sd_over_runs`` — sample sd (ddof 1) of the per-run-pair means, i.e. the spread over seeds, not over
       seed averages; NaN for a single run pair;
     * ``run_pairs`` and ``pools`` (pools per run pair).
     """
-    runs = {m: sorted(rankings.loc[rankings.method == m, "run"].unique()) for m in methods}
+    runs = {m: sorted(rankings.loc[rankings.ranker == m, "run"].unique()) for m in rankers}
     rows = []
-    for a in methods:
-        for b in methods:
+    for a in rankers:
+        for b in rankers:
             if a == b and len(runs[a]) > 1:
                 pairs = [(r, s) for i, r in enumerate(runs[a]) for s in runs[a][i + 1:]]
             else:
                 pairs = [(r, s) for r in runs[a] for s in runs[b]]
             means = [mean_kendall_tau(rankings, a, b, r, s) for r, s in pairs]
             values = np.array([m for m, _ in means])
-            rows.append({"method_a": a, "method_b": b, "tau": float(values.mean()) if values.size else np.nan,
+            rows.append({"ranker_a": a, "ranker_b": b, "tau": float(values.mean()) if values.size else np.nan,
                          "sd_over_runs": float(values.std(ddof=1)) if values.size > 1 else np.nan,
                          "run_pairs": len(pairs), "pools": max((n for _, n in means), default=0)})
     return pd.DataFrame(rows)
 
 
-def kendall_tau_matrix(rankings: pd.DataFrame, methods: Sequence[str] = METHOD_ORDER) -> pd.DataFrame:
-    """The ``tau`` column of :func:`kendall_tau_table` as a methods × methods matrix (random averaged over all
+def kendall_tau_matrix(rankings: pd.DataFrame, rankers: Sequence[str] = RANKER_ORDER) -> pd.DataFrame:
+    """The ``tau`` column of :func:`kendall_tau_table` as a rankers × rankers matrix (random averaged over all
     its seeds; its diagonal is the mean agreement of two distinct seeds)."""
-    table = kendall_tau_table(rankings, methods)
-    return (table.pivot(index="method_a", columns="method_b", values="tau")
-            .reindex(index=list(methods), columns=list(methods)).rename_axis(index=None, columns=None).astype(float))
+    table = kendall_tau_table(rankings, rankers)
+    return (table.pivot(index="ranker_a", columns="ranker_b", values="tau")
+            .reindex(index=list(rankers), columns=list(rankers)).rename_axis(index=None, columns=None).astype(float))
 
 
 def confidence_vs_generator_order(candidates: pd.DataFrame) -> pd.DataFrame:
@@ -297,40 +297,40 @@ def confidence_vs_generator_order(candidates: pd.DataFrame) -> pd.DataFrame:
 
 def length_outside_limits(rankings: pd.DataFrame, candidates: pd.DataFrame, ks: Sequence[int] = (1, 3),
                           min_words: int = 5, max_words: int = 12) -> pd.DataFrame:
-    """Share of the nudges a method shows in its top k whose length breaks the asked limit, per method and k:
+    """Share of the nudges a ranker shows in its top k whose length breaks the asked limit, per ranker and k:
 
     share_k(run) = |{top-k candidates c of every pool : word_count(c) ∉ [min_words, max_words]}| / |top-k candidates|
 
     (word_count: whitespace-separated words, ``candidates.word_count``; the generator was asked for 5–12
-    words, ``lib.nudges.NUDGE_MIN_WORDS``/``NUDGE_MAX_WORDS``). For a method with several runs (random),
+    words, ``lib.nudges.NUDGE_MIN_WORDS``/``NUDGE_MAX_WORDS``). For a ranker with several runs (random),
     ``share`` is the mean of share_k over runs and ``sd_over_runs`` its sample sd over runs (ddof 1; NaN for one
     run). ``nudges`` is the number of top-k nudges per run; a pool smaller than k contributes all its
     candidates. A last row, ``all candidates``, gives the share in the whole ranked pools, the value every
-    method would have if length played no part in its order.
+    ranker would have if length played no part in its order.
     """
     outside = candidates.set_index("candidate_id")["word_count"].pipe(lambda w: (w < min_words) | (w > max_words))
     known = rankings.candidate_id.isin(outside.index)
     if not known.all():
         raise ValueError(f"{int((~known).sum())} ranked candidates are missing from the candidates table")
     ranked = rankings.assign(outside=rankings.candidate_id.map(outside))
-    present = list(dict.fromkeys(ranked.method))
+    present = list(dict.fromkeys(ranked.ranker))
     rows = []
-    for method in [m for m in METHOD_ORDER if m in present] + [m for m in present if m not in METHOD_ORDER]:
-        group = ranked[ranked.method == method]
+    for ranker in [m for m in RANKER_ORDER if m in present] + [m for m in present if m not in RANKER_ORDER]:
+        group = ranked[ranked.ranker == ranker]
         for k in ks:
             per_run = group[group["rank"] <= k].groupby("run")["outside"].agg(["mean", "size"])
-            rows.append({"method": method, "k": k, "runs": len(per_run), "nudges": int(per_run["size"].iloc[0]),
+            rows.append({"ranker": ranker, "k": k, "runs": len(per_run), "nudges": int(per_run["size"].iloc[0]),
                          "share": float(per_run["mean"].mean()),
                          "sd_over_runs": float(per_run["mean"].std(ddof=1)) if len(per_run) > 1 else np.nan})
     pooled = ranked.drop_duplicates("candidate_id")
-    rows.append({"method": "all candidates", "k": None, "runs": 1, "nudges": len(pooled),
+    rows.append({"ranker": "all candidates", "k": None, "runs": 1, "nudges": len(pooled),
                  "share": float(pooled.outside.mean()), "sd_over_runs": np.nan})
     return pd.DataFrame(rows).astype({"k": "Int64"})
 
 
 def study_rankers(pools: list[Pool], embed: Embed, n_random_seeds: int, alpha: float) -> list[tuple[Ranker, int]]:
-    """The study's methods as (ranker, run) in ``METHOD_ORDER``: ``n_random_seeds`` random runs, then one run
-    of each other method."""
+    """The study's rankers as (ranker, run) in ``RANKER_ORDER``: ``n_random_seeds`` random runs, then one run
+    of each other ranker."""
     names, definitions = category_vectors(embed)
     personas = {pool.persona.persona_id: pool.persona for pool in pools}
     persona_vectors = {pid: value_profile_vector(p, embed) for pid, p in sorted(personas.items())}
@@ -341,5 +341,5 @@ def study_rankers(pools: list[Pool], embed: Embed, n_random_seeds: int, alpha: f
 
 
 def describe(ranker: Ranker) -> str:
-    """The ranker's docstring as one line (the method description shown in notebook 02)."""
+    """The ranker's docstring as one line (the ranker description shown in notebook 02)."""
     return " ".join((type(ranker).__doc__ or "").split())

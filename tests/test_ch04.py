@@ -43,7 +43,7 @@ def test_paragraph_states_direction_effect_ci_and_what_cannot_be_concluded():
     assert "one family of 3, Holm-corrected): **0** significant" in text
     assert "higher in 1, lower in 1, equal in 0 of the 2 that differ on some entry" in text
     # only the pair that is identical on every entry is named — not the measure as a whole
-    assert "Identical on every entry (p = 1; not evidence that the methods are equal beyond these entries): " \
+    assert "Identical on every entry (p = 1; not evidence that the rankers are equal beyond these entries): " \
            "Hit@3 (g=2) vs base." in text
     assert ("1 of 2 have too few non-tied entries to reach p < 0.05 with any outcome, and 1 too few to clear "
             "α/3") in text
@@ -82,7 +82,7 @@ def judge_row(weighted_kappa=0.21):
 
 
 def summary_today():
-    return pd.DataFrame({"measure": ["NDCG@3"] * 3, "method": ["sys_x", "base", "cat"], "mean": [0.93, 0.92, 0.98]})
+    return pd.DataFrame({"measure": ["NDCG@3"] * 3, "ranker": ["sys_x", "base", "cat"], "mean": [0.93, 0.92, 0.98]})
 
 
 ONE_ORDER = {"pointwise argmax": "cat > sys_x > base", "listwise argmax": "cat > sys_x > base"}
@@ -95,13 +95,13 @@ def test_conclusion_says_the_judge_cannot_rank_and_why():
                       0.08, keeps, "NDCG@3", min_kappa=0.4, min_stability=0.95, variant_orders=orders)
     assert text.startswith("**Does sys_x rank better than base on NDCG@3?** We cannot tell.")
     assert "sys_x's mean is higher, but not significantly, and the CI includes both a gain and a loss" in text
-    # MDE 0.061 against the spread 0.92–0.98 of the method means
+    # MDE 0.061 against the spread 0.92–0.98 of the ranker means
     assert "smaller than the 0.061 this study could detect with 80% power — 102% of the whole spread" in text
-    assert "**No — with today's data, this judge cannot rank these methods**" in text
+    assert "**No — with today's data, this judge cannot rank these rankers**" in text
     for reason in ("the primary comparison is not significant (p = 0.7, α = 0.05)",
                    "at the label's measured repeat disagreement (15%) the sign of sys_x − base holds in 64%",
-                   "the order of all methods holds in 8% of them", "weighted κ = 0.21",
-                   "the order of all methods changes with the label definition (2 different orders under 2 "
+                   "the order of all rankers holds in 8% of them", "weighted κ = 0.21",
+                   "the order of all rankers changes with the label definition (2 different orders under 2 "
                    "definitions, e.g. pointwise argmax: cat > sys_x > base; listwise argmax: sys_x > base > cat)"):
         assert reason in text
     assert "0 of 3 secondary comparisons are significant after Holm" in text
@@ -135,7 +135,7 @@ def test_conclusion_says_yes_only_when_every_condition_holds():
     assert "By this judge's labels, yes" in yes and "**Yes**" in yes and "cannot rank" not in yes
     unstable = conclusion(*args, 0.5, pd.Series({"base": 0.99}), "NDCG@3", min_kappa=0.4, min_stability=0.95,
                           variant_orders=ONE_ORDER)
-    assert "cannot rank these methods**: the order of all methods holds in 50% of them (needed" in unstable
+    assert "cannot rank these rankers**: the order of all rankers holds in 50% of them (needed" in unstable
 
 
 def test_threats_to_validity_come_from_the_tables():
@@ -151,7 +151,7 @@ def test_threats_to_validity_come_from_the_tables():
     assert "weighted κ = 0.21 (κ = 0.07, exact agreement 15%) on 80 passages of NovelEval" in text
     assert "the label changed on 15% of 40 candidates" in text
     assert ("Label counts by grade: 1: 3, 2: 3 (0 missing); 2 of 3 pools carry a single label value, so every "
-            "method scores the same on them; 1 of 20") in text
+            "ranker scores the same on them; 1 of 20") in text
     assert "2 personas" in text and "with 1–2 entries each" in text
     assert "persona-resampled CI rests on the 5 personas of its informative entries" in text
     assert "The 3 entries are EmpatheticDialogues situation prompts (test split; median 3 words)" in text

@@ -15,9 +15,9 @@ from lib.analysis.comparisons import (
     holm,
     holm_by_family,
     measure_status,
-    method_summary,
     paired_comparison,
     paired_differences,
+    ranker_summary,
     results_table,
 )
 from lib.analysis.ranking import per_entry
@@ -65,7 +65,7 @@ def constructed_case():
     grades = {"e0": (2, 1), "e1": (1, 1), "e2": (2, 1), "e3": (2, 2)}
     first_c1 = {("embedding", 0): {"e0"}, ("value_aware", 0): set(), ("random", 0): set(),
                 ("random", 1): set(grades)}
-    rankings = pd.DataFrame([{"method": m, "run": run, "entry_id": e, "rank": rank, "candidate_id": f"{e}/{c}"}
+    rankings = pd.DataFrame([{"ranker": m, "run": run, "entry_id": e, "rank": rank, "candidate_id": f"{e}/{c}"}
                              for (m, run), swapped in first_c1.items() for e in grades
                              for rank, c in enumerate(["c1", "c0"] if e in swapped else ["c0", "c1"], start=1)])
     labels = pd.DataFrame([{"entry_id": e, "candidate_id": f"{e}/c{i}", "label": g}
@@ -86,11 +86,11 @@ def test_measure_status_drops_measures_without_informative_entries():
 
 def test_measure_status_drops_a_measure_on_which_every_method_scores_the_same():
     rankings, labels, _ = constructed_case()
-    same = rankings[rankings.method == "value_aware"]
-    both = pd.concat([same, same.assign(method="embedding")])  # two methods, identical rankings
+    same = rankings[rankings.ranker == "value_aware"]
+    both = pd.concat([same, same.assign(method="embedding")])  # two rankers, identical rankings
     status = measure_status(per_entry(both, labels), labels)
     assert not status.loc["NDCG@3", "tested"]
-    assert status.loc["NDCG@3", "reason"] == "every method scores the same on every entry"
+    assert status.loc["NDCG@3", "reason"] == "every ranker scores the same on every entry"
 
 
 def test_compare_to_baselines_on_the_constructed_case():
@@ -99,7 +99,7 @@ def test_compare_to_baselines_on_the_constructed_case():
     table = compare_to_baselines(values, labels, personas, "value_aware", "embedding", "NDCG@3", seed=0,
                                  n_resamples=2000)
     assert list(table.columns) == list(COMPARISON_COLUMNS) == list(tables.SCHEMAS["ndcg_comparisons"])
-    # tested measures × baselines in METHOD_ORDER (random, embedding); the primary comparison first
+    # tested measures × baselines in RANKER_ORDER (random, embedding); the primary comparison first
     assert list(zip(table.measure, table.baseline, strict=True)) == [
         ("NDCG@3", "embedding"), ("Hit@1 (g=2)", "random"), ("Hit@1 (g=2)", "embedding"), ("NDCG@3", "random"),
         ("NDCG@5", "random"), ("NDCG@5", "embedding")]
@@ -107,9 +107,9 @@ def test_compare_to_baselines_on_the_constructed_case():
     primary = table.iloc[0]
     assert (primary.n_entries, primary.n_informative, primary.n_personas) == (4, 2, 2)
     assert (primary.wins, primary.losses, primary.ties) == (1, 0, 1)
-    # one non-zero difference 1 − SWAPPED on e0; on the scale of the method means (over 4 entries): /4
+    # one non-zero difference 1 − SWAPPED on e0; on the scale of the ranker means (over 4 entries): /4
     assert primary.mean_diff == pytest.approx((1 - SWAPPED) / 4)
-    summary = method_summary(values, seed=0).set_index(["measure", "method"])["mean"]
+    summary = ranker_summary(values, seed=0).set_index(["measure", "ranker"])["mean"]
     assert primary.mean_diff == pytest.approx(summary["NDCG@3", "value_aware"] - summary["NDCG@3", "embedding"])
     assert primary.p_permutation == 1.0 and primary.p_holm == 1.0 and primary.min_p == 1.0 and not primary.significant
     # MDE: the informative differences (1 − SWAPPED, 0) at n = 2 and level α / 1, scaled by 2/4
@@ -125,7 +125,7 @@ def test_compare_to_baselines_on_the_constructed_case():
 def test_compare_to_baselines_refuses_an_undeclared_primary():
     rankings, labels, personas = constructed_case()
     values = per_entry(rankings, labels)
-    with pytest.raises(ValueError, match="primary baseline 'category' is not among the methods"):
+    with pytest.raises(ValueError, match="primary baseline 'category' is not among the rankers"):
         compare_to_baselines(values, labels, personas, "value_aware", "category", "NDCG@3", seed=0)
     with pytest.raises(ValueError, match="not registered"):
         compare_to_baselines(values, labels, personas, "value_aware", "embedding", "NDCG@7", seed=0)
@@ -135,7 +135,7 @@ def test_compare_to_baselines_refuses_an_undeclared_primary():
 
 def test_summary_sd_is_over_runs_for_a_method_with_several_runs():
     rankings, labels, _ = constructed_case()
-    summary = method_summary(per_entry(rankings, labels), seed=0).set_index(["measure", "method"])
+    summary = ranker_summary(per_entry(rankings, labels), seed=0).set_index(["measure", "ranker"])
     random = summary.loc[("NDCG@3", "random")]
     # run 0 scores 1 everywhere; run 1 scores SWAPPED on e0 and e2, 1 on e1 and e3
     run_means = [1.0, (2 + 2 * SWAPPED) / 4]
@@ -146,10 +146,10 @@ def test_summary_sd_is_over_runs_for_a_method_with_several_runs():
 
 
 def test_results_table_labels_n_runs_and_puts_the_expected_row_after_random():
-    summary = pd.DataFrame([{"measure": "NDCG@3", "method": m, "runs": runs, "entries": 2, "mean": 0.5, "sd": 0.1,
+    summary = pd.DataFrame([{"measure": "NDCG@3", "ranker": m, "runs": runs, "entries": 2, "mean": 0.5, "sd": 0.1,
                              "ci_low": 0.4, "ci_high": 0.6} for m, runs in (("value_aware", 1), ("random", 10))])
-    expected = pd.DataFrame([{"measure": "NDCG@3", "method": "random (expected)", "entries": 2, "mean": 0.25}])
-    table = results_table(summary, expected, method_order=("random", "embedding", "value_aware"))
+    expected = pd.DataFrame([{"measure": "NDCG@3", "ranker": "random (expected)", "entries": 2, "mean": 0.25}])
+    table = results_table(summary, expected, ranker_order=("random", "embedding", "value_aware"))
     assert table.index.tolist() == ["random (10 runs; ± sd over runs)", "random (expected)", "value_aware"]
     assert table["NDCG@3 (n = 2 entries)"].tolist() == ["0.500 ± 0.100 [0.400, 0.600]", "0.250",
                                                         "0.500 ± 0.100 [0.400, 0.600]"]

@@ -129,7 +129,7 @@ def test_a_tie_the_rounding_makes_is_broken_by_the_seeded_tie_order():
         assert scores.tolist() == [0.5, 0.9, 0.5]
         ties = rankers.tie_order(entry_id, 3, 0, "embedding")
         expected = ["c1"] + (["c0", "c2"] if ties[0] < ties[2] else ["c2", "c0"])
-        assert rankers.order(pool, scores, tie_seed=0, method="embedding").candidate_id.tolist() == expected
+        assert rankers.order(pool, scores, tie_seed=0, ranker="embedding").candidate_id.tolist() == expected
 
 
 def test_margins_and_ties_by_hand():

@@ -71,7 +71,7 @@ def test_ties_are_broken_by_a_seeded_random_order():
     assert first != [ranked_ids(conf, p, tie_seed=4) for p in pools]  # another seed, another order
     assert len({tuple(o) for o in first}) > 10  # not the generator's order, and not the same in every pool
     assert sum(o == [f"c{i}" for i in range(6)] for o in first) <= 1
-    # the method is part of the seed: two methods tying on the same candidates do not agree by construction
+    # the ranker is part of the seed: two rankers tying on the same candidates do not agree by construction
     assert [rankers.tie_order(p.entry_id, 6, 3, "a").tolist() for p in pools] != \
            [rankers.tie_order(p.entry_id, 6, 3, "b").tolist() for p in pools]
     # ties only reorder equal scores: the strictly higher score stays first under every seed
@@ -121,7 +121,7 @@ def test_rank_all_and_kendall_tau():
     pools = [make_pool(**TINY, entry_id=f"e{i}") for i in range(3)]
     emb, conf = rankers.EmbeddingSimilarityRanker(), rankers.SelfConfidenceRanker()
     table = rankers.rank_all(pools, [(emb, 0), (conf, 0)], tie_seed=0)
-    assert len(table) == 18 and list(table.columns) == ["method", "run", "entry_id", "rank", "candidate_id", "score"]
+    assert len(table) == 18 and list(table.columns) == ["ranker", "run", "entry_id", "rank", "candidate_id", "score"]
     assert rankers.mean_kendall_tau(table, "embedding", "embedding") == (1.0, 3)
     # embedding c1>c2>c0 vs confidence c0>c2>c1: every pair discordant -> τ = -1
     assert rankers.mean_kendall_tau(table, "embedding", "self_confidence") == (-1.0, 3)
@@ -167,15 +167,15 @@ def test_build_pools_by_hand():
     assert e1.failed.tolist() == [False, True]
 
 
-def test_study_rankers_follow_the_method_order():
+def test_study_rankers_follow_the_ranker_order():
     pool = make_pool(**TINY)
 
     def embed(texts):
         return np.tile([1.0, 0.0], (len(texts), 1))
 
-    methods = rankers.study_rankers([pool], embed, n_random_seeds=3, alpha=0.5)
-    assert [(r.name, run) for r, run in methods][:3] == [("random", 0), ("random", 1), ("random", 2)]
-    assert list(dict.fromkeys(r.name for r, _ in methods)) == list(rankers.METHOD_ORDER)
+    ranker_runs = rankers.study_rankers([pool], embed, n_random_seeds=3, alpha=0.5)
+    assert [(r.name, run) for r, run in ranker_runs][:3] == [("random", 0), ("random", 1), ("random", 2)]
+    assert list(dict.fromkeys(r.name for r, _ in ranker_runs)) == list(rankers.RANKER_ORDER)
 
 
 def test_zero_shot_categories_and_tau_matrix():
@@ -192,8 +192,8 @@ def test_zero_shot_categories_and_tau_matrix():
     assert tau.to_numpy().tolist() == [[1.0, -1.0], [-1.0, 1.0]]
 
 
-def _ranking(method, run, entry_id, order_):
-    return pd.DataFrame({"method": method, "run": run, "entry_id": entry_id, "rank": range(1, len(order_) + 1),
+def _ranking(ranker, run, entry_id, order_):
+    return pd.DataFrame({"ranker": ranker, "run": run, "entry_id": entry_id, "rank": range(1, len(order_) + 1),
                          "candidate_id": order_, "score": 0.0})
 
 
@@ -203,7 +203,7 @@ def test_kendall_tau_table_averages_over_all_random_seeds():
     table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c"]),
                        _ranking("random", 0, "e", ["a", "b", "c"]),
                        _ranking("random", 1, "e", ["c", "b", "a"]), _ranking("random", 2, "e", ["a", "c", "b"])])
-    taus = rankers.kendall_tau_table(table, ("random", "generator_order")).set_index(["method_a", "method_b"])
+    taus = rankers.kendall_tau_table(table, ("random", "generator_order")).set_index(["ranker_a", "ranker_b"])
     row = taus.loc[("random", "generator_order")]
     assert row.tau == pytest.approx((1 - 1 + 1 / 3) / 3) and row.run_pairs == 3 and row.pools == 1
     assert row.sd_over_runs == pytest.approx(np.std([1, -1, 1 / 3], ddof=1))  # spread over seeds
@@ -239,7 +239,7 @@ def test_length_outside_limits_by_hand():
     table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c", "d"]),
                        _ranking("random", 0, "e", ["b", "a", "d", "c"]),
                        _ranking("random", 1, "e", ["c", "d", "b", "a"])])
-    result = rankers.length_outside_limits(table, candidates, ks=(1, 3)).set_index(["method", "k"])
+    result = rankers.length_outside_limits(table, candidates, ks=(1, 3)).set_index(["ranker", "k"])
     assert result.loc[("generator_order", 1)].share == 1.0            # a
     assert result.loc[("generator_order", 3)].share == pytest.approx(2 / 3)  # a, b, c
     rnd1, rnd3 = result.loc[("random", 1)], result.loc[("random", 3)]
@@ -247,7 +247,7 @@ def test_length_outside_limits_by_hand():
     assert rnd1.sd_over_runs == pytest.approx(np.std([0, 1], ddof=1))
     assert rnd3.share == pytest.approx((1 / 3 + 1 / 3) / 2)            # {b,a,d}: a; {c,d,b}: c
     assert list(dict.fromkeys(result.index.get_level_values(0))) == ["random", "generator_order", "all candidates"]
-    pooled = result.reset_index().query("method == 'all candidates'")
+    pooled = result.reset_index().query("ranker == 'all candidates'")
     assert (pooled.share.item(), pooled.nudges.item(), pooled.k.isna().item()) == (0.5, 4, True)  # a, c of 4
     with pytest.raises(ValueError, match="3 ranked candidates are missing"):  # d, in 3 rankings
         rankers.length_outside_limits(table, candidates.iloc[:3])

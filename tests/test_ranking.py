@@ -14,9 +14,9 @@ from lib.analysis.ranking import (
     Hit,
     coverage,
     informative_entries,
-    methods_in,
     per_entry,
     random_expected_rows,
+    rankers_in,
     register,
     value_range,
 )
@@ -46,7 +46,7 @@ def tables_for(pools):
     for entry, gains in pools.items():
         for rank, gain in enumerate(gains, start=1):
             cid = f"{entry}/c{rank}"
-            rankings.append({"method": "m", "run": 0, "entry_id": entry, "rank": rank, "candidate_id": cid})
+            rankings.append({"ranker": "m", "run": 0, "entry_id": entry, "rank": rank, "candidate_id": cid})
             labels.append({"entry_id": entry, "candidate_id": cid, "label": gain})
     return pd.DataFrame(rankings), pd.DataFrame(labels).astype({"label": "Int64"})
 
@@ -123,7 +123,7 @@ def test_random_expected_rows_average_over_scoreable_entries():
     rows = random_expected_rows(labels).set_index("measure")
     assert rows.loc["Hit@1 (g≥1)", "entries"] == 2 and rows.loc["Hit@1 (g≥1)", "mean"] == 0.5
     assert rows.loc["Hit@1 (g=2)", "entries"] == 1 and rows.loc["Hit@1 (g=2)", "mean"] == 0.5
-    assert set(rows.method) == {"random (expected)"}
+    assert set(rows.ranker) == {"random (expected)"}
 
 
 def test_value_range_marks_the_entries_whose_order_matters():
@@ -159,7 +159,7 @@ def test_every_order_scores_between_the_worst_and_the_best():
     assert np.allclose(extremes.low, extremes.worst) and np.allclose(extremes.high, extremes.best)
 
 
-def test_methods_in_follows_method_order_and_keeps_unknown_methods():
-    rankings = pd.DataFrame({"method": ["value_aware", "zz_new", "random", "embedding", "aa_new"]})
-    assert methods_in(rankings, order=("random", "embedding", "value_aware")) == [
+def test_rankers_in_follows_ranker_order_and_keeps_unknown_methods():
+    rankings = pd.DataFrame({"ranker": ["value_aware", "zz_new", "random", "embedding", "aa_new"]})
+    assert rankers_in(rankings, order=("random", "embedding", "value_aware")) == [
         "random", "embedding", "value_aware", "aa_new", "zz_new"]

@@ -14,7 +14,7 @@ from lib.analysis.sensitivity import (
     label_grades,
     label_repeat_disagreement,
     label_variants,
-    mean_by_method,
+    mean_by_ranker,
     means_by_variant,
     order_text,
     perturbation_check,
@@ -69,7 +69,7 @@ def test_perturbation_check_compares_weak_orders(monkeypatch):
                     pd.Series({"b": 0.5, "sys": 0.9, "a": 0.5}),
                     pd.Series({"sys": 0.9, "a": 0.5 + 1e-17, "b": 0.5}),
                     pd.Series({"sys": 0.9, "a": 0.6, "b": 0.5})])
-    monkeypatch.setattr(sensitivity, "mean_by_method", lambda *args, **kwargs: next(results))
+    monkeypatch.setattr(sensitivity, "mean_by_ranker", lambda *args, **kwargs: next(results))
     monkeypatch.setattr(sensitivity, "flip_labels", lambda labels, *args: labels)
     same_order, keeps = perturbation_check(pd.DataFrame(), pd.DataFrame(), "sys", 0.5, repeats=3, seed=0,
                                            grades=(1, 2))
@@ -78,7 +78,7 @@ def test_perturbation_check_compares_weak_orders(monkeypatch):
 
 def two_candidate_case():
     """One entry, c0 graded 1 and c1 graded 0. 'sys' and 'same' rank c0 first, 'other' ranks c1 first."""
-    rankings = pd.DataFrame([{"method": m, "run": 0, "entry_id": "e", "rank": r, "candidate_id": c}
+    rankings = pd.DataFrame([{"ranker": m, "run": 0, "entry_id": "e", "rank": r, "candidate_id": c}
                              for m, order in (("sys", ["c0", "c1"]), ("same", ["c0", "c1"]), ("other", ["c1", "c0"]))
                              for r, c in enumerate(order, start=1)])
     labels = pd.DataFrame({"entry_id": ["e", "e"], "candidate_id": ["c0", "c1"],
@@ -86,9 +86,9 @@ def two_candidate_case():
     return rankings, labels
 
 
-def test_mean_by_method_by_hand():
+def test_mean_by_ranker_by_hand():
     rankings, labels = two_candidate_case()
-    means = mean_by_method(rankings, labels)
+    means = mean_by_ranker(rankings, labels)
     # NDCG@3: relevant first -> 1; relevant second -> (1/log2 3) / 1
     assert means.to_dict() == {"other": pytest.approx(1 / math.log2(3)), "same": 1.0, "sys": 1.0}
 

@@ -21,9 +21,13 @@ entry
     a journal entry; its *pool* is the candidates generated for it.
 candidate
     one generated nudge of a pool (``candidate_id``). Nothing else is called a candidate.
+ranker
+    a way of ordering a pool (``lib.rankers``; ``RANKER_ORDER`` is the order of every table and figure); *run*
+    is its seed index; the *system* is the ranker under test, every other ranker a *baseline*.
 method
-    a ranker (``lib.rankers``; ``METHOD_ORDER`` is the order of every table and figure); *run* is its seed
-    index; the *system* is the method under test, every other method a *baseline*.
+    a way of grading relevance from judge calls or a baseline's score (chapter 07: ``calibration.Method``,
+    argmax, rounded E[g], thresholds fit on dev); never a ranker. A correlation's *coefficient* (Spearman,
+    Kendall) keeps the column name ``method`` that scipy gives it.
 grade
     a relevance value on ``lib.design.GRADES`` (0, 1, 2) given by a judge or a human.
 label

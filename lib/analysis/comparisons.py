@@ -1,18 +1,18 @@
-"""Method summaries and paired comparisons of the system with each baseline over the same entries.
+"""Ranker summaries and paired comparisons of the system with each baseline over the same entries.
 
 A *comparison* is system − baseline on one measure. The statistics are chosen for what the values are: few
 entries, many ties, values at the ceiling, differences that take a handful of discrete values.
 
 * Only *informative* entries are compared — those whose value the order of the pool can change
   (:func:`lib.analysis.ranking.value_range`; e.g. a pool whose labels are all equal scores the same under
-  every method). Which entries are informative depends on the labels only, never on a method's ranking, so
+  every ranker). Which entries are informative depends on the labels only, never on a ranker's ranking, so
   the selection is the same for system and baseline and leaves the sign-flip null distribution intact.
-* A measure with no informative entry, or on which every method scores the same on every entry, has zero
-  variance across methods: it is reported as such (:func:`measure_status`) and not tested.
+* A measure with no informative entry, or on which every ranker scores the same on every entry, has zero
+  variance across rankers: it is reported as such (:func:`measure_status`) and not tested.
 * Per comparison: wins / losses / ties over the informative entries; the mean difference with a
   percentile-bootstrap CI over entries and a cluster-bootstrap CI over personas (the unit of the value
-  treatment). Effects are reported on the scale of the method means (the mean over every entry both methods
-  score): an uninformative entry's difference is 0 under any pair of methods, so that mean is exactly
+  treatment). Effects are reported on the scale of the ranker means (the mean over every entry both rankers
+  score): an uninformative entry's difference is 0 under any pair of rankers, so that mean is exactly
   (n_informative / n_entries) × the mean over the informative entries, and its CIs and MDE are the informative
   entries' ones scaled by the same factor (conditional on which entries are informative, a property of the
   fixed labels). ONE test, the exact paired sign-flip permutation test of the mean difference
@@ -36,7 +36,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, methods_in, value_range
+from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, rankers_in, value_range
 from lib.analysis.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
@@ -46,7 +46,7 @@ from lib.analysis.stats import (
     sign_test,
     win_loss_tie,
 )
-from lib.rankers import METHOD_ORDER
+from lib.rankers import RANKER_ORDER
 
 TIE_TOLERANCE = 1e-12  # |system − baseline| at or below this is a tie (run averages differ in the last bits)
 
@@ -115,42 +115,42 @@ def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tupl
     return adjusted.tolist(), sizes.tolist()
 
 
-def method_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
-    """Per (measure, method): runs, entries, mean over entries (a method's runs averaged per entry first) with
-    its percentile-bootstrap 95% CI over entries (ci_low, ci_high), and sd. For a method with one run, sd is the
-    sd over entries (sd_over = "entries"); for a method with several runs (random seeds), sd is the sd over runs
+def ranker_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
+    """Per (measure, ranker): runs, entries, mean over entries (a ranker's runs averaged per entry first) with
+    its percentile-bootstrap 95% CI over entries (ci_low, ci_high), and sd. For a ranker with one run, sd is the
+    sd over entries (sd_over = "entries"); for a ranker with several runs (random seeds), sd is the sd over runs
     of each run's mean over entries (sd_over = "runs"): the spread a reader sees between two random rankers,
     not the spread of seed averages between entries."""
-    runs = values.groupby(["measure", "method"], sort=False)["run"].nunique().to_dict()
-    sd_over_runs = values.groupby(["measure", "method", "run"])["value"].mean().groupby(
-        level=["measure", "method"]).std(ddof=1).to_dict()
+    runs = values.groupby(["measure", "ranker"], sort=False)["run"].nunique().to_dict()
+    sd_over_runs = values.groupby(["measure", "ranker", "run"])["value"].mean().groupby(
+        level=["measure", "ranker"]).std(ddof=1).to_dict()
     rows = []
-    for (measure, method), group in average_runs(values).groupby(["measure", "method"], sort=False):
+    for (measure, ranker), group in average_runs(values).groupby(["measure", "ranker"], sort=False):
         low, high = bootstrap_ci(group.value.to_numpy(), seed, n_resamples)
-        k = int(runs[(measure, method)])
-        sd = sd_over_runs[(measure, method)] if k > 1 else group.value.std(ddof=1)
-        rows.append({"measure": measure, "method": method, "runs": k, "entries": len(group),
+        k = int(runs[(measure, ranker)])
+        sd = sd_over_runs[(measure, ranker)] if k > 1 else group.value.std(ddof=1)
+        rows.append({"measure": measure, "ranker": ranker, "runs": k, "entries": len(group),
                      "mean": group.value.mean(), "sd": sd, "sd_over": "runs" if k > 1 else "entries",
                      "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows)
 
 
-def results_table(summary: pd.DataFrame, expected: pd.DataFrame, method_order: Sequence[str] = METHOD_ORDER,
+def results_table(summary: pd.DataFrame, expected: pd.DataFrame, ranker_order: Sequence[str] = RANKER_ORDER,
                   measures: Sequence[str] | None = None) -> pd.DataFrame:
-    """Method × measure cells "mean ± sd [ci_low, ci_high]" from :func:`method_summary`, with the random-order
+    """Ranker × measure cells "mean ± sd [ci_low, ci_high]" from :func:`ranker_summary`, with the random-order
     expectation rows (``lib.analysis.ranking.random_expected_rows``, "mean" only) right after "random".
-    Columns name the measure and its n (entries scored); a method with several runs is labelled with their
-    number and that its ± is the sd over runs. Methods in ``method_order`` that have no values are left out;
+    Columns name the measure and its n (entries scored); a ranker with several runs is labelled with their
+    number and that its ± is the sd over runs. Methods in ``ranker_order`` that have no values are left out;
     ``measures`` defaults to every registered measure."""
     measures = list(MEASURES) if measures is None else list(measures)
     both = pd.concat([summary, expected], ignore_index=True)
     cell = both.apply(lambda r: f"{r['mean']:.3f} ± {r['sd']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
                       if pd.notna(r.get("sd")) else f"{r['mean']:.3f}", axis=1)
-    present = [m for m in method_order if m in set(summary.method)]
+    present = [m for m in ranker_order if m in set(summary.ranker)]
     rows = [name for m in present for name in ([m, RANDOM_EXPECTED] if m == "random" else [m])]
-    table = both.assign(cell=cell).pivot(index="method", columns="measure", values="cell").reindex(
+    table = both.assign(cell=cell).pivot(index="ranker", columns="measure", values="cell").reindex(
         index=rows, columns=measures)
-    runs = summary.groupby("method").runs.max()
+    runs = summary.groupby("ranker").runs.max()
     table.index = [f"{m} ({runs[m]} runs; ± sd over runs)" if m in runs and runs[m] > 1 else m for m in rows]
     n = summary.groupby("measure").entries.max()
     table.columns = [f"{m} (n = {int(n[m])} entries)" if m in n else m for m in measures]
@@ -158,15 +158,15 @@ def results_table(summary: pd.DataFrame, expected: pd.DataFrame, method_order: S
 
 
 def by_entry(values: pd.DataFrame) -> pd.DataFrame:
-    """Run-averaged values with one row per (measure, entry) and one column per method (NaN where unscored)."""
-    return average_runs(values).pivot_table(index=["measure", "entry_id"], columns="method", values="value")
+    """Run-averaged values with one row per (measure, entry) and one column per ranker (NaN where unscored)."""
+    return average_runs(values).pivot_table(index=["measure", "entry_id"], columns="ranker", values="value")
 
 
 def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """Per registered measure: entries scored, entries informative (:func:`lib.analysis.ranking.value_range`),
     whether it is tested, and why not. A measure is not tested when it has no informative entry (every order
-    of every pool scores the same) or when every method and run scores the same on every entry (zero variance
-    across methods)."""
+    of every pool scores the same) or when every ranker and run scores the same on every entry (zero variance
+    across rankers)."""
     informative = value_range(labels).groupby("measure", sort=False).informative.sum()
     rows = {}
     for name, measure in MEASURES.items():
@@ -179,7 +179,7 @@ def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
             reason = (f"no informative entry: every order of every pool scores the same "
                       f"({below} labelled candidates graded below its threshold g ≥ {measure.min_grade})")
         elif constant:
-            reason = "every method scores the same on every entry"
+            reason = "every ranker scores the same on every entry"
         else:
             reason = ""
         rows[name] = {"entries_scored": scored, "entries_informative": n_inf, "tested": not reason,
@@ -189,23 +189,23 @@ def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 
 def compare_to_baselines(values: pd.DataFrame, labels: pd.DataFrame, personas: Mapping[str, str], system: str,
                          primary_baseline: str, primary_measure: str, seed: int, n_resamples: int = 10_000,
-                         alpha: float = 0.05, power: float = 0.8, methods: Sequence[str] | None = None
+                         alpha: float = 0.05, power: float = 0.8, rankers: Sequence[str] | None = None
                          ) -> pd.DataFrame:
-    """:func:`paired_comparison` of ``system`` with every other method (``methods``, default: those in
-    ``values`` in METHOD_ORDER) on every tested measure (:func:`measure_status`), over the informative entries
+    """:func:`paired_comparison` of ``system`` with every other ranker (``rankers``, default: those in
+    ``values`` in RANKER_ORDER) on every tested measure (:func:`measure_status`), over the informative entries
     both score (``personas``: entry_id → persona_id, the clusters of the persona bootstrap).
 
     The comparison (``primary_measure``, ``primary_baseline``) is the primary family of one; every other row is
     in the secondary family. p_holm is Holm within the row's family; significant = p_holm < alpha;
     mde = :func:`~lib.analysis.stats.minimum_detectable_effect` at n_informative, the family's most stringent
-    Holm level alpha / family_size, and ``power``. mean_diff, the CIs and mde are on the scale of the method
+    Holm level alpha / family_size, and ``power``. mean_diff, the CIs and mde are on the scale of the ranker
     means (every entry both score; the informative entries' values × n_informative / n_entries, see the module
-    docstring), so mean_diff is the difference of the two methods' means in :func:`method_summary`.
+    docstring), so mean_diff is the difference of the two rankers' means in :func:`ranker_summary`.
     Columns: ``COMPARISON_COLUMNS`` (schema ``lib.tables.SCHEMAS["ndcg_comparisons"]``)."""
-    methods = methods_in(values) if methods is None else list(methods)
+    rankers = rankers_in(values) if rankers is None else list(rankers)
     for name, role in ((system, "system"), (primary_baseline, "primary baseline")):
-        if name not in methods:
-            raise ValueError(f"{role} {name!r} is not among the methods {methods}")
+        if name not in rankers:
+            raise ValueError(f"{role} {name!r} is not among the rankers {rankers}")
     if primary_baseline == system:
         raise ValueError("the primary baseline must differ from the system")
     if primary_measure not in MEASURES:
@@ -217,7 +217,7 @@ def compare_to_baselines(values: pd.DataFrame, labels: pd.DataFrame, personas: M
     for measure in [m for m in MEASURES if status.loc[m, "tested"]]:
         table = wide.loc[measure]
         informative = set(ranges.loc[(ranges.measure == measure) & ranges.informative, "entry_id"])
-        for baseline in [m for m in methods if m != system]:
+        for baseline in [m for m in rankers if m != system]:
             pair = table[[system, baseline]].dropna()
             kept = pair[pair.index.isin(informative)]
             missing = set(kept.index) - set(personas)

@@ -9,11 +9,11 @@ Definitions (rank i = 1 is shown first; g_i the grade (0/1/2, ``lib.design.GRADE
   the labels come from a weak judge whose 2-vs-1 distinction is the least reliable part of its output;
   exponential gains would triple the weight of exactly that distinction.
 An entry whose pool has no candidate meeting a measure's relevance threshold has IDCG = 0 (or cannot be hit by
-any method): it is excluded from that measure, and the count is reported — never scored 0.
+any ranker): it is excluded from that measure, and the count is reported — never scored 0.
 An entry is *informative* for a measure when the order of its pool can change the value: its labels' best order
 (grades descending) and worst order (ascending) score differently (:func:`value_range`). Hit@k and NDCG@k of
 any order lie between those two (for NDCG by the rearrangement inequality: the discounts do not increase with
-rank), so on an uninformative entry every method scores the same — e.g. a pool whose labels are all equal, or
+rank), so on an uninformative entry every ranker scores the same — e.g. a pool whose labels are all equal, or
 Hit@k (g ≥ t) when fewer than k candidates are graded below t.
 Candidates without a label (the judge failed) are unjudged: every measure is computed with ir_measures'
 ``judged_only=True`` (trec_eval -J), which removes them from the ranking before scoring (condensed lists,
@@ -35,9 +35,9 @@ import pandas as pd
 from ir_measures import Qrel, ScoredDoc
 
 from lib.design import GRADES
-from lib.rankers import METHOD_ORDER
+from lib.rankers import RANKER_ORDER
 
-RANDOM_EXPECTED = "random (expected)"  # the method name of the analytical random-order rows
+RANDOM_EXPECTED = "random (expected)"  # the ranker name of the analytical random-order rows
 
 
 class RankingMeasure(Protocol):
@@ -131,32 +131,32 @@ def scoreable_entries(labels: pd.DataFrame, measure: RankingMeasure) -> set[str]
 
 
 def per_entry(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
-    """Per (method, run, entry, measure) value over the scoreable entries.
+    """Per (ranker, run, entry, measure) value over the scoreable entries.
 
-    ``rankings``: method, run, entry_id, rank, candidate_id; ``labels``: entry_id, candidate_id, label
-    (nullable int; null = unjudged). Returns columns method, run, entry_id, measure, value.
+    ``rankings``: ranker, run, entry_id, rank, candidate_id; ``labels``: entry_id, candidate_id, label
+    (nullable int; null = unjudged). Returns columns ranker, run, entry_id, measure, value.
     """
     labelled = labels.dropna(subset=["label"])
     qrels = [Qrel(r.entry_id, r.candidate_id, int(r.label)) for r in labelled.itertuples()]
     by_ir_measure = {str(m.ir_measure): name for name, m in MEASURES.items()}
     frames = []
-    for (method, run), group in rankings.groupby(["method", "run"], sort=False):
+    for (ranker, run), group in rankings.groupby(["ranker", "run"], sort=False):
         scored = [ScoredDoc(r.entry_id, r.candidate_id, -float(r.rank)) for r in group.itertuples()]
         values = pd.DataFrame([(m.query_id, by_ir_measure[str(m.measure)], m.value) for m in
                                ir_measures.iter_calc([x.ir_measure for x in MEASURES.values()], qrels, scored)],
                               columns=["entry_id", "measure", "value"])
-        frames.append(values.assign(method=method, run=run))
+        frames.append(values.assign(ranker=ranker, run=run))
     table = pd.concat(frames, ignore_index=True)
     keep: pd.Series = pd.Series(False, index=table.index)
     for name, measure in MEASURES.items():
         keep |= (table.measure == name) & table.entry_id.isin(scoreable_entries(labelled, measure))
-    return table.loc[keep, ["method", "run", "entry_id", "measure", "value"]].reset_index(drop=True)
+    return table.loc[keep, ["ranker", "run", "entry_id", "measure", "value"]].reset_index(drop=True)
 
 
-def methods_in(rankings: pd.DataFrame, order: Sequence[str] = METHOD_ORDER) -> list[str]:
-    """The methods of a rankings table in ``order`` (``lib.rankers.METHOD_ORDER``); a method the order does not
+def rankers_in(rankings: pd.DataFrame, order: Sequence[str] = RANKER_ORDER) -> list[str]:
+    """The rankers of a rankings table in ``order`` (``lib.rankers.RANKER_ORDER``); a ranker the order does not
     name follows, alphabetically, so a new ranker is never silently dropped."""
-    present = set(rankings["method"])
+    present = set(rankings["ranker"])
     return [m for m in order if m in present] + sorted(present - set(order))
 
 
@@ -190,8 +190,8 @@ def informative_entries(labels: pd.DataFrame, measure: str) -> set[str]:
 
 
 def average_runs(values: pd.DataFrame) -> pd.DataFrame:
-    """One value per (method, entry, measure): a method with several runs (random seeds) is averaged over them."""
-    return values.groupby(["method", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()
+    """One value per (ranker, entry, measure): a ranker with several runs (random seeds) is averaged over them."""
+    return values.groupby(["ranker", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()
 
 
 def coverage(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
@@ -210,12 +210,12 @@ def coverage(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per measure: the mean over scoreable entries of its random-order expectation (method ``RANDOM_EXPECTED``)."""
+    """Per measure: the mean over scoreable entries of its random-order expectation (ranker ``RANDOM_EXPECTED``)."""
     labelled = labels.dropna(subset=["label"])
     gains = labelled.groupby("entry_id").label.apply(lambda s: [int(g) for g in s])
     rows = []
     for name, measure in MEASURES.items():
         scored = sorted(scoreable_entries(labelled, measure))
-        rows.append({"measure": name, "method": RANDOM_EXPECTED, "entries": len(scored),
+        rows.append({"measure": name, "ranker": RANDOM_EXPECTED, "entries": len(scored),
                      "mean": float(np.mean([measure.random_expectation(gains[e]) for e in scored]))})
     return pd.DataFrame(rows)

@@ -1,8 +1,8 @@
-"""How far the method comparison depends on the judge: other label definitions, re-judged labels, and labels
+"""How far the ranker comparison depends on the judge: other label definitions, re-judged labels, and labels
 perturbed at the judge's measured disagreement rate.
 
-Method orders are *weak* orders: methods whose means agree to ``ORDER_DECIMALS`` decimals are tied, and two
-orders are the same only when they rank and tie the same methods alike (:func:`weak_order`) — a sort alone
+Ranker orders are *weak* orders: rankers whose means agree to ``ORDER_DECIMALS`` decimals are tied, and two
+orders are the same only when they rank and tie the same rankers alike (:func:`weak_order`) — a sort alone
 would break ties arbitrarily and make "unchanged" depend on the sort algorithm.
 """
 from __future__ import annotations
@@ -63,15 +63,15 @@ def flip_labels(labels: pd.DataFrame, fraction: float, seed: int, grades: Sequen
     return flipped
 
 
-def mean_by_method(rankings: pd.DataFrame, labels: pd.DataFrame, measure: str = HEADLINE_MEASURE) -> pd.Series:
-    """Mean of ``measure`` per method (random averaged over its runs) under the given labels."""
+def mean_by_ranker(rankings: pd.DataFrame, labels: pd.DataFrame, measure: str = HEADLINE_MEASURE) -> pd.Series:
+    """Mean of ``measure`` per ranker (random averaged over its runs) under the given labels."""
     values = per_entry(rankings, labels)
-    return average_runs(values[values.measure == measure]).groupby("method").value.mean()
+    return average_runs(values[values.measure == measure]).groupby("ranker").value.mean()
 
 
 def weak_order(means: pd.Series, decimals: int = ORDER_DECIMALS) -> tuple[tuple[str, ...], ...]:
     """Methods grouped by mean (rounded to ``decimals``), groups from the highest mean down; a group holds the
-    tied methods, by name."""
+    tied rankers, by name."""
     rounded = means.round(decimals)
     return tuple(tuple(sorted(rounded.index[rounded == v])) for v in sorted(rounded.unique(), reverse=True))
 
@@ -98,8 +98,8 @@ def label_variants(labels: pd.DataFrame, judge_validity: pd.DataFrame, repeat: p
 
 def means_by_variant(rankings: pd.DataFrame, variants: dict[str, pd.DataFrame],
                      measure: str = HEADLINE_MEASURE) -> pd.DataFrame:
-    """Variant × method table of :func:`mean_by_method`."""
-    return pd.DataFrame({name: mean_by_method(rankings, table, measure) for name, table in variants.items()}).T
+    """Variant × ranker table of :func:`mean_by_ranker`."""
+    return pd.DataFrame({name: mean_by_ranker(rankings, table, measure) for name, table in variants.items()}).T
 
 
 def entries_by_variant(variants: dict[str, pd.DataFrame], measure: str = HEADLINE_MEASURE) -> pd.Series:
@@ -112,11 +112,11 @@ def perturbation_check(rankings: pd.DataFrame, labels: pd.DataFrame, system: str
                        seed: int, grades: Sequence[int], measure: str = HEADLINE_MEASURE
                        ) -> tuple[float, pd.Series]:
     """Flip ``fraction`` of the labels to another of ``grades`` ``repeats`` times (:func:`flip_labels`, seeds
-    seed..seed+repeats−1). Returns the share of repetitions in which the weak order of the methods by mean
+    seed..seed+repeats−1). Returns the share of repetitions in which the weak order of the rankers by mean
     ``measure`` (:func:`weak_order`, ties explicit) is unchanged, and per baseline the share in which the sign
     of (system − baseline) — +, − or tie — is unchanged. NaN shares when ``fraction`` is not a number (no
     measured rate), ``grades`` has fewer than two grades (no label can change) or ``repeats`` is 0."""
-    base = mean_by_method(rankings, labels, measure)
+    base = mean_by_ranker(rankings, labels, measure)
     baselines = [b for b in base.index if b != system]
     if not np.isfinite(fraction) or len(set(grades)) < 2 or repeats < 1:
         return float("nan"), pd.Series(float("nan"), index=baselines)
@@ -124,7 +124,7 @@ def perturbation_check(rankings: pd.DataFrame, labels: pd.DataFrame, system: str
     base_signs = {b: _sign(base[system] - base[b]) for b in baselines}
     same_order, keeps = 0, pd.Series(0.0, index=baselines)
     for r in range(repeats):
-        means = mean_by_method(rankings, flip_labels(labels, fraction, seed + r, grades), measure)
+        means = mean_by_ranker(rankings, flip_labels(labels, fraction, seed + r, grades), measure)
         same_order += weak_order(means) == base_order
         keeps += [_sign(means[system] - means[b]) == base_signs[b] for b in baselines]
     return same_order / repeats, keeps / repeats

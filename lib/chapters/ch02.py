@@ -5,10 +5,10 @@ from lib.chapters.headline import Tables, headline
 
 
 @headline("02_baselines", "rankings")
-def methods_ranked(tables: Tables) -> str:
-    """Which ranking methods ranked how many pools (random with its number of seeds)."""
+def rankers_ranked(tables: Tables) -> str:
+    """Which rankers ranked how many pools (random with its number of seeds)."""
     rankings = tables["rankings"]
-    runs = rankings.groupby("method", sort=False)["run"].nunique()
-    methods = ", ".join(f"{method} ({n} seeds)" if n > 1 else method for method, n in runs.items())
-    return (f"{len(runs)} ranking methods — {methods} — ranked the candidate pools of "
+    runs = rankings.groupby("ranker", sort=False)["run"].nunique()
+    rankers = ", ".join(f"{ranker} ({n} seeds)" if n > 1 else ranker for ranker, n in runs.items())
+    return (f"{len(runs)} rankers — {rankers} — ranked the candidate pools of "
             f"{rankings['entry_id'].nunique()} journal entries.")

@@ -43,13 +43,13 @@ def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
     constant, pools = constant_label_pools(labels)
     tested = status[status.tested.astype(bool)]
     lines = [f"{constant} of {pools} pools have a single label value on every candidate: every order of such a pool "
-             f"scores the same, so no method can win or lose there."]
+             f"scores the same, so no ranker can win or lose there."]
     if len(tested):
         lines.append("- Tested (informative entries / entries scored): " + "; ".join(
             f"{m} {int(r.entries_informative)} / {int(r.entries_scored)}" for m, r in tested.iterrows()) + ".")
     for m, r in status[~status.tested.astype(bool)].iterrows():
-        lines.append(f"- Not tested — {m}: {r.reason}; every method has the same value on every entry "
-                     f"(zero variance across methods), so there is nothing to compare.")
+        lines.append(f"- Not tested — {m}: {r.reason}; every ranker has the same value on every entry "
+                     f"(zero variance across rankers), so there is nothing to compare.")
     return "\n".join(lines)
 
 
@@ -114,7 +114,7 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
                    f"than {row['baseline']} on {row['measure']} by this judge's labels"
                    if row["significant"] else
                    f"not significant at α = {alpha:g}. {_compatibility(row)}; {_cannot_detect(row)}. This is "
-                   f"absence of evidence, not evidence that the methods are equal")
+                   f"absence of evidence, not evidence that the rankers are equal")
         lines.append(f"**Primary comparison** (declared in the parameters, a family of one): "
                      f"{_comparison_sentence(row)} — {verdict}.")
     else:
@@ -136,7 +136,7 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
             lines.append(f"- {_comparison_sentence(row)}, Holm-adjusted p = {_p(row['p_holm'])}: "
                          f"{system} is {'better' if row['mean_diff'] > 0 else 'worse'}.")
         if len(identical):
-            lines.append("- Identical on every entry (p = 1; not evidence that the methods are equal beyond these "
+            lines.append("- Identical on every entry (p = 1; not evidence that the rankers are equal beyond these "
                          "entries): "
                          + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
         excludes = [(r, _excluding_cis(r)) for _, r in differing[~differing.significant.astype(bool)].iterrows()]
@@ -174,7 +174,7 @@ def perturbation_text(flip: Mapping, grades: tuple[int, ...], repeats: int, same
     lines = [f"Flip rate = the chosen label's (`{flip['column']}`) measured repeat disagreement: "
              f"**{flip['rate']:.1%}** of {flip['n']} re-judged candidates; each flipped label moves to another of "
              f"the grades the label takes ({', '.join(map(str, grades))}); {repeats} perturbations.",
-             f"- The order of all methods by mean {measure} (ties kept as ties) is unchanged in "
+             f"- The order of all rankers by mean {measure} (ties kept as ties) is unchanged in "
              f"**{same_order:.0%}** of them.",
              "- The sign of " + "; ".join(f"{system} − {b}: {share:.0%}" for b, share in keeps.items())
              + " (share of perturbations in which it held)."]
@@ -209,7 +209,7 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
                    f"informative for {measure}" if len(primary) else "")
-    constant_text = (f"{constant} of {pools} pools carry a single label value, so every method scores the same "
+    constant_text = (f"{constant} of {pools} pools carry a single label value, so every ranker scores the same "
                      f"on them" if constant else "no pool carries a single label value")
     distribution = ("- **Label distribution.** Label counts by grade: "
                     + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
@@ -246,17 +246,17 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
     can this judge tell? — from the primary comparison, the secondary family, the perturbation check and the
     judge's agreement with human grades.
 
-    The judge *can rank these methods* only when all hold: (a) the primary comparison is significant; (b) its
+    The judge *can rank these rankers* only when all hold: (a) the primary comparison is significant; (b) its
     sign holds in at least ``min_stability`` of the perturbations at the label's measured repeat disagreement;
-    (c) the order of all methods holds as often; (d) the chosen label's quadratic-weighted κ with human grades is
-    at least ``min_kappa``; (e) the order of all methods is the same under every label definition
+    (c) the order of all rankers holds as often; (d) the chosen label's quadratic-weighted κ with human grades is
+    at least ``min_kappa``; (e) the order of all rankers is the same under every label definition
     (``variant_orders``: definition → order text). A measured repeat disagreement of 0 tests nothing, so (b)
     and (c) then count as unmet. Each unmet condition is named with its number."""
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
-    means = summary[summary.measure == measure].set_index("method")["mean"]
+    means = summary[summary.measure == measure].set_index("ranker")["mean"]
     if not len(primary):
         return (f"**Primary comparison:** not testable with these labels — {measure} has no informative entry.\n\n"
-                f"**Can this judge rank these methods?** No: with no informative entry it cannot separate them.")
+                f"**Can this judge rank these rankers?** No: with no informative entry it cannot separate them.")
     row = primary.iloc[0]
     system, baseline = row["system"], row["baseline"]
     effect = (f"{system} − {baseline} on {measure} = {row['mean_diff']:+.3f} "
@@ -277,7 +277,7 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
         elif np.isfinite(row["mde"]):
             size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "not below"
             spread = means.max() - means.min() if len(means) else float("nan")
-            share = (f" — {row['mde'] / spread:.0%} of the whole spread of the method means on {measure} "
+            share = (f" — {row['mde'] / spread:.0%} of the whole spread of the ranker means on {measure} "
                      f"({means.min():.3f} to {means.max():.3f})" if np.isfinite(spread) and spread > 0 else "")
             answer += (f" The observed difference is {size} the {row['mde']:.3f} this study could detect with "
                        f"{row['power']:.0%} power{share}.")
@@ -294,12 +294,12 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
          f"at the label's measured repeat disagreement ({flip['rate']:.0%}) the sign of {system} − {baseline} holds "
          f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else untested),
         (np.isfinite(same_order) and same_order >= min_stability,
-         f"the order of all methods holds in {same_order:.0%} of them" if np.isfinite(same_order) else
-         "and so is the stability of the order of all methods"),
+         f"the order of all rankers holds in {same_order:.0%} of them" if np.isfinite(same_order) else
+         "and so is the stability of the order of all rankers"),
         (len(orders) == 1,
-         f"the order of all methods is the same under each of the {len(variant_orders)} label definitions"
+         f"the order of all rankers is the same under each of the {len(variant_orders)} label definitions"
          if len(orders) == 1 else
-         f"the order of all methods changes with the label definition ({len(orders)} different orders under "
+         f"the order of all rankers changes with the label definition ({len(orders)} different orders under "
          f"{len(variant_orders)} definitions, e.g. " + "; ".join(f"{name}: {order}"
                                                                  for name, order in list(variant_orders.items())[:2])
          + ")"),
@@ -313,14 +313,14 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
     thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, "
                   f"κ_w ≥ {min_kappa:g}, one order under every label definition)")
     if failed:
-        verdict = ("**No — with today's data, this judge cannot rank these methods**: " + "; ".join(failed)
+        verdict = ("**No — with today's data, this judge cannot rank these rankers**: " + "; ".join(failed)
                    + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "
-                     f"these {int(row['n_entries'])} entries, not a finding about the methods.")
+                     f"these {int(row['n_entries'])} entries, not a finding about the rankers.")
     else:
         verdict = ("**Yes**: " + "; ".join(text for _, text in conditions) + f" {thresholds}.{secondary_text} "
                    f"The finding is still this judge's view; see the threats to validity.")
     return (f"**Does {system} rank better than {baseline} on {measure}?** {answer}\n\n"
-            f"**Can this judge rank these methods?** {verdict}")
+            f"**Can this judge rank these rankers?** {verdict}")
 
 
 @headline("04_ndcg_analysis", "ndcg_comparisons")

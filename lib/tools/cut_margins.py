@@ -135,22 +135,22 @@ def chapter02() -> list[dict[str, Any]]:
     from lib.embeddings import similarity
 
     state = notebook_state("02_baselines", "zero_shot_categories(")
-    pools, methods = state["pools"], state["methods"]
-    ranking = rankers.rank_all(pools, methods, tie_seed=state["tie_seed"])
+    pools, ranker_runs = state["pools"], state["ranker_runs"]
+    ranking = rankers.rank_all(pools, ranker_runs, tie_seed=state["tie_seed"])
     _, definitions = rankers.category_vectors(state["embed"])
     vectors = np.vstack([p.vectors for p in pools])
     categories = argmax_margin(similarity(vectors, definitions))
     with decimals(UNROUNDED):
-        unrounded_ranking = rankers.rank_all(pools, methods, tie_seed=state["tie_seed"])
+        unrounded_ranking = rankers.rank_all(pools, ranker_runs, tie_seed=state["tie_seed"])
         unrounded = argmax_margin(similarity(vectors, definitions))
     rows = [row("02", "zero-shot category (and the category ranker's match): argmax", "argmax", categories,
                 int((categories == 0).sum()), int((unrounded == 0).sum()))]
-    for method in ("embedding", "category", "value_aware"):
-        pools_scored = ranking[ranking.method == method].groupby("entry_id").score
+    for ranker in ("embedding", "category", "value_aware"):
+        pools_scored = ranking[ranking.ranker == ranker].groupby("entry_id").score
         gaps = np.concatenate([order_margin(g) for _, g in pools_scored])
-        rows.append(row("02", f"ranker '{method}': order within a pool", "neighbour", gaps,
+        rows.append(row("02", f"ranker '{ranker}': order within a pool", "neighbour", gaps,
                         sum(ties(g) for _, g in pools_scored),
-                        sum(ties(g) for _, g in unrounded_ranking[unrounded_ranking.method == method]
+                        sum(ties(g) for _, g in unrounded_ranking[unrounded_ranking.ranker == ranker]
                             .groupby("entry_id").score)))
     return rows
 
@@ -185,7 +185,7 @@ def chapter07() -> list[dict[str, Any]]:
     sampled, split = samples.sampled, samples.split
     dev, test = split.dev_rows(sampled), split.test_rows(sampled)
     cuts = calibration.freeze(baselines.RELEVANCE_BASELINES[1], dev, "human_grade", scale).cuts
-    assert cuts is not None  # the cosine baseline is a fitted method
+    assert cuts is not None  # the cosine baseline is a fitted ranker
     held_out = []
     for qid in sorted(set(dev.qid)):
         rest = dev[dev.qid != qid]
