@@ -218,7 +218,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
         except MalformedRow as bad:
             malformed.append(str(bad))
             _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
-    calls = [LLMCall(judge_messages(row), MonitorScores, label=f"monitor:{day}:{row.id}", max_tokens=60,
+    calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
                      top_logprobs=TOP_LOGPROBS) for row in todo]
     failed = 0
     for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}"), strict=True):

@@ -131,7 +131,7 @@ def generate_candidates(gateway: Gateway, sampled: pd.DataFrame, n_candidates: i
     schema = candidate_set_schema(n_candidates)
     calls = [
         LLMCall(build_messages(row.text, PERSONAS_BY_ID[row.persona_id], row.category, n_candidates), schema,
-                label=f"candidates:{row.entry_id}", max_tokens=max_tokens_per_candidate * n_candidates)
+                call_label=f"candidates:{row.entry_id}", max_tokens=max_tokens_per_candidate * n_candidates)
         for row in sampled.itertuples()
     ]
     return gateway.complete_many(calls, desc="nudge candidates")

@@ -134,7 +134,7 @@ def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_
             asked_at[start] = len(nuggets)
             calls += 1
             result = gateway.complete(creation_messages(query, sources[start:start + window], nuggets, room),
-                                      new_nuggets_schema(room), label=f"{call_label}:create:{calls}",
+                                      new_nuggets_schema(room), call_label=f"{call_label}:create:{calls}",
                                       max_tokens=40 + 25 * room)
             if not result.ok:
                 failures.append(BatchFailure("create", tuple(range(start, min(start + window, len(sources)))),
@@ -157,7 +157,7 @@ def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tupl
     """Label ``n_items`` in batches of ``window`` with ``messages_for(start, stop)``; a failed batch leaves its
     items None and is recorded."""
     batches = [(s, min(s + window, n_items)) for s in range(0, n_items, window)]
-    calls = [LLMCall(messages_for(s, e), labels_schema(labels, e - s), label=f"{call_label}:{step}:{s}",
+    calls = [LLMCall(messages_for(s, e), labels_schema(labels, e - s), call_label=f"{call_label}:{step}:{s}",
                      max_tokens=12 + 8 * (e - s)) for s, e in batches]
     out: list[str | None] = [None] * n_items
     failures: list[BatchFailure] = []

@@ -49,7 +49,7 @@ def answer_messages(query: str, notes: Sequence[str] | None) -> list[dict[str, s
 def generate_answers(gateway: Gateway, requests: pd.DataFrame) -> pd.DataFrame:
     """Answer each row of ``requests`` (columns qid, variant, query, notes: list or None). Returns the rows with
     ``answer`` (None when the call failed), ``failure_kind`` and ``completion_tokens``."""
-    calls = [LLMCall(answer_messages(r.query, r.notes), None, label=f"rag-answer:{r.qid}:{r.variant}",
+    calls = [LLMCall(answer_messages(r.query, r.notes), None, call_label=f"rag-answer:{r.qid}:{r.variant}",
                      max_tokens=ANSWER_MAX_TOKENS) for r in requests.itertuples()]
     results = gateway.complete_many(calls, desc="answers")
     out = requests.copy()
@@ -62,12 +62,13 @@ def generate_answers(gateway: Gateway, requests: pd.DataFrame) -> pd.DataFrame:
 def notes_effect(assignment: pd.DataFrame, variant: str = "with_context", supported: str = "support"
                  ) -> dict[str, float]:
     """Does the answer written with the notes support the nuggets it was shown more often than the held-out ones?
-    ``assignment``: one row per (answer, nugget) with columns variant, in_context (bool) and label; the rows of
-    ``variant`` with a label count. The 2×2 table shown/held out × supported/not (label == ``supported``) gets
+    ``assignment``: one row per (answer, nugget) with columns variant, in_context (bool) and assignment; the rows of
+    ``variant`` with an assignment count. The 2×2 table shown/held out × supported/not (assignment ==
+    ``supported``) gets
     Fisher's exact test, two-sided (Fisher 1922; ``scipy.stats.fisher_exact``): the right test for counts this
     small. Keys: shown, shown_supported, held_out, held_out_supported, odds_ratio, p."""
-    rows = assignment[(assignment["variant"] == variant) & assignment["label"].notna()]
-    hit = rows["label"] == supported
+    rows = assignment[(assignment["variant"] == variant) & assignment["assignment"].notna()]
+    hit = rows["assignment"] == supported
     shown, held = rows["in_context"].astype(bool), ~rows["in_context"].astype(bool)
     table = [[int((hit & shown).sum()), int((~hit & shown).sum())], [int((hit & held).sum()), int((~hit & held).sum())]]
     odds, p = fisher_exact(table)

@@ -179,7 +179,7 @@ def test_interval_text_is_the_one_way_an_interval_is_written():
     from lib.analysis.stats import interval_text, number_text
 
     assert interval_text(0.1, 0.684) == "95% CI 0.10 to 0.68"
-    assert interval_text(-0.0001, 0.2, digits=3, signed=True, label="") == "+0.000 to +0.200"  # no "-0.000"
+    assert interval_text(-0.0001, 0.2, digits=3, signed=True, prefix="") == "+0.000 to +0.200"  # no "-0.000"
     assert interval_text(-0.5, float("nan")) == "no interval"
     assert interval_text(float("nan"), 1.0, undefined="undefined") == "undefined"
     assert number_text(-0.004) == "0.00" and number_text(-0.006) == "-0.01"

@@ -39,10 +39,10 @@ def test_recall_and_match_agreement_skip_missing_llm_matches():
     assert recall.loc[("1", False), "llm_failed"] == 1 and recall.loc[("1", True), "embedding_recall"] == 0.5
 
 
-def test_support_table_reads_three_grade_labels_only():
+def test_support_table_reads_three_grade_assignments_only():
     assignment = pd.DataFrame({"grades": [3, 3, 3, 2], "variant": ["with_context"] * 4,
                                "in_context": [True, True, False, True],
-                               "label": ["support", "partial_support", "support", "support"]})
+                               "assignment": ["support", "partial_support", "support", "support"]})
     table = ch05.support_table(assignment)
     assert table.loc[("with_context", True)].tolist() == [1, 2, 0.5]
     assert table.loc[("with_context", False)].tolist() == [1, 1, 1.0]
@@ -69,7 +69,7 @@ def test_summary_is_written_from_the_results():
                                                             "kappa_ci_high": np.nan, "n": 2, "exact_agreement": 0.5})
     rag_scores = pd.DataFrame({"grades": [3, 3, 2, 2], "system": ["with_context", "no_context"] * 2,
                                "all": [0.6, 0.4, 0.9, 0.8]})
-    assignment = pd.DataFrame({"grades": [3, 3], "label": ["partial_support", "support"]})
+    assignment = pd.DataFrame({"grades": [3, 3], "assignment": ["partial_support", "support"]})
     alce = _correlation({("all", "all", "spearman"): (0.5, 0.1, 0.8, 16),
                          ("all", "vital", "spearman"): (0.3, -0.2, 0.7, 8),
                          ("all", "words", "spearman"): (0.05, -0.4, 0.5, 16),

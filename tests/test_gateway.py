@@ -42,8 +42,8 @@ def make_gateway(url: str, cache_dir: Path, **kwargs) -> Gateway:
 def test_cache_miss_then_hit(tmp_path):
     with FakeOpenAI(always('{"score": 4}')) as fake:
         gateway = make_gateway(fake.base_url, tmp_path)
-        first = gateway.complete(MESSAGES, Score, label="rate")
-        second = gateway.complete(MESSAGES, Score, label="rate")
+        first = gateway.complete(MESSAGES, Score, call_label="rate")
+        second = gateway.complete(MESSAGES, Score, call_label="rate")
     assert first.ok and second.ok and first.value == second.value == Score(score=4)
     assert len(fake.requests) == 1
     assert (gateway.ledger.cache_hits, gateway.ledger.live_requests, gateway.ledger.calls) == (1, 1, 2)
@@ -66,16 +66,16 @@ def test_cache_key_covers_model_params_and_schema(tmp_path):
 
 def test_replay_serves_cache_without_endpoint_and_names_call_on_miss(tmp_path):
     with FakeOpenAI(always('{"score": 2}')) as fake:
-        make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate")
+        make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, call_label="rate")
     replay = make_gateway(fake.base_url, tmp_path, mode="replay")  # the fake server is down now
-    assert replay.complete(MESSAGES, Score, label="rate").value == Score(score=2)
+    assert replay.complete(MESSAGES, Score, call_label="rate").value == Score(score=2)
     with pytest.raises(CacheMissError, match=r"call 'other' of notebook 'test_nb'.*LLM_MODE=live"):
-        replay.complete([{"role": "user", "content": "new"}], Score, label="other")
+        replay.complete([{"role": "user", "content": "new"}], Score, call_label="other")
 
 
 def test_invalid_json_is_retried_with_the_original_messages_and_the_next_seed(tmp_path):
     with FakeOpenAI(sequence(Reply("not json at all"), Reply('{"score": 3}'))) as fake:
-        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, label="rate", seed=7)
+        result = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score, call_label="rate", seed=7)
     assert result.ok and result.value.score == 3 and result.attempts == 2
     # The model never sees its broken answer: same messages, another seed.
     assert [r["messages"] for r in fake.requests] == [MESSAGES, MESSAGES]
@@ -197,7 +197,7 @@ def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
     with FakeOpenAI(responder) as fake:
         gateway = make_gateway(fake.base_url, tmp_path, concurrency=2)
         results = gateway.complete_many(
-            [LLMCall([{"role": "user", "content": str(i % 5 + 1)}], Score, label=f"c{i}") for i in range(10)])
+            [LLMCall([{"role": "user", "content": str(i % 5 + 1)}], Score, call_label=f"c{i}") for i in range(10)])
     assert [r.value.score for r in results] == [i % 5 + 1 for i in range(10)]
     assert peak[0] == 2 and gateway.ledger.calls == 10
     assert len(fake.requests) == gateway.ledger.live_requests == 10 - gateway.ledger.cache_hits

@@ -158,7 +158,7 @@ def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_
             return Reply(status=500, error_body="internal error")
         return Reply(fault=fault)
 
-    calls = [LLMCall(item_messages(i), Grade, label=f"item:{i}") for i in range(48)]
+    calls = [LLMCall(item_messages(i), Grade, call_label=f"item:{i}") for i in range(48)]
     with FakeOpenAI(flaky) as fake:
         gateway = make_gateway(fake.base_url, tmp_path / "faulty", concurrency=2)
         results = gateway.complete_many(calls)

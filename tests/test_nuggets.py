@@ -154,12 +154,12 @@ def test_notes_effect_counts_shown_and_held_out_support_with_fishers_exact_test(
 
     from lib import rag
 
-    rows = ([{"variant": "with_context", "in_context": True, "label": "support"}] * 4
-            + [{"variant": "with_context", "in_context": True, "label": "not_support"}] * 6
-            + [{"variant": "with_context", "in_context": False, "label": "support"}] * 1
-            + [{"variant": "with_context", "in_context": False, "label": "partial_support"}] * 9
-            + [{"variant": "with_context", "in_context": False, "label": None}]  # failed batch: not counted
-            + [{"variant": "no_context", "in_context": True, "label": "support"}] * 5)  # the other answer
+    rows = ([{"variant": "with_context", "in_context": True, "assignment": "support"}] * 4
+            + [{"variant": "with_context", "in_context": True, "assignment": "not_support"}] * 6
+            + [{"variant": "with_context", "in_context": False, "assignment": "support"}] * 1
+            + [{"variant": "with_context", "in_context": False, "assignment": "partial_support"}] * 9
+            + [{"variant": "with_context", "in_context": False, "assignment": None}]  # failed batch: not counted
+            + [{"variant": "no_context", "in_context": True, "assignment": "support"}] * 5)  # the other answer
     effect = rag.notes_effect(pd.DataFrame(rows))
     assert (effect["shown"], effect["shown_supported"], effect["held_out"],
             effect["held_out_supported"]) == (10, 4, 10, 1)

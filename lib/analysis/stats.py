@@ -190,13 +190,13 @@ def number_text(x: float, digits: int = 2, signed: bool = False) -> str:
     return text.replace(f"-{zero}", f"+{zero}" if signed else zero)
 
 
-def interval_text(low: float, high: float, digits: int = 2, signed: bool = False, label: str = "95% CI ",
+def interval_text(low: float, high: float, digits: int = 2, signed: bool = False, prefix: str = "95% CI ",
                   undefined: str = "no interval") -> str:
-    """The one way the study writes an interval: "95% CI 0.10 to 0.68" (``label`` first, ``digits`` decimals,
+    """The one way the study writes an interval: "95% CI 0.10 to 0.68" (``prefix`` first, ``digits`` decimals,
     a sign on both ends when ``signed``); ``undefined`` when either end is missing (NaN), never "nan to nan"."""
     if not (np.isfinite(low) and np.isfinite(high)):
         return undefined
-    return f"{label}{number_text(low, digits, signed)} to {number_text(high, digits, signed)}"
+    return f"{prefix}{number_text(low, digits, signed)} to {number_text(high, digits, signed)}"
 
 
 def correlation_text(correlation: Mapping[str, float], symbol: str = "ρ") -> str:

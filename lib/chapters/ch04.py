@@ -24,7 +24,7 @@ def _p(p: float) -> str:
 
 
 def _ci(low: float, high: float) -> str:
-    return interval_text(low, high, digits=3, signed=True, label="", undefined="undefined")
+    return interval_text(low, high, digits=3, signed=True, prefix="", undefined="undefined")
 
 
 def _direction(diff: float) -> str:

@@ -194,7 +194,7 @@ def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence
                     labels, failures = nug.assign(judge, narrative[q], answer, rows.nugget.tolist(), grades=grades,
                                                   call_label=f"rag25:{q}:{variant}")
                 assignment_rows += [{"qid": q, "variant": variant, "grades": grades, "nugget": n, "in_context": c,
-                                     "importance": i, "label": label}
+                                     "importance": i, "assignment": label}
                                     for n, c, i, label in zip(rows.nugget, rows.in_context, rows.importance, labels,
                                                               strict=True)]
                 score_rows.append({"dataset": "rag25", "qid": q, "system": variant, "grades": grades,
@@ -205,7 +205,7 @@ def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence
 
 def support_table(assignment: pd.DataFrame) -> pd.DataFrame:
     """With 3 grades: per answer variant and shown/held-out nuggets, how many are fully supported."""
-    support = assignment[assignment.grades == 3].assign(supported=lambda f: f.label == "support")
+    support = assignment[assignment.grades == 3].assign(supported=lambda f: f.assignment == "support")
     return (support.groupby(["variant", "in_context"]).supported.agg(["sum", "size", "mean"])
             .rename(columns={"sum": "supported", "size": "nuggets", "mean": "share"}))
 
@@ -375,7 +375,7 @@ def summary(r: Results) -> str:
         f"**Assignment**: the answer written with the notes supports {support['shown_supported']}/{support['shown']} "
         f"shown and {support['held_out_supported']}/{support['held_out']} held-out nuggets (Fisher exact p = "
         f"{support['p']:.2g}); with 3 grades the judge gives partial_support to "
-        f"{(r.rag_assignment[r.rag_assignment.grades == 3].label == 'partial_support').mean():.0%} of all "
+        f"{(r.rag_assignment[r.rag_assignment.grades == 3].assignment == 'partial_support').mean():.0%} of all "
         f"nugget-answer pairs.",
         f"**ALCE**: the declared primary score ({r.primary_score}) exists for {int(primary_corr['n'])} of "
         f"{len(r.alce_scores)} answers (the judge labels few nuggets vital) and ranks them against utility with "
@@ -383,7 +383,7 @@ def summary(r: Results) -> str:
         f"ELI5: n = {int(primary_eli5['n'])}). As a secondary score, 'all' ranks {int(overall_corr['n'])} answers "
         f"with ρ = {overall_corr['r']:.2f} ({interval_text(overall_corr['ci_low'], overall_corr['ci_high'])}), "
         f"answer length with ρ = {length_corr['r']:.2f}; without the {empty} empty answers, ρ = "
-        f"{answered_corr['r']:.2f} ({interval_text(answered_corr['ci_low'], answered_corr['ci_high'], label='')}) "
+        f"{answered_corr['r']:.2f} ({interval_text(answered_corr['ci_low'], answered_corr['ci_high'], prefix='')}) "
         f"over {int(answered_corr['n'])}.",
         f"**Triad on ALCE** (answer relevance, non-empty answers, n = {int(triad_corr.loc['words', 'n'])}): Spearman "
         f"ρ with utility {triad_corr.loc['traditional_answer_relevance', 'r']:.2f} traditional, "

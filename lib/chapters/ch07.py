@@ -330,7 +330,7 @@ def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries:
         + ("chose by cost (fewest calls), not by a measured difference in quality." if len(tied) > 1
            else "had a single candidate."),
         f"**On test** ({test_queries} queries, {int(chosen_test.n)} passages): "
-        + "; ".join(f"{name} κ_w {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')})"
+        + "; ".join(f"{name} κ_w {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')})"
                     for name, r in test_card.iterrows())
         + f". The chosen method minus the plain judge: {lift['difference']:+.2f} "
         f"({interval_text(lift['ci_low'], lift['ci_high'], signed=True)}).",
@@ -424,10 +424,10 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
 
     def said(form: str, statistic: str) -> str:
         r = rows.loc[(form, statistic)]
-        return f"{r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')}, n = {int(r.n)})"
+        return f"{r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')}, n = {int(r.n)})"
 
     pointwise = battery[battery.form == "pointwise"]
-    parts = [f"{r.statistic} {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, label='')}, n = {int(r.n)})"
+    parts = [f"{r.statistic} {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')}, n = {int(r.n)})"
              + (f" against {uniform_self_consistency:.2f}, the least an independent sampler can score (grades "
                 f"drawn uniformly at random); the judge is used through its probabilities at T = 0, so this "
                 f"describes how spread its sampling is" if r.bias == "self-consistency" else "")

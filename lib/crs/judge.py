@@ -49,7 +49,7 @@ def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mappi
                         labels: Sequence[str] | None = None) -> list[JudgeRecord]:
     """One :class:`~lib.crs.records.JudgeRecord` per conversation, in order (``labels`` name the calls)."""
     labels = labels or [str(i) for i in range(len(conversations))]
-    calls = [LLMCall(rubric_messages(c), ConversationRubric, label=f"crs-judge:{label}", max_tokens=40,
+    calls = [LLMCall(rubric_messages(c), ConversationRubric, call_label=f"crs-judge:{label}", max_tokens=40,
                      top_logprobs=TOP_LOGPROBS) for c, label in zip(conversations, labels, strict=True)]
     model = gateway.endpoint.identity
     records = []

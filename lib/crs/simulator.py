@@ -319,7 +319,7 @@ def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: G
     if not positions or gateway is None:  # a gateway whenever there are positions: checked above
         return out
     calls = [LLMCall(utterance_messages(scripts[i].turns[t], universe), UserUtterance,
-                     label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=64) for i, t in positions]
+                     call_label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=64) for i, t in positions]
     for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances"), strict=True):
         plan = scripts[i].turns[t]
         if result.ok and acceptable_utterance(result.value.text, plan, universe, scripts[i].targets):

@@ -206,7 +206,7 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
                 continue
             pending.append((i, constraints, found.item_ids))
             calls.append(LLMCall(recommend_messages(constraints, found.item_ids, texts[-1], universe),
-                                 LLMRecommendation, label=f"crs-{name}:{seed}", max_tokens=80))
+                                 LLMRecommendation, call_label=f"crs-{name}:{seed}", max_tokens=80))
         for (i, constraints, candidates), result in zip(pending, gateway.complete_many(calls, desc=f"CRS {name}"),
                                                         strict=True):
             if not result.ok:

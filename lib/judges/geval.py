@@ -197,7 +197,7 @@ def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -
     (prompt,) = prompts.parts("geval_evaluation_steps", 1)
     text = prompt.format(task_intro=rubric.task_intro, name=rubric.name, low=rubric.scale[0],
                          high=rubric.scale[1], criteria=rubric.criteria)
-    result = gateway.complete([{"role": "user", "content": text}], None, label=f"geval-steps:{rubric.name}",
+    result = gateway.complete([{"role": "user", "content": text}], None, call_label=f"geval-steps:{rubric.name}",
                               max_tokens=300)
     if not result.ok:
         raise RuntimeError(f"could not generate evaluation steps for {rubric.name}: {result.error}")
@@ -252,7 +252,7 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
             results[i] = GEvalResult(rubric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
         else:
             pending.append(i)
-    calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, label=f"{rubric.name}:{i}", max_tokens=4,
+    calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, call_label=f"{rubric.name}:{i}", max_tokens=4,
                      top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name), strict=True):
@@ -267,7 +267,7 @@ def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeIte
     for i in fallback:
         samples = gateway.complete_many(
             [LLMCall(form_messages(rubric, steps, items[i]), schema, temperature=1.0, seed=s, max_tokens=4,
-                     prefill=SCORE_PREFILL, label=f"{rubric.name}:{i}:sample{s}") for s in range(n_samples)],
+                     prefill=SCORE_PREFILL, call_label=f"{rubric.name}:{i}:sample{s}") for s in range(n_samples)],
             desc=f"{rubric.name} samples")
         valid = [r.value.score for r in samples if r.ok]
         results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),

@@ -170,7 +170,7 @@ def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", ca
             pairs.append((str(pool), str(i), str(j)))
             for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
                 calls.append(LLMCall(pair_messages(query, a, b), Preference, max_tokens=4, prefill=PAIR_PREFILL,
-                                     label=f"{call_label}:{pool}:{i}:{j}:{order}"))
+                                     call_label=f"{call_label}:{pool}:{i}:{j}:{order}"))
     results = gateway.complete_many(calls, desc=call_label)
     judged = []
     for k, (pool, i, j) in enumerate(pairs):

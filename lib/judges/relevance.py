@@ -147,7 +147,7 @@ def judge_messages(gateway: Gateway, messages: Sequence[list[dict[str, str]]], c
     """One pointwise call per prepared message list: the answer pre-filled up to ``{"grade": ``, the grade on
     ``scale`` read at that fixed position, p(g) renormalised over the scale's tokens among the top
     log-probabilities (:func:`lib.judges.logprobs.score_distribution`) and E[g] = Σ_g p(g)·g."""
-    calls = [LLMCall(m, grade_schema(scale), label=f"{call_label}:{i}", max_tokens=4, top_logprobs=TOP_LOGPROBS,
+    calls = [LLMCall(m, grade_schema(scale), call_label=f"{call_label}:{i}", max_tokens=4, top_logprobs=TOP_LOGPROBS,
                      temperature=temperature, seed=seed, prefill=GRADE_PREFILL) for i, m in enumerate(messages)]
     judgments = []
     for result in gateway.complete_many(calls, desc=call_label):
@@ -172,7 +172,8 @@ def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str
         raise ValueError("the pools' rows must cover 0..n-1 exactly once")
     shown = shown_pools(pools, order_seed)
     calls = [LLMCall(listwise_messages(pool, prompts), grades_schema(len(pool.rows), prompts.scale),
-                     label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows)) for i, pool in enumerate(shown)]
+                     call_label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows))
+             for i, pool in enumerate(shown)]
     judgments: list[Judgment] = [Judgment(ok=False, scale=prompts.scale)] * len(rows)
     for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label), strict=True):
         for k, row in enumerate(pool.rows):

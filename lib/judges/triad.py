@@ -71,7 +71,7 @@ def score_statements(gateway: Gateway, leg: str, reference: str, statements: Seq
     """0–3 score of each statement on ``leg`` against ``reference`` (None for a failed batch's statements)."""
     batches = [(s, min(s + WINDOW, len(statements))) for s in range(0, len(statements), WINDOW)]
     calls = [LLMCall(scoring_messages(leg, reference, statements[s:e]), scores_schema(e - s),
-                     label=f"{call_label}:{leg}:{s}", max_tokens=10 + 4 * (e - s)) for s, e in batches]
+                     call_label=f"{call_label}:{leg}:{s}", max_tokens=10 + 4 * (e - s)) for s, e in batches]
     out: list[int | None] = [None] * len(statements)
     for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {leg}"), strict=True):
         if result.ok:

@@ -140,7 +140,7 @@ class LLMCall:
 
     A typed record rather than a keyword dict, so that a misspelt field fails where the call is built, not as
     an unexpected keyword deep inside a worker thread. :meth:`body` is the canonical request of an attempt,
-    whose hash is the cache key: every field except ``label`` and ``max_attempts`` is part of it.
+    whose hash is the cache key: every field except ``call_label`` and ``max_attempts`` is part of it.
 
     ``top_logprobs`` asks for per-token log-probabilities (needed for probability-weighted scores); they come
     back in ``LLMResult.logprobs`` as the endpoint's ``choices[0].logprobs.content`` list.
@@ -156,7 +156,7 @@ class LLMCall:
 
     messages: list[Message]
     schema: type[BaseModel] | None = None
-    label: str = "call"
+    call_label: str = "call"
     temperature: float = 0.0
     max_tokens: int = 256
     seed: int | None = 0
@@ -490,7 +490,7 @@ class Gateway:
                 raise error
         raise AssertionError("unreachable")
 
-    def _request(self, body: dict[str, Any], label: str) -> dict[str, Any]:
+    def _request(self, body: dict[str, Any], call_label: str) -> dict[str, Any]:
         """One request through the cache: the stored entry, or a live answer that is then stored.
         Raises :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
         keyed = {**body, "model": self.endpoint.identity}
@@ -498,14 +498,14 @@ class Gateway:
         def compute() -> dict[str, Any]:
             if self.mode == "replay":
                 raise CacheMissError(
-                    f"replay mode: no cached response for call '{label}' of notebook '{self.notebook}' "
+                    f"replay mode: no cached response for call '{call_label}' of notebook '{self.notebook}' "
                     f"(key {request_key(keyed)[:16]}…, model {self.endpoint.identity}) in {self.cache.folder}. "
                     f"Run with LLM_MODE=live to compute it.")
             self._prepare_endpoint()
             start = time.perf_counter()
             response = self._post(body)
             return {"response": response, "latency_s": round(time.perf_counter() - start, 3),
-                    "notebook": self.notebook, "label": label}
+                    "notebook": self.notebook, "label": call_label}
 
         entry, cached = self.cache.get(keyed, compute)
         self.ledger.record_response(entry, cached)
@@ -516,7 +516,7 @@ class Gateway:
         messages: list[Message],
         schema: type[BaseModel] | None = None,
         *,
-        label: str = "call",
+        call_label: str = "call",
         temperature: float = 0.0,
         max_tokens: int = 256,
         seed: int | None = 0,
@@ -527,8 +527,8 @@ class Gateway:
         """One call, its :class:`LLMCall` fields given as arguments (the short form for a single call in a script
         or notebook): validated against ``schema`` with up to ``max_attempts`` attempts, each with the original
         ``messages``. Many calls go to :meth:`complete_many` as :class:`LLMCall` records."""
-        return self._complete(LLMCall(messages, schema, label=label, temperature=temperature, max_tokens=max_tokens,
-                                      seed=seed, top_logprobs=top_logprobs, prefill=prefill,
+        return self._complete(LLMCall(messages, schema, call_label=call_label, temperature=temperature,
+                                      max_tokens=max_tokens, seed=seed, top_logprobs=top_logprobs, prefill=prefill,
                                       max_attempts=max_attempts))
 
     def _complete(self, call: LLMCall) -> LLMResult:
@@ -538,7 +538,7 @@ class Gateway:
         for attempt in range(1, call.max_attempts + 1):
             attempt_seed = call.attempt_seed(attempt)
             try:
-                response = self._request(call.body(self.endpoint.model, attempt), call.label)
+                response = self._request(call.body(self.endpoint.model, attempt), call.call_label)
             except TransportFailure as failure:
                 log.append(Attempt(attempt_seed, failure.kind, str(failure)))
                 result = LLMResult(ok=False, value=None, text="", failure_kind=failure.kind, error=str(failure),
