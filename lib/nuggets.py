@@ -236,15 +236,17 @@ def answer_scores(assignment: Sequence[str | None], importance: Sequence[str | N
     if len(assignment) != len(importance):
         raise ValueError(f"{len(assignment)} support labels for {len(importance)} nuggets")
     scores: dict[str, float | None] = dict.fromkeys(SCORES)
-    if not assignment or any(label is None for label in assignment):
+    labels = [label for label in assignment if label is not None]
+    if not assignment or len(labels) < len(assignment):
         return scores
-    value = np.array([SUPPORT_VALUE[label] for label in assignment])  # type: ignore[index]
+    value = np.array([SUPPORT_VALUE[label] for label in labels])
     strict = (value == 1.0).astype(float)
     scores["strict_all"], scores["all"] = float(strict.mean()), float(value.mean())
-    if any(i is None for i in importance):
+    importances = [i for i in importance if i is not None]
+    if len(importances) < len(importance):
         return scores
-    vital = np.array([i == "vital" for i in importance])
-    weight = np.array([IMPORTANCE_WEIGHT[i] for i in importance])  # type: ignore[index]
+    vital = np.array([i == "vital" for i in importances])
+    weight = np.array([IMPORTANCE_WEIGHT[i] for i in importances])
     scores["weighted"] = float((weight * value).sum() / weight.sum())
     if vital.any():
         scores["strict_vital"], scores["vital"] = float(strict[vital].mean()), float(value[vital].mean())

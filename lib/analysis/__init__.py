@@ -54,7 +54,8 @@ system
 assignment
     a nugget's support by an answer (support, partial_support, not_support; chapter 05); never a *label*.
 call label
-    the gateway's name of one LLM call (``LLMCall.call_label``) (progress bars, cache-miss messages); it is not part of the cache key.
+    the gateway's name of one LLM call (``LLMCall.call_label``; progress bars, cache-miss messages); it is not
+    part of the cache key.
 dev / test split
     disjoint sets of whole groups (queries, documents) drawn from ids before anything is judged; methods and
     thresholds are chosen on *dev*, the chosen one is reported once on *test*.
