@@ -218,3 +218,10 @@ def test_recovery_by_window_and_ablation_bars(run):
     echo = bars.data[2]
     assert dict(zip(echo.x, echo.y, strict=True)) == pytest.approx(
         scores[scores["system"] == "echo"].set_index("variant")["score"].to_dict())
+
+
+def test_one_per_session_keeps_the_first_log_of_each_session_in_order(run):
+    logs: list[SessionLog] = run.logs[::-1]  # the last system's sessions first, in reverse session order
+    kept = summaries.one_per_session(logs)
+    assert [log.session_id for log in kept] == ["s2", "s1", "s0"]
+    assert {log.system for log in kept} == {"echo"}

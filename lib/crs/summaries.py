@@ -288,17 +288,22 @@ def recovery_summary(shifts: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
+def one_per_session(logs: Sequence[SessionLog]) -> list[SessionLog]:
+    """The first log of each session: every system meets the same scripted user, so what belongs to the user
+    (its turns, its shifts) is counted once."""
+    first: dict[str, SessionLog] = {}
+    for log in logs:
+        first.setdefault(log.session_id, log)
+    return list(first.values())
+
+
 def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
     """Per phrasing of the user turn (template, llm, template_fallback), the shift turns and how many carry a
     shift cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`); once per session, the base
     text being shared by every system. A shift said without a cue is reset by no tracker: only a new value on
     the same field replaces the old one."""
     rows: list[dict[str, object]] = []
-    seen: set[str] = set()
-    for log in logs:
-        if log.session_id in seen:
-            continue
-        seen.add(log.session_id)
+    for log in one_per_session(logs):
         rows.extend({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text)}
                     for u in log.user_turns() if u.user_meta.shift)
     frame = pd.DataFrame(rows, columns=["phrasing", "with_cue"])
@@ -310,11 +315,7 @@ def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricCo
     """Rows shaped like the results (for :func:`segmentation_agreement`) of two trivial segmenters, once per
     session: no boundary at all, and a boundary before every user turn but the first."""
     rows: list[dict[str, object]] = []
-    seen: set[str] = set()
-    for log in logs:
-        if log.session_id in seen:
-            continue
-        seen.add(log.session_id)
+    for log in one_per_session(logs):
         n_turns = len(log.conversation) // 2
         shifts = [e.turn for e in log.shift_events]
         for name, boundaries in (("baseline: no boundary", []), ("baseline: every turn", list(range(1, n_turns)))):
