@@ -179,3 +179,29 @@ def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_
     # Only well-formed completions were cached: every stored entry parses and has a message.
     for path in (tmp_path / "faulty").glob("??/*.json"):
         assert json.loads(path.read_text())["response"]["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_an_item_that_ended_in_failure_is_asked_again_by_a_live_rerun_and_a_success_replaces_it(tmp_path):
+    """Issue 19.1: every attempt of an item came back cut in transit (a 200 whose content is not valid JSON). A
+    rerun in live mode asks the server again (at most the configured attempts) and stores the success in place of
+    the cut answer; replay mode still replays the recorded failure without a request."""
+    def gateway(url: str, mode: str = "live"):
+        return make_gateway(url, tmp_path, mode=mode)
+
+    messages = MESSAGES
+    with FakeOpenAI(always('{"score": ')) as cut:  # the network cut every answer
+        first = gateway(cut.base_url).complete(messages, Score, max_attempts=2)
+    assert not first.ok and first.failure_kind == "invalid_json" and len(cut.requests) == 2
+
+    with FakeOpenAI(always('{"score": 4}')) as cut_again:
+        replayed = gateway(cut_again.base_url, mode="replay").complete(messages, Score, max_attempts=2)
+    assert not replayed.ok and len(cut_again.requests) == 0  # the record of the run is kept
+
+    with FakeOpenAI(always('{"score": 4}')) as healed:
+        second = gateway(healed.base_url).complete(messages, Score, max_attempts=2)
+    assert second.ok and second.value == Score(score=4)
+    assert 1 <= len(healed.requests) <= 2  # asked again, at most the configured attempts
+
+    with FakeOpenAI(always('{"score": 1}')) as later:
+        third = gateway(later.base_url).complete(messages, Score, max_attempts=2)
+    assert third.ok and third.value == Score(score=4) and len(later.requests) == 0  # the success was stored

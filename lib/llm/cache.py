@@ -73,18 +73,20 @@ class ResponseCache:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: corrupt cache entry ({exc}); delete the file to recompute it") from exc
 
-    def get(self, request: dict[str, Any], compute: Callable[[], Entry]) -> tuple[Entry, bool]:
+    def get(self, request: dict[str, Any], compute: Callable[[], Entry], refresh: bool = False
+            ) -> tuple[Entry, bool]:
         """``(entry, True)`` from the cache, or ``(compute(), False)`` after storing what ``compute`` returned
-        with ``request`` added. One caller per key computes at a time (see the module docstring)."""
+        with ``request`` added. One caller per key computes at a time (see the module docstring). ``refresh``:
+        compute even when an entry exists, and replace it (a stored answer that ended its item in failure)."""
         key = request_key(request)
         if self.usage_log is not None:
             with open(self.usage_log, "a", encoding="utf-8") as log:
                 log.write(key + "\n")
-        entry = self.read(key)
+        entry = None if refresh else self.read(key)
         if entry is not None:
             return entry, True
         with self._locked(key):
-            entry = self.read(key)  # another process may have computed it while we waited
+            entry = None if refresh else self.read(key)  # another process may have computed it while we waited
             if entry is not None:
                 return entry, True
             entry = {"request": request, **compute()}

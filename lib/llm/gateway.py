@@ -490,9 +490,10 @@ class Gateway:
                 raise error
         raise AssertionError("unreachable")
 
-    def _request(self, body: dict[str, Any], call_label: str) -> dict[str, Any]:
-        """One request through the cache: the stored entry, or a live answer that is then stored.
-        Raises :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
+    def _request(self, body: dict[str, Any], call_label: str, refresh: bool = False) -> tuple[dict[str, Any], bool]:
+        """One request through the cache: (the stored response, True), or (a live answer, False) that is then
+        stored — also when ``refresh`` asks the server again over a stored answer. Raises
+        :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
         keyed = {**body, "model": self.endpoint.identity}
 
         def compute() -> dict[str, Any]:
@@ -507,9 +508,9 @@ class Gateway:
             return {"response": response, "latency_s": round(time.perf_counter() - start, 3),
                     "notebook": self.notebook, "label": call_label}
 
-        entry, cached = self.cache.get(keyed, compute)
+        entry, cached = self.cache.get(keyed, compute, refresh=refresh)
         self.ledger.record_response(entry, cached)
-        return entry["response"]
+        return entry["response"], cached
 
     def complete(
         self,
@@ -532,13 +533,28 @@ class Gateway:
                                       max_attempts=max_attempts))
 
     def _complete(self, call: LLMCall) -> LLMResult:
-        """Every attempt of ``call`` until one validates (see the module docstring), recorded in the ledger."""
+        """Every attempt of ``call`` until one validates (see the module docstring), recorded in the ledger.
+
+        A call whose every attempt ended invalid is a failure of that run, not of the item for ever: an answer
+        cut in transit is cached like any complete one (a replay must reproduce the run), so in live mode a
+        failure that came from stored answers is asked again, once, with the same attempts (at most
+        ``max_attempts`` requests), and what the server says now replaces the stored answers."""
+        result, from_cache = self._attempts(call)
+        if not result.ok and from_cache and self.mode == "live" and result.failure_kind not in TRANSPORT_FAILURES:
+            result, _ = self._attempts(call, refresh=True)
+        self.ledger.record_call(result)
+        return result
+
+    def _attempts(self, call: LLMCall, refresh: bool = False) -> tuple[LLMResult, bool]:
+        """(the result of the attempts of ``call`` until one validates, whether any answer came from the cache)."""
         result = LLMResult(ok=False, value=None, text="", attempts=0)
         log: list[Attempt] = []
+        from_cache = False
         for attempt in range(1, call.max_attempts + 1):
             attempt_seed = call.attempt_seed(attempt)
             try:
-                response = self._request(call.body(self.endpoint.model, attempt), call.call_label)
+                response, cached = self._request(call.body(self.endpoint.model, attempt), call.call_label, refresh)
+                from_cache = from_cache or cached
             except TransportFailure as failure:
                 log.append(Attempt(attempt_seed, failure.kind, str(failure)))
                 result = LLMResult(ok=False, value=None, text="", failure_kind=failure.kind, error=str(failure),
@@ -562,8 +578,7 @@ class Gateway:
             )
             if result.ok:
                 break
-        self.ledger.record_call(result)
-        return result
+        return result, from_cache
 
     def complete_many(self, calls: Sequence[LLMCall], desc: str = "LLM calls") -> list[LLMResult]:
         """Run each call with bounded concurrency and a progress bar; order kept.
