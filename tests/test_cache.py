@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.llm.cache import ResponseCache, canonical_json, request_key
+from lib.llm.cache import CorruptEntry, ResponseCache, canonical_json, request_key
 
 
 def test_key_is_independent_of_dict_order_and_sensitive_to_content():
@@ -21,10 +21,12 @@ def test_key_is_independent_of_dict_order_and_sensitive_to_content():
 def test_put_get_roundtrip_and_corrupt_entry_names_the_file(tmp_path):
     cache = ResponseCache(tmp_path)
     cache.put("ab" + "0" * 62, {"response": {"x": "ünïcode"}, "latency_s": 1.5})
-    assert cache.read("ab" + "0" * 62) == {"response": {"x": "ünïcode"}, "latency_s": 1.5}
+    entry = cache.read("ab" + "0" * 62)
+    assert entry is not None and {k: entry[k] for k in ("response", "latency_s")} == {
+        "response": {"x": "ünïcode"}, "latency_s": 1.5}
     assert cache.read("cd" + "0" * 62) is None and len(cache) == 1
     cache.path_for("ab" + "0" * 62).write_text('{"response": ')
-    with pytest.raises(ValueError, match=r"ab0+\.json: corrupt cache entry"):
+    with pytest.raises(CorruptEntry, match=r"ab0+\.json: corrupt cache entry"):
         cache.read("ab" + "0" * 62)
 
 
@@ -111,3 +113,52 @@ def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
     assert prune(tmp_path / "cache", used, keep_labels=["geval-steps"]) == (0, 0)
     with pytest.raises(ValueError, match="refusing to delete every cache entry"):
         prune(tmp_path / "cache", set())
+
+
+# --- issue 19.3: the cache checks its entries -----------------------------------------------------------------
+
+def _stored(tmp_path: Path) -> tuple[ResponseCache, dict, Path]:
+    cache = ResponseCache(tmp_path)
+    request = {"messages": "rate it", "seed": 0}
+    cache.get(request, lambda: {"response": {"grade": 2}})
+    return cache, request, cache.path_for(request_key(request))
+
+
+@pytest.mark.parametrize("damage", ["grade edited by hand", "0xff byte", "a list", "truncated"])
+def test_a_damaged_entry_is_named_in_replay_and_asked_again_in_live_mode(tmp_path, damage, capsys):
+    _, request, path = _stored(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    if damage == "grade edited by hand":
+        path.write_text(text.replace('"grade": 2', '"grade": 3'), encoding="utf-8")  # still valid JSON
+    elif damage == "0xff byte":
+        path.write_bytes(path.read_bytes()[:50] + b"\xff" + path.read_bytes()[51:])
+    elif damage == "a list":
+        path.write_text("[]", encoding="utf-8")
+    else:
+        path.write_text(text[: len(text) // 2], encoding="utf-8")
+    key = request_key(request)
+
+    def replay() -> dict:
+        raise AssertionError("replay must not compute")
+
+    with pytest.raises(CorruptEntry, match=rf"{path.name}.*key {key[:16]}"):
+        ResponseCache(tmp_path, repair=False).get(request, replay)
+    entry, cached = ResponseCache(tmp_path, repair=True).get(request, lambda: {"response": {"grade": 2}})
+    assert not cached and entry["response"] == {"grade": 2}  # asked again and rewritten
+    assert f"damaged cache entry {path}" in capsys.readouterr().err
+    assert ResponseCache(tmp_path, repair=False).get(request, replay)[0]["response"] == {"grade": 2}
+
+
+def test_entries_written_before_checksums_get_one_and_then_pass_their_checks(tmp_path):
+    import json
+
+    from lib.llm.cache import add_checksums
+
+    request = {"messages": "rate it", "seed": 0}
+    old = ResponseCache(tmp_path).path_for(request_key(request))
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"request": request, "response": {"grade": 1}}), encoding="utf-8")
+    with pytest.raises(CorruptEntry, match="no checksum"):
+        ResponseCache(tmp_path).read(request_key(request))
+    assert add_checksums(tmp_path) == 1 and add_checksums(tmp_path) == 0
+    assert ResponseCache(tmp_path).read(request_key(request)) == {"request": request, "response": {"grade": 1}}

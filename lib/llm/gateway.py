@@ -372,7 +372,7 @@ class Gateway:
         if mode not in ("live", "replay"):
             raise ValueError(f"mode must be 'live' or 'replay', not {mode!r}")
         self.endpoint = endpoint
-        self.cache = ResponseCache(cache_dir)
+        self.cache = ResponseCache(cache_dir, repair=mode == "live")
         self.mode = mode
         self.notebook = notebook
         self.concurrency = concurrency
