@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lib import embeddings, monitor
+from lib import embeddings, monitor, tables
 from lib import nuggets as nug
 from lib.analysis import validity
 from lib.analysis.stats import correlation_ci, interval_text
@@ -310,8 +310,6 @@ def monitor_verdict(statuses: Mapping[str, int], degraded: str) -> str:
 
 def nugget_scores_table(rag_scores: pd.DataFrame, alce_scores: pd.DataFrame, model: str) -> pd.DataFrame:
     """The ``nugget_scores`` table: RAG25 and ALCE answers' nugget scores with the judge model."""
-    from lib import tables
-
     columns = list(tables.SCHEMAS["nugget_scores"])[:-1]
     return pd.concat([rag_scores.assign(utility=np.nan, words=np.nan), alce_scores.drop(columns=["nuggets"])],
                      ignore_index=True)[columns].assign(model=model)
