@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 # drop: close the connection without answering · truncated_body: a 200 whose JSON body is cut in half ·
 # error_body: a 200 whose body is an error object · not_json: a 200 with an HTML page · hang: accept the
-# request and never answer (the liveness probe GET /models then hangs too).
-Fault = Literal["drop", "truncated_body", "error_body", "not_json", "hang"]
+# request and never answer (the liveness probe GET /models then hangs too) · stall: accept the request and never
+# answer it while the probe is still answered (a server whose workers are stuck behind a healthy front).
+Fault = Literal["drop", "truncated_body", "error_body", "not_json", "hang", "stall"]
 
 
 @dataclass
@@ -76,6 +77,7 @@ class FakeOpenAI:
                 time.sleep(reply.delay_s)
                 if reply.fault == "hang":
                     fake.hanging.set()
+                if reply.fault in ("hang", "stall"):
                     fake._release.wait()
                     return
                 if reply.fault == "drop":

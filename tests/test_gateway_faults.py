@@ -6,13 +6,14 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import openai
 import pytest
 from pydantic import BaseModel, Field
 
-from lib.llm.gateway import TRANSPORT_FAILURES, EndpointHung, LLMCall
+from lib.llm.gateway import TRANSPORT_FAILURES, Deadline, EndpointHung, LLMCall
 from tests.fakes import FakeOpenAI, Reply, always, sequence
 from tests.test_gateway import MESSAGES, Score, make_gateway
 
@@ -205,3 +206,62 @@ def test_an_item_that_ended_in_failure_is_asked_again_by_a_live_rerun_and_a_succ
     with FakeOpenAI(always('{"score": 1}')) as later:
         third = gateway(later.base_url).complete(messages, Score, max_attempts=2)
     assert third.ok and third.value == Score(score=4) and len(later.requests) == 0  # the success was stored
+
+
+def stall_item(index: int) -> Callable[[dict, int], Reply]:
+    """Items answer their clean score, except item ``index`` (every item when negative), which stalls."""
+    def responder(body: dict, n: int) -> Reply:
+        i = int(body["messages"][0]["content"].split()[1])
+        return Reply(fault="stall") if index < 0 or i == index else Reply(json.dumps({"score": clean_score(body)}))
+    return responder
+
+
+SHORT = Deadline(floor_s=0.4, prompt_chars_per_s=1e9, tokens_per_s=1e9)
+
+
+def test_an_endpoint_that_answers_the_probe_but_finishes_no_request_stops_the_run_with_one_line(tmp_path):
+    """Issue 19.2: a server whose probe is answered but whose requests never finish was waited on 3 × 600 s per
+    item, each ending as a silent `connection` failure. Each request now has a deadline scaled by its size, and
+    `hung_after` items in a row without an answer stop the run."""
+    calls = [LLMCall(item_messages(i), Score) for i in range(6)]
+    with FakeOpenAI(stall_item(-1)) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, deadline=SHORT, transport_retries=1, hung_after=2,
+                               concurrency=1, probe_interval_s=0.2, probe_timeout_s=0.2)
+        start = time.monotonic()
+        with pytest.raises(EndpointHung) as info:
+            gateway.complete_many(calls)
+        elapsed = time.monotonic() - start
+    assert elapsed < 6, f"detection took {elapsed:.1f} s"
+    assert len(fake.requests) == 4  # two items, each sent once and retried once by the transport
+    assert gateway.ledger.failures == {"timeout": 2}
+    message = str(info.value)
+    assert fake.base_url in message and "2 requests in a row" in message and "\n" not in message
+
+
+def test_one_request_past_its_deadline_is_that_items_failure_and_the_batch_goes_on(tmp_path):
+    calls = [LLMCall(item_messages(i), Score) for i in range(5)]
+    with FakeOpenAI(stall_item(2)) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, deadline=SHORT, transport_retries=0, hung_after=2,
+                               concurrency=1, probe_interval_s=0.2, probe_timeout_s=0.2)
+        results = gateway.complete_many(calls)
+    assert [r.failure_kind for r in results] == [None, None, "timeout", None, None]
+    expected = [clean_score({"messages": item_messages(i)}) for i in (0, 1, 3, 4)]
+    assert [r.value.score for r in results if r.ok] == expected
+    assert "deadline" in (results[2].error or "")
+
+
+def test_a_deadline_grows_with_the_prompt_and_the_answer_allowed_and_stops_at_its_ceiling():
+    deadline = Deadline(floor_s=100.0, prompt_chars_per_s=20.0, tokens_per_s=2.0, ceiling_s=600.0)
+    body = {"messages": [{"role": "system", "content": "x" * 400}, {"role": "user", "content": "y" * 600}],
+            "max_tokens": 60}
+    assert deadline.seconds(body) == pytest.approx(100 + 1000 / 20 + 60 / 2)
+    assert deadline.seconds({**body, "max_tokens": 2000}) == 600.0
+
+
+def test_no_committed_call_came_near_its_deadline():
+    """The default deadline against every recorded call of the study on the embedded model (2 cores): a deadline
+    that cut a real call would turn a slow answer into a failure."""
+    entries = [json.loads(path.read_text()) for path in sorted((ROOT / "outputs" / "llm-cache").glob("*/*.json"))]
+    assert len(entries) > 1000, "the committed cache is missing"
+    margins = [Deadline().seconds(entry["request"]) / entry["latency_s"] for entry in entries if entry["latency_s"] > 0]
+    assert min(margins) > 2.0

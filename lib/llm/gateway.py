@@ -10,10 +10,13 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
   item's recorded failure (``connection`` or ``http_error``); the other items of a batch go on. A 200 whose
   body is not a well-formed chat completion (not JSON, an error object, no choices) is sent again up to the
   same bound and otherwise recorded as ``bad_response``. It is never cached, so the next run asks again.
-  Only a configuration error (a 4xx such as 400 or 401), an unreachable endpoint (:class:`EndpointUnreachable`,
-  in seconds) or an endpoint that accepts connections but stops answering (:class:`EndpointHung`: a liveness
-  probe of ``/models`` goes unanswered twice, so within about a minute) stops the run, since nothing else
-  could succeed. Long generations stay possible: a slow answer is waited for while the probe is answered.
+  Each request has a :class:`Deadline` scaled by its size (prompt length and ``max_tokens``, at speeds well
+  below the slowest machine's); a request unanswered by then is sent again by the transport and otherwise
+  recorded as ``timeout``. Only a configuration error (a 4xx such as 400 or 401), an unreachable endpoint
+  (:class:`EndpointUnreachable`, in seconds) or an endpoint that accepts connections but stops answering
+  (:class:`EndpointHung`: a liveness probe of ``/models`` goes unanswered twice, so within about a minute; or
+  it answers the probe but ``hung_after`` items in a row end in ``timeout``) stops the run, since nothing else
+  could succeed. Long generations stay possible: their deadline grows with the answer they may write.
 * **Validation retries**: an answer that is not valid JSON for the schema (or was cut by ``max_tokens``) is
   asked again with the *original* messages and another seed, at most ``max_attempts`` times; the model
   never sees its broken answer, so a grade cannot depend on whether an earlier attempt failed (feeding the
@@ -56,8 +59,9 @@ from lib.llm import server as embedded
 from lib.llm.cache import ResponseCache, request_key
 
 Mode = Literal["live", "replay"]
-FailureKind = Literal["invalid_json", "schema_violation", "truncated", "http_error", "connection", "bad_response"]
-TRANSPORT_FAILURES: tuple[FailureKind, ...] = ("http_error", "connection", "bad_response")
+FailureKind = Literal["invalid_json", "schema_violation", "truncated", "http_error", "connection", "timeout",
+                      "bad_response"]
+TRANSPORT_FAILURES: tuple[FailureKind, ...] = ("http_error", "connection", "timeout", "bad_response")
 # Attempt k of a call uses seed + (k − 1) · RETRY_SEED_STRIDE: far from the consecutive seeds callers give to
 # repeated samples, so a retry never lands on (and is served from the cache as) another sample's request.
 RETRY_SEED_STRIDE = 1_000_000
@@ -72,7 +76,8 @@ class EndpointUnreachable(RuntimeError):
 
 
 class EndpointHung(RuntimeError):
-    """The endpoint accepts connections but answers neither the request nor the liveness probe."""
+    """The endpoint accepts connections but stops answering: the liveness probe goes unanswered, or requests in a
+    row pass their deadline unanswered although the probe is answered."""
 
 
 Role = Literal["generator", "judge"]
@@ -120,6 +125,30 @@ class Endpoint:
         """The embedded model, whose server is started on demand (and stopped at the end of ``make all``)."""
         return cls(embedded.embedded_base_url(), embedded.MODEL_NAME, embedded.MODEL_IDENTITY, True,
                    prepare=embedded.ensure_running)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """How long one request may go unanswered: ``floor_s`` + the prompt's characters / ``prompt_chars_per_s`` +
+    ``max_tokens`` / ``tokens_per_s``, at most ``ceiling_s``.
+
+    A non-streamed request shows no progress until its answer is complete, so a server that answers the
+    liveness probe but never finishes a request can only be told from a long generation by time. The bound
+    grows with the work the request may take: the defaults assume 3 characters a token read at 8 tokens/s
+    and 2 generated tokens/s, about 8 and 7 times below what the embedded model does on 2 cores, and a floor
+    for queueing behind the other slot (``tests/test_gateway_faults.py`` checks every committed call against
+    it). For a slower endpoint, pass a lower speed."""
+
+    floor_s: float = 120.0
+    prompt_chars_per_s: float = 24.0
+    tokens_per_s: float = 2.0
+    ceiling_s: float = 600.0
+
+    def seconds(self, body: dict[str, Any]) -> float:
+        """The deadline of the chat-completion request ``body``."""
+        prompt_chars = sum(len(message["content"]) for message in body["messages"])
+        return min(self.ceiling_s, self.floor_s + prompt_chars / self.prompt_chars_per_s
+                   + body["max_tokens"] / self.tokens_per_s)
 
 
 @dataclass(frozen=True)
@@ -364,8 +393,9 @@ class Gateway:
         mode: Mode = "live",
         notebook: str = "interactive",
         concurrency: int = embedded.N_PARALLEL,
-        timeout_s: float = 600.0,
+        deadline: Deadline = Deadline(),
         transport_retries: int = 2,
+        hung_after: int = 2,
         probe_interval_s: float = 15.0,
         probe_timeout_s: float = 10.0,
     ) -> None:
@@ -377,6 +407,10 @@ class Gateway:
         self.notebook = notebook
         self.concurrency = concurrency
         self.transport_retries = transport_retries
+        self.deadline = deadline
+        self.hung_after = hung_after
+        self._timeouts_in_a_row = 0
+        self._timeouts_lock = threading.Lock()
         self.probe_interval_s = probe_interval_s
         self.probe_timeout_s = probe_timeout_s
         self.ledger = Ledger()
@@ -384,7 +418,7 @@ class Gateway:
         # The embedded server needs no key; the client insists on one, and a placeholder reveals nothing.
         self._client = openai.OpenAI(
             base_url=endpoint.base_url, api_key=endpoint.api_key or "no-key", max_retries=transport_retries,
-            timeout=httpx2.Timeout(timeout_s, connect=3.0), http_client=http_client)
+            timeout=httpx2.Timeout(deadline.ceiling_s, connect=3.0), http_client=http_client)
         self._prepare_lock = threading.Lock()
         self._prepared = False
 
@@ -439,10 +473,13 @@ class Gateway:
     def _post_once(self, body: dict[str, Any]) -> dict[str, Any]:
         """One chat completion through the ``openai`` client (with its transport retries); the parsed body of a
         well-formed answer, else :class:`TransportFailure` (or a run-stopping error, see the module docstring)."""
+        deadline_s = self.deadline.seconds(body)
         try:
-            raw = self._client.chat.completions.with_raw_response.create(**body)
+            raw = self._client.chat.completions.with_raw_response.create(
+                **body, timeout=httpx2.Timeout(deadline_s, connect=3.0))
         except openai.APITimeoutError:
-            raise TransportFailure("connection", "the request timed out after the transport retries") from None
+            raise TransportFailure("timeout", f"no answer within the request's deadline of {deadline_s:.0f} s, "
+                                              f"{self.transport_retries + 1} times") from None
         except openai.APIConnectionError as exc:
             if isinstance(exc.__cause__, httpx2.ConnectError):
                 raise self._unreachable() from None
@@ -509,6 +546,9 @@ class Gateway:
                     "notebook": self.notebook, "label": call_label}
 
         entry, cached = self.cache.get(keyed, compute, refresh=refresh)
+        if not cached:
+            with self._timeouts_lock:
+                self._timeouts_in_a_row = 0
         self.ledger.record_response(entry, cached)
         return entry["response"], cached
 
@@ -543,7 +583,19 @@ class Gateway:
         if not result.ok and from_cache and self.mode == "live" and result.failure_kind not in TRANSPORT_FAILURES:
             result, _ = self._attempts(call, refresh=True)
         self.ledger.record_call(result)
+        if result.failure_kind == "timeout":
+            self._count_timeout()
         return result
+
+    def _count_timeout(self) -> None:
+        """Stop the run once ``hung_after`` items in a row passed their deadline with no live answer between."""
+        with self._timeouts_lock:
+            self._timeouts_in_a_row += 1
+            in_a_row = self._timeouts_in_a_row
+        if in_a_row >= self.hung_after:
+            raise EndpointHung(f"the LLM endpoint at {self.endpoint.base_url} answers its liveness probe but left "
+                               f"{in_a_row} requests in a row unanswered past their deadline: it is stuck or "
+                               f"overloaded; {self._how_to_fix()}")
 
     def _attempts(self, call: LLMCall, refresh: bool = False) -> tuple[LLMResult, bool]:
         """(the result of the attempts of ``call`` until one validates, whether any answer came from the cache)."""
