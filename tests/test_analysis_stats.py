@@ -14,8 +14,10 @@ from lib.analysis.stats import (
     krippendorff_alpha,
     min_attainable_p,
     minimum_detectable_effect,
+    nested_sample,
     sign_flip_test,
     sign_test,
+    unit_bootstrap,
     win_loss_tie,
 )
 
@@ -183,3 +185,80 @@ def test_interval_text_is_the_one_way_an_interval_is_written():
     assert interval_text(-0.5, float("nan")) == "no interval"
     assert interval_text(float("nan"), 1.0, undefined="undefined") == "undefined"
     assert number_text(-0.004) == "0.00" and number_text(-0.006) == "-0.01"
+
+
+def test_unit_bootstrap_of_a_mean_is_the_cluster_bootstrap_of_the_mean():
+    rng = np.random.default_rng(3)
+    units = np.repeat([f"q{g}" for g in range(12)], rng.integers(1, 6, size=12))
+    values = rng.normal(size=len(units)) + (np.unique(units, return_inverse=True)[1] % 3)
+    interval = unit_bootstrap(np.mean, [values], units, "queries", seed=5, n_resamples=4000)
+    assert interval.value == pytest.approx(values.mean())
+    assert (interval.low, interval.high) == pytest.approx(cluster_bootstrap_ci(values, units, seed=5, n_resamples=4000))
+    assert interval.units == 12 and interval.ci_over == "12 queries" and interval.undefined_share == 0
+
+
+def test_unit_bootstrap_is_wider_than_the_item_bootstrap_when_items_of_a_unit_agree():
+    """Items of one query share most of their value (intra-class correlation near 1): resampling the 60 items
+    as if independent understates the spread of the mean over 12 queries by about √5."""
+    rng = np.random.default_rng(0)
+    unit_effect = rng.normal(size=12)
+    units = np.repeat(np.arange(12), 5)
+    values = unit_effect[units] + rng.normal(scale=0.1, size=60)
+    by_unit = unit_bootstrap(np.mean, [values], units, "queries", seed=1)
+    by_item = unit_bootstrap(np.mean, [values], np.arange(60), "passages", seed=1)
+    ratio = (by_unit.high - by_unit.low) / (by_item.high - by_item.low)
+    assert 1.7 < ratio < 2.9  # √5 ≈ 2.24 up to bootstrap noise
+
+
+def test_unit_bootstrap_two_stage_adds_the_within_unit_spread():
+    rng = np.random.default_rng(2)
+    units = np.repeat(np.arange(15), 4)
+    values = rng.normal(size=60)  # no unit effect: all spread is within units
+    one = unit_bootstrap(np.mean, [values], units, "documents", seed=4)
+    two = unit_bootstrap(np.mean, [values], units, "documents", seed=4, two_stage=True)
+    assert (two.high - two.low) > 1.2 * (one.high - one.low)
+
+
+def test_unit_bootstrap_below_the_minimum_units_gives_no_interval_and_says_why():
+    values = np.arange(24.0)
+    interval = unit_bootstrap(np.mean, [values], np.repeat(np.arange(6), 4), "queries", seed=0)
+    assert np.isnan(interval.low) and np.isnan(interval.high) and interval.units == 6
+    assert interval.ci_over == "—"
+    assert interval.text() == "11.50 (6 queries, fewer than 10 queries)"
+
+
+def test_unit_bootstrap_drops_undefined_resamples_and_reports_their_share():
+    # κ-like statistic undefined when the resample holds only unit 0's items (both raters constant there)
+    a = np.array([0, 0, 1, 2, 1, 2, 0, 1, 2, 1, 0, 2] * 2)
+    b = np.array([0, 0, 1, 2, 2, 2, 0, 1, 1, 1, 0, 2] * 2)
+    units = np.repeat(np.arange(12), 2)
+
+    def kappa(x, y):
+        return cohen_kappa(x, y, [0, 1, 2]) if len(set(x)) > 1 else float("nan")
+
+    interval = unit_bootstrap(kappa, [a, b], units, "queries", seed=0, n_resamples=500)
+    assert interval.value == pytest.approx(cohen_kappa(a, b, [0, 1, 2]))
+    assert 0 <= interval.undefined_share < 0.01 and interval.low <= interval.value <= interval.high
+    assert interval.text().endswith(", 12 queries)")
+
+
+def test_unit_bootstrap_refuses_columns_and_units_of_different_lengths():
+    with pytest.raises(ValueError, match="unit labels"):
+        unit_bootstrap(np.mean, [np.arange(5)], np.arange(4), "queries", seed=0)
+
+
+def test_a_nested_sample_grows_by_adding_units_and_keeps_the_units_already_judged():
+    ids = [f"doc{i}" for i in range(40)]
+    small, large = nested_sample(ids, 4, seed=7), nested_sample(ids, 10, seed=7)
+    assert large[:4] == small and len(set(large)) == 10
+    assert nested_sample(reversed(ids), 10, seed=7) == large  # the order of the pool does not matter
+    # a larger pool keeps the relative order of the shared ids
+    wider = nested_sample(ids + [f"new{i}" for i in range(40)], 80, seed=7)
+    assert [unit for unit in wider if unit in set(ids)] == nested_sample(ids, 40, seed=7)
+    judged = ["doc3", "doc30"]
+    assert nested_sample(ids, 5, seed=7, first=judged)[:2] == judged
+    assert nested_sample(ids, 4, seed=8) != small
+    with pytest.raises(ValueError, match="not among the ids"):
+        nested_sample(ids, 5, seed=7, first=["elsewhere"])
+    with pytest.raises(ValueError, match="cannot draw 41"):
+        nested_sample(ids, 41, seed=7)

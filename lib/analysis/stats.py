@@ -1,11 +1,14 @@
 """Statistics shared by the chapters: Cohen's κ, Krippendorff's α, the bootstrap CI of a mean (by entry and by
-cluster), exact paired tests for few, discrete differences (sign test, sign-flip permutation test, win/loss/tie
-counts) and the minimum detectable effect — thin, documented wrappers over statsmodels, krippendorff and scipy,
-checked against hand-computed cases in tests/test_analysis_stats.py."""
+cluster), the interval of any statistic over its independent units (:func:`unit_bootstrap`), samples that grow
+by nesting (:func:`nested_sample`), exact paired tests for few, discrete differences (sign test, sign-flip
+permutation test, win/loss/tie counts) and the minimum detectable effect — thin, documented wrappers over
+statsmodels, krippendorff and scipy, checked against hand-computed cases in tests/test_analysis_stats.py."""
 from __future__ import annotations
 
+import hashlib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -181,6 +184,99 @@ def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resampl
 
 
 MIN_CI_UNITS = 10  # fewer resampled independent units: no interval is reported, in any chapter
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic with its percentile bootstrap interval and what the interval resampled: ``units`` distinct
+    independent units called ``unit`` (plural, e.g. "queries"). ``undefined_share``: the share of resamples
+    where the statistic was undefined (dropped before taking percentiles; a large share is a warning).
+    ``low``/``high`` are NaN when there is no interval (fewer than :data:`MIN_CI_UNITS` units, an undefined
+    value, or every resample undefined)."""
+
+    value: float
+    low: float
+    high: float
+    unit: str
+    units: int
+    undefined_share: float = 0.0
+
+    @property
+    def ci_over(self) -> str:
+        """What the interval resampled, e.g. "43 queries"; "—" when there is no interval."""
+        return f"{self.units} {self.unit}" if np.isfinite(self.low) and np.isfinite(self.high) else "—"
+
+    def text(self, digits: int = 2, signed: bool = False) -> str:
+        """"0.41 (95% CI 0.20 to 0.58, 43 queries)"; the value alone with the reason when there is no interval."""
+        if not np.isfinite(self.value):
+            return "undefined"
+        value = number_text(self.value, digits, signed)
+        if self.ci_over == "—":
+            reason = (f"fewer than {MIN_CI_UNITS} {self.unit}" if self.units < MIN_CI_UNITS
+                      else "no interval: the statistic is undefined in every resample")
+            return f"{value} ({self.units} {self.unit}, {reason})"
+        return f"{value} ({interval_text(self.low, self.high, digits, signed)}, {self.units} {self.unit})"
+
+
+def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike], units: ArrayLike, unit: str,
+                   seed: int, n_resamples: int = 2000, level: float = 0.95, two_stage: bool = False,
+                   min_units: int = MIN_CI_UNITS) -> Interval:
+    """``statistic(*columns)`` over all items, with a percentile cluster-bootstrap interval over the independent
+    units the items are nested in (Davison & Hinkley 1997, §3.8; Field & Welsh 2007).
+
+    ``units[i]`` names the unit of item i (the query of a judged passage, the document of a summary, the user
+    of a session). Each resample draws the G observed units with replacement and keeps every item of each
+    drawn unit (with multiplicity); with ``two_stage`` it then draws each drawn unit's items with replacement
+    (stage 2, for a statistic that should also carry the within-unit sampling of items). The statistic of the
+    resample is computed on the kept items; resamples where it is undefined (NaN, e.g. κ of a constant rater)
+    are dropped and their share reported. Resampling items instead of units treats n items from G units as n
+    independent ones and understates the interval by the design effect whenever items of one unit resemble
+    each other. No interval with fewer than ``min_units`` units (the study's rule, in every chapter) or an
+    undefined value. Seeded numpy draws; percentiles by numpy's linear interpolation."""
+    arrays = [np.asarray(column) for column in columns]
+    labels = np.asarray(units, dtype=object).astype(str)
+    if any(len(array) != len(labels) for array in arrays):
+        raise ValueError(f"columns of lengths {[len(a) for a in arrays]} but {len(labels)} unit labels")
+    names, index = np.unique(labels, return_inverse=True)
+    with np.errstate(all="ignore"):
+        value = float(statistic(*arrays)) if len(labels) else float("nan")
+    nan = float("nan")
+    if len(names) < max(min_units, 2) or not np.isfinite(value):
+        return Interval(value, nan, nan, unit, len(names))
+    members = [np.flatnonzero(index == g) for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    distribution = np.empty(n_resamples)
+    for r in range(n_resamples):
+        drawn = [members[g] for g in rng.integers(0, len(names), size=len(names))]
+        if two_stage:
+            drawn = [rows[rng.integers(0, len(rows), size=len(rows))] for rows in drawn]
+        rows = np.concatenate(drawn)
+        with np.errstate(all="ignore"):
+            distribution[r] = statistic(*(array[rows] for array in arrays))
+    finite = distribution[np.isfinite(distribution)]
+    undefined_share = 1 - len(finite) / n_resamples
+    if not len(finite):
+        return Interval(value, nan, nan, unit, len(names), undefined_share)
+    low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(value, float(low), float(high), unit, len(names), undefined_share)
+
+
+def nested_sample(ids: Iterable[Hashable], n: int, seed: int, first: Sequence[Hashable] = ()) -> list[Hashable]:
+    """``n`` of ``ids`` in a seeded order that does not depend on ``n`` or on the other ids: the ``first`` ids
+    (units already judged, kept whatever the order says), then the rest sorted by SHA-256 of "seed:id". So
+    raising ``n`` adds units and never swaps the ones already drawn, and a larger pool keeps the relative order
+    of the ids it shares with a smaller one. Returned in draw order (the first ``k`` of a sample are the sample
+    of size ``k``)."""
+    pool = list(dict.fromkeys(ids))
+    missing = [unit for unit in first if unit not in set(pool)]
+    if missing:
+        raise ValueError(f"{len(missing)} of the units to keep are not among the ids, e.g. {missing[0]!r}")
+    if not 0 <= n <= len(pool):
+        raise ValueError(f"cannot draw {n} of {len(pool)} ids")
+    kept = list(dict.fromkeys(first))
+    rest = sorted((unit for unit in pool if unit not in set(kept)),
+                  key=lambda unit: hashlib.sha256(f"{seed}:{unit}".encode()).hexdigest())
+    return (kept + rest)[:n]
 
 
 def number_text(x: float, digits: int = 2, signed: bool = False) -> str:
