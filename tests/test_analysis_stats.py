@@ -189,7 +189,7 @@ def test_interval_text_is_the_one_way_an_interval_is_written():
 
 def test_unit_bootstrap_of_a_mean_is_the_cluster_bootstrap_of_the_mean():
     rng = np.random.default_rng(3)
-    units = np.repeat([f"q{g}" for g in range(12)], rng.integers(1, 6, size=12))
+    units: np.ndarray = np.repeat([f"q{g}" for g in range(12)], rng.integers(1, 6, size=12))
     values = rng.normal(size=len(units)) + (np.unique(units, return_inverse=True)[1] % 3)
     interval = unit_bootstrap(np.mean, [values], units, "queries", seed=5, n_resamples=4000)
     assert interval.value == pytest.approx(values.mean())
@@ -202,7 +202,7 @@ def test_unit_bootstrap_is_wider_than_the_item_bootstrap_when_items_of_a_unit_ag
     as if independent understates the spread of the mean over 12 queries by about √5."""
     rng = np.random.default_rng(0)
     unit_effect = rng.normal(size=12)
-    units = np.repeat(np.arange(12), 5)
+    units: np.ndarray = np.repeat(np.arange(12), 5)
     values = unit_effect[units] + rng.normal(scale=0.1, size=60)
     by_unit = unit_bootstrap(np.mean, [values], units, "queries", seed=1)
     by_item = unit_bootstrap(np.mean, [values], np.arange(60), "passages", seed=1)
@@ -212,7 +212,7 @@ def test_unit_bootstrap_is_wider_than_the_item_bootstrap_when_items_of_a_unit_ag
 
 def test_unit_bootstrap_two_stage_adds_the_within_unit_spread():
     rng = np.random.default_rng(2)
-    units = np.repeat(np.arange(15), 4)
+    units: np.ndarray = np.repeat(np.arange(15), 4)
     values = rng.normal(size=60)  # no unit effect: all spread is within units
     one = unit_bootstrap(np.mean, [values], units, "documents", seed=4)
     two = unit_bootstrap(np.mean, [values], units, "documents", seed=4, two_stage=True)
@@ -231,7 +231,7 @@ def test_unit_bootstrap_drops_undefined_resamples_and_reports_their_share():
     # κ-like statistic undefined when the resample holds only unit 0's items (both raters constant there)
     a = np.array([0, 0, 1, 2, 1, 2, 0, 1, 2, 1, 0, 2] * 2)
     b = np.array([0, 0, 1, 2, 2, 2, 0, 1, 1, 1, 0, 2] * 2)
-    units = np.repeat(np.arange(12), 2)
+    units: np.ndarray = np.repeat(np.arange(12), 2)
 
     def kappa(x, y):
         return cohen_kappa(x, y, [0, 1, 2]) if len(set(x)) > 1 else float("nan")
