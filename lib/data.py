@@ -15,11 +15,16 @@ instead of shifting results:
 ``data/MANIFEST.json`` (project-owned) gives, for every file a loader reads by default, its record count
 (as that loader's reader counts them), size and sha256. It is a JSON file next to the data rather than a
 constant here so that regenerating it rewrites data, not code, and a data change shows up in one diff with
-the file it describes. Once a listed file has
-passed the format checks, a different record count is refused at the line where the file ends (a file cut
-at a line end, or mid-line where the cut still parses), and a different sha256 is refused naming both hashes
-(an edited record). A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format
-check but no manifest check. Hashing the bytes already read costs a few milliseconds for the largest file.
+the file it describes. Once a listed file has passed the format checks, a different record count is refused
+at the line where the file ends (a file cut at a line end, or mid-line where the cut still parses), and a
+different sha256 is refused naming both hashes (an edited record). Hashing the bytes already read costs a
+few milliseconds for the largest file. A file outside ``data/`` (an explicit ``path=``: tests, your own
+data) gets every format check but no manifest check.
+
+Size and sha256 are of the bytes with CRLF line ends read as LF, which is how every reader parses them: a
+checkout that converted line ends (git's core.autocrlf on Windows) holds the same data and passes, and the
+committed files, LF throughout with no ``\\r`` at all, are hashed as they are. (So CRLF instead of LF
+inside a quoted CSV field is not an edit either: the field reads as the same text.)
 
 After a deliberate change to a data file (or a new loader), regenerate the manifest with::
 
@@ -61,8 +66,8 @@ class DataFormatError(ValueError):
 
 @dataclass(frozen=True)
 class _TextFile:
-    """A data file's bytes decoded strictly as UTF-8, with its sha256 and size (read once, so the checksum
-    is of exactly the bytes that were parsed)."""
+    """A data file's bytes, CRLF line ends read as LF, decoded strictly as UTF-8, with the sha256 and size of
+    those bytes (read once, so the checksum is of exactly the bytes that were parsed)."""
 
     path: Path
     text: str
@@ -85,16 +90,19 @@ class _TextFile:
 
     def nonblank_lines(self) -> Iterator[tuple[int, str]]:
         """(line number, text) of every line holding more than whitespace; only ``\\n`` ends a line (str.splitlines
-        would also split at U+2028 and other characters that may sit inside a field), and a ``\\r`` before it is
-        dropped."""
+        would also split at U+2028 and other characters that may sit inside a field)."""
         for line_no, line in enumerate(self.text.split("\n"), start=1):
             if line.strip():
-                yield line_no, line.removesuffix("\r")
+                yield line_no, line
 
 
 def _read_text(path: Path) -> _TextFile:
-    """The file decoded strictly as UTF-8; an invalid byte or a NUL byte is refused naming its line."""
-    raw = Path(path).read_bytes()
+    """The file decoded strictly as UTF-8; an invalid byte or a NUL byte is refused naming its line.
+
+    CRLF line ends become LF first, so a checkout that converted them (git's core.autocrlf on Windows) parses,
+    counts and hashes like the committed file (LF throughout).
+    """
+    raw = Path(path).read_bytes().replace(b"\r\n", b"\n")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

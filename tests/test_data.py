@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from lib import data, paths
@@ -249,6 +250,19 @@ def test_a_file_outside_the_data_folder_gets_format_checks_but_no_manifest_check
     edited_copy(JOURNAL_TEST, edited, 2, lambda line: line + b"\0")
     with pytest.raises(DataFormatError, match=r"mine\.csv:2: NUL byte"):
         load_journal_entries("test", path=edited)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_crlf_checkout_loads_like_the_committed_file(data_copy, reader):
+    load, source = READERS[reader]
+    originals = [source]
+    if reader == "tsv":  # NovelEval's loader reads its folder's three files
+        originals = [NOVELEVAL / name for name in ("queries.tsv", "corpus.tsv", "qrels.txt")]
+    for original in originals:
+        copy = data_copy / original.relative_to(paths.DATA)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(original.read_bytes().replace(b"\n", b"\r\n"))
+    pd.testing.assert_frame_equal(load(data_copy / source.relative_to(paths.DATA)), load(source))
 
 
 def test_manifest_lists_exactly_what_the_loaders_read():
