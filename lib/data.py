@@ -17,9 +17,10 @@ instead of shifting results:
 constant here so that regenerating it rewrites data, not code, and a data change shows up in one diff with
 the file it describes. Once a listed file has passed the format checks, a different record count is refused
 at the line where the file ends (a file cut at a line end, or mid-line where the cut still parses), and a
-different sha256 is refused naming both hashes (an edited record). Hashing the bytes already read costs a
-few milliseconds for the largest file. A file outside ``data/`` (an explicit ``path=``: tests, your own
-data) gets every format check but no manifest check.
+different sha256 is refused naming both hashes (an edited record). Without the manifest, loading a file in
+``data/`` is an error naming it. Hashing the bytes already read costs a few milliseconds for the largest
+file. A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format check but
+no manifest check.
 
 Size and sha256 are of the bytes with CRLF line ends read as LF, which is how every reader parses them: a
 checkout that converted line ends (git's core.autocrlf on Windows) holds the same data and passes, and the
@@ -58,7 +59,8 @@ MANIFEST_FILE = paths.DATA / "MANIFEST.json"
 
 
 class DataFormatError(ValueError):
-    """A data file does not match its documented format or its manifest entry; the message names file:line."""
+    """A data file does not match its documented format or its manifest entry, or cannot be compared with its
+    entry (no manifest); the message names the file, with the line (and column) where one is at fault."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -148,6 +150,9 @@ def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> 
     if recording is not None:
         recording[key] = {"records": n_records, "counted": counted, "bytes": source.n_bytes, "sha256": source.sha256}
         return
+    if not MANIFEST_FILE.is_file():
+        raise DataFormatError(f"{source.path}: cannot be checked: {MANIFEST_FILE} is missing. Restore it from git "
+                              f"or regenerate it from the data files: python -m lib.data manifest")
     expected = _manifest(MANIFEST_FILE).get(key)
     if expected is None:
         return

@@ -252,6 +252,16 @@ def test_a_file_outside_the_data_folder_gets_format_checks_but_no_manifest_check
         load_journal_entries("test", path=edited)
 
 
+def test_a_missing_manifest_is_an_error_naming_it_and_the_remedy(data_copy):
+    copy = data_copy / JOURNAL_TEST.relative_to(paths.DATA)
+    copy.parent.mkdir()
+    shutil.copy(JOURNAL_TEST, copy)
+    (data_copy / "MANIFEST.json").unlink()
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: cannot be checked: .*MANIFEST\.json is "
+                                              r"missing\. .*python -m lib\.data manifest"):
+        load_journal_entries("test", path=copy)
+
+
 @pytest.mark.parametrize("reader", READERS)
 def test_a_crlf_checkout_loads_like_the_committed_file(data_copy, reader):
     load, source = READERS[reader]
