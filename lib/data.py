@@ -17,10 +17,10 @@ instead of shifting results:
 constant here so that regenerating it rewrites data, not code, and a data change shows up in one diff with
 the file it describes. Once a listed file has passed the format checks, a different record count is refused
 at the line where the file ends (a file cut at a line end, or mid-line where the cut still parses), and a
-different sha256 is refused naming both hashes (an edited record). Without the manifest, loading a file in
-``data/`` is an error naming it. Hashing the bytes already read costs a few milliseconds for the largest
-file. A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format check but
-no manifest check.
+different sha256 is refused naming both hashes (an edited record). A file in ``data/`` that the manifest
+does not list, or any file in ``data/`` without the manifest, is an error naming what is missing. Hashing
+the bytes already read costs a few milliseconds for the largest file. A file outside ``data/`` (an explicit
+``path=``: tests, your own data) gets every format check but no manifest check.
 
 Size and sha256 are of the bytes with CRLF line ends read as LF, which is how every reader parses them: a
 checkout that converted line ends (git's core.autocrlf on Windows) holds the same data and passes, and the
@@ -60,7 +60,8 @@ MANIFEST_FILE = paths.DATA / "MANIFEST.json"
 
 class DataFormatError(ValueError):
     """A data file does not match its documented format or its manifest entry, or cannot be compared with its
-    entry (no manifest); the message names the file, with the line (and column) where one is at fault."""
+    entry (no manifest, or no entry for it); the message names the file, with the line (and column) where one
+    is at fault."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -138,8 +139,9 @@ def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> 
     """Refuse a file listed in the manifest whose record count or sha256 differs from its entry.
 
     Called by each reader after the file's last record was handed out (and checked by the loader), so a
-    specific format error is reported before this whole-file one. Files outside the manifest's folder, or
-    not listed in it, are not checked.
+    specific format error is reported before this whole-file one. Files outside the manifest's folder are
+    not checked; a file inside it without an entry (or without a manifest) is refused, so deleting an entry
+    cannot switch its check off.
     """
     folder = MANIFEST_FILE.parent.resolve()
     resolved = source.path.resolve()
@@ -155,7 +157,9 @@ def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> 
                               f"or regenerate it from the data files: python -m lib.data manifest")
     expected = _manifest(MANIFEST_FILE).get(key)
     if expected is None:
-        return
+        raise DataFormatError(f"{source.path}: cannot be checked: {MANIFEST_FILE} has no entry {key!r}. Restore the "
+                              f"manifest from git; for a new data file, have a loader read it by default (see "
+                              f"_load_every_default_file) and regenerate the manifest: python -m lib.data manifest")
     if n_records != expected["records"]:
         raise DataFormatError(f"{source.path}:{source.last_line}: the file ends here after {n_records:,} {counted}, "
                               f"but {MANIFEST_FILE} expects {expected['records']:,}: it is truncated or was "

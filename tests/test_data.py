@@ -252,6 +252,13 @@ def test_a_file_outside_the_data_folder_gets_format_checks_but_no_manifest_check
         load_journal_entries("test", path=edited)
 
 
+def journal_cut_at_a_line_end(target: Path) -> Path:
+    """The reported case: a copy of the ED test split that ends after 1,312 of its 2,547 records (one per line)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\n".join(JOURNAL_TEST.read_bytes().split(b"\n")[:1 + 1312]) + b"\n")
+    return target
+
+
 def test_a_missing_manifest_is_an_error_naming_it_and_the_remedy(data_copy):
     copy = data_copy / JOURNAL_TEST.relative_to(paths.DATA)
     copy.parent.mkdir()
@@ -260,6 +267,16 @@ def test_a_missing_manifest_is_an_error_naming_it_and_the_remedy(data_copy):
     with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: cannot be checked: .*MANIFEST\.json is "
                                               r"missing\. .*python -m lib\.data manifest"):
         load_journal_entries("test", path=copy)
+
+
+def test_a_data_file_whose_manifest_entry_was_deleted_is_refused(data_copy):
+    manifest = json.loads((data_copy / "MANIFEST.json").read_text(encoding="utf-8"))
+    del manifest["journal_entries/ed_situations_test.csv"]
+    (data_copy / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
+    cut = journal_cut_at_a_line_end(data_copy / JOURNAL_TEST.relative_to(paths.DATA))
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: cannot be checked: .*MANIFEST\.json has no "
+                                              r"entry 'journal_entries/ed_situations_test\.csv'\. .*python -m lib"):
+        load_journal_entries("test", path=cut)
 
 
 @pytest.mark.parametrize("reader", READERS)
