@@ -20,7 +20,9 @@ at the line where the file ends (a file cut at a line end, or mid-line where the
 different sha256 is refused naming both hashes (an edited record). A file in ``data/`` that the manifest
 does not list, or any file in ``data/`` without the manifest, is an error naming what is missing. Hashing
 the bytes already read costs a few milliseconds for the largest file. A file outside ``data/`` (an explicit
-``path=``: tests, your own data) gets every format check but no manifest check.
+``path=`` or ``folder=``: tests, your own data) gets every format check but no manifest check, and each
+such load says so with an :class:`UncheckedDataWarning` naming the file and the number of records read (for
+your own data, ``warnings.simplefilter("ignore", UncheckedDataWarning)`` silences it).
 
 Size and sha256 are of the bytes with CRLF line ends read as LF, which is how every reader parses them: a
 checkout that converted line ends (git's core.autocrlf on Windows) holds the same data and passes, and the
@@ -46,6 +48,7 @@ import json
 import re
 import types
 import typing
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +65,11 @@ class DataFormatError(ValueError):
     """A data file does not match its documented format or its manifest entry, or cannot be compared with its
     entry (no manifest, or no entry for it); the message names the file, with the line (and column) where one
     is at fault."""
+
+
+class UncheckedDataWarning(UserWarning):
+    """A file outside the manifest's folder was loaded with the format checks only: nothing tells whether all
+    of its records are there or unchanged."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -139,13 +147,18 @@ def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> 
     """Refuse a file listed in the manifest whose record count or sha256 differs from its entry.
 
     Called by each reader after the file's last record was handed out (and checked by the loader), so a
-    specific format error is reported before this whole-file one. Files outside the manifest's folder are
-    not checked; a file inside it without an entry (or without a manifest) is refused, so deleting an entry
-    cannot switch its check off.
+    specific format error is reported before this whole-file one. A file outside the manifest's folder is
+    not checked, and an :class:`UncheckedDataWarning` says so; a file inside it without an entry (or without
+    a manifest) is refused, so deleting an entry cannot switch its check off.
     """
     folder = MANIFEST_FILE.parent.resolve()
     resolved = source.path.resolve()
     if not resolved.is_relative_to(folder):
+        # stacklevel 1 (this line): the caller sits at a different depth below each loader, and the message
+        # names the file.
+        warnings.warn(UncheckedDataWarning(f"{source.path}: only the format checks were applied ({n_records:,} "
+                                           f"{counted} read): the file is outside {folder}, so {MANIFEST_FILE} has "
+                                           f"no record count or sha256 for it"), stacklevel=1)
         return
     key = resolved.relative_to(folder).as_posix()
     recording = _RECORDING.get()
