@@ -15,11 +15,19 @@ instead of shifting results:
 ``data/MANIFEST.json`` (project-owned) gives, for every file a loader reads by default, its record count
 (as that loader's reader counts them), size and sha256. It is a JSON file next to the data rather than a
 constant here so that regenerating it rewrites data, not code, and a data change shows up in one diff with
-the file it describes. Once a listed file has
-passed the format checks, a different record count is refused at the line where the file ends (a file cut
-at a line end, or mid-line where the cut still parses), and a different sha256 is refused naming both hashes
-(an edited record). A file outside ``data/`` (an explicit ``path=``: tests, your own data) gets every format
-check but no manifest check. Hashing the bytes already read costs a few milliseconds for the largest file.
+the file it describes. Once a listed file has passed the format checks, a different record count is refused
+at the line where the file ends (a file cut at a line end, or mid-line where the cut still parses), and a
+different sha256 is refused naming both hashes (an edited record). A file in ``data/`` that the manifest
+does not list, or any file in ``data/`` without the manifest, is an error naming what is missing. Hashing
+the bytes already read costs a few milliseconds for the largest file. A file outside ``data/`` (an explicit
+``path=`` or ``folder=``: tests, your own data) gets every format check but no manifest check, and each
+such load says so with an :class:`UncheckedDataWarning` naming the file and the number of records read (for
+your own data, ``warnings.simplefilter("ignore", UncheckedDataWarning)`` silences it).
+
+Size and sha256 are of the bytes with CRLF line ends read as LF, which is how every reader parses them: a
+checkout that converted line ends (git's core.autocrlf on Windows) holds the same data and passes, and the
+committed files, LF throughout with no ``\\r`` at all, are hashed as they are. (So CRLF instead of LF
+inside a quoted CSV field is not an edit either: the field reads as the same text.)
 
 After a deliberate change to a data file (or a new loader), regenerate the manifest with::
 
@@ -40,6 +48,7 @@ import json
 import re
 import types
 import typing
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +62,14 @@ MANIFEST_FILE = paths.DATA / "MANIFEST.json"
 
 
 class DataFormatError(ValueError):
-    """A data file does not match its documented format or its manifest entry; the message names file:line."""
+    """A data file does not match its documented format or its manifest entry, or cannot be compared with its
+    entry (no manifest, or no entry for it); the message names the file, with the line (and column) where one
+    is at fault."""
+
+
+class UncheckedDataWarning(UserWarning):
+    """A file outside the manifest's folder was loaded with the format checks only: nothing tells whether all
+    of its records are there or unchanged."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -61,8 +77,8 @@ class DataFormatError(ValueError):
 
 @dataclass(frozen=True)
 class _TextFile:
-    """A data file's bytes decoded strictly as UTF-8, with its sha256 and size (read once, so the checksum
-    is of exactly the bytes that were parsed)."""
+    """A data file's bytes, CRLF line ends read as LF, decoded strictly as UTF-8, with the sha256 and size of
+    those bytes (read once, so the checksum is of exactly the bytes that were parsed)."""
 
     path: Path
     text: str
@@ -85,16 +101,19 @@ class _TextFile:
 
     def nonblank_lines(self) -> Iterator[tuple[int, str]]:
         """(line number, text) of every line holding more than whitespace; only ``\\n`` ends a line (str.splitlines
-        would also split at U+2028 and other characters that may sit inside a field), and a ``\\r`` before it is
-        dropped."""
+        would also split at U+2028 and other characters that may sit inside a field)."""
         for line_no, line in enumerate(self.text.split("\n"), start=1):
             if line.strip():
-                yield line_no, line.removesuffix("\r")
+                yield line_no, line
 
 
 def _read_text(path: Path) -> _TextFile:
-    """The file decoded strictly as UTF-8; an invalid byte or a NUL byte is refused naming its line."""
-    raw = Path(path).read_bytes()
+    """The file decoded strictly as UTF-8; an invalid byte or a NUL byte is refused naming its line.
+
+    CRLF line ends become LF first, so a checkout that converted them (git's core.autocrlf on Windows) parses,
+    counts and hashes like the committed file (LF throughout).
+    """
+    raw = Path(path).read_bytes().replace(b"\r\n", b"\n")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -128,21 +147,32 @@ def _check_against_manifest(source: _TextFile, n_records: int, counted: str) -> 
     """Refuse a file listed in the manifest whose record count or sha256 differs from its entry.
 
     Called by each reader after the file's last record was handed out (and checked by the loader), so a
-    specific format error is reported before this whole-file one. Files outside the manifest's folder, or
-    not listed in it, are not checked.
+    specific format error is reported before this whole-file one. A file outside the manifest's folder is
+    not checked, and an :class:`UncheckedDataWarning` says so; a file inside it without an entry (or without
+    a manifest) is refused, so deleting an entry cannot switch its check off.
     """
     folder = MANIFEST_FILE.parent.resolve()
     resolved = source.path.resolve()
     if not resolved.is_relative_to(folder):
+        # stacklevel 1 (this line): the caller sits at a different depth below each loader, and the message
+        # names the file.
+        warnings.warn(UncheckedDataWarning(f"{source.path}: only the format checks were applied ({n_records:,} "
+                                           f"{counted} read): the file is outside {folder}, so {MANIFEST_FILE} has "
+                                           f"no record count or sha256 for it"), stacklevel=1)
         return
     key = resolved.relative_to(folder).as_posix()
     recording = _RECORDING.get()
     if recording is not None:
         recording[key] = {"records": n_records, "counted": counted, "bytes": source.n_bytes, "sha256": source.sha256}
         return
+    if not MANIFEST_FILE.is_file():
+        raise DataFormatError(f"{source.path}: cannot be checked: {MANIFEST_FILE} is missing. Restore it from git "
+                              f"or regenerate it from the data files: python -m lib.data manifest")
     expected = _manifest(MANIFEST_FILE).get(key)
     if expected is None:
-        return
+        raise DataFormatError(f"{source.path}: cannot be checked: {MANIFEST_FILE} has no entry {key!r}. Restore the "
+                              f"manifest from git; for a new data file, have a loader read it by default (see "
+                              f"_load_every_default_file) and regenerate the manifest: python -m lib.data manifest")
     if n_records != expected["records"]:
         raise DataFormatError(f"{source.path}:{source.last_line}: the file ends here after {n_records:,} {counted}, "
                               f"but {MANIFEST_FILE} expects {expected['records']:,}: it is truncated or was "

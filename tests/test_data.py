@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from lib import data, paths
@@ -34,6 +35,10 @@ RAG_NUGGETS = paths.DATA / "rag_nuggets" / "rag25-dev-nuggets.jsonl"
 ALCE = paths.DATA / "rag_nuggets" / "alce_human_eval_utility_completed.json"
 REDIAL = paths.DATA / "movies" / "redial_id2info.json"
 OPENDIALKG = paths.DATA / "movies" / "opendialkg_id2info.json"
+
+# For tests where an intact copy outside data/ loads (unchecked, with a notice) before the damaged file
+# under test is refused.
+intact_copies_load_unchecked = pytest.mark.filterwarnings("ignore::lib.data.UncheckedDataWarning")
 
 
 def edited_copy(source: Path, target: Path, line: int, edit: Callable[[bytes], bytes]) -> Path:
@@ -101,6 +106,7 @@ def copy_for(reader: str, tmp_path: Path) -> Path:
     return tmp_path / source.name
 
 
+@intact_copies_load_unchecked  # NovelEval's queries.tsv, read before the damaged corpus.tsv
 @pytest.mark.parametrize("reader", READERS)
 def test_invalid_utf8_names_the_line_of_the_first_bad_byte(tmp_path, reader):
     load, source = READERS[reader]
@@ -109,6 +115,7 @@ def test_invalid_utf8_names_the_line_of_the_first_bad_byte(tmp_path, reader):
         load(damaged)
 
 
+@intact_copies_load_unchecked  # NovelEval's queries.tsv, read before the damaged corpus.tsv
 @pytest.mark.parametrize("reader", READERS)
 def test_nul_byte_names_its_line(tmp_path, reader):
     load, source = READERS[reader]
@@ -123,6 +130,7 @@ def test_noveleval_loads_with_documented_counts():
     assert table.human_grade.value_counts().to_dict() == {0: 290, 2: 90, 1: 40}  # SOURCE.md counts
 
 
+@intact_copies_load_unchecked  # queries.tsv and corpus.tsv, read before the damaged qrels.txt
 @pytest.mark.parametrize("qrels, message", [
     ("0 Q0 0-0 0\n0 Q0 0-1\n", r"qrels\.txt:2: expected 4 fields"),
     ("0 Q0 0-0 0\n\n0 Q0 9-9 1\n", r"qrels\.txt:3: unknown query '0' or passage '9-9'"),
@@ -245,10 +253,62 @@ def test_format_errors_come_before_the_manifest_check(data_copy):
 
 def test_a_file_outside_the_data_folder_gets_format_checks_but_no_manifest_check(tmp_path):
     edited = edited_copy(JOURNAL_TEST, tmp_path / "mine.csv", 2, lambda line: line.replace(b"guilty", b"guilt"))
-    assert load_journal_entries("test", path=edited).text[0].startswith("I felt guilt when")
+    with pytest.warns(data.UncheckedDataWarning, match=r"mine\.csv: only the format checks were applied"):
+        assert load_journal_entries("test", path=edited).text[0].startswith("I felt guilt when")
     edited_copy(JOURNAL_TEST, edited, 2, lambda line: line + b"\0")
     with pytest.raises(DataFormatError, match=r"mine\.csv:2: NUL byte"):
         load_journal_entries("test", path=edited)
+
+
+def journal_cut_at_a_line_end(target: Path) -> Path:
+    """The reported case: a copy of the ED test split that ends after 1,312 of its 2,547 records (one per line)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\n".join(JOURNAL_TEST.read_bytes().split(b"\n")[:1 + 1312]) + b"\n")
+    return target
+
+
+def test_a_file_outside_the_data_folder_is_loaded_with_a_notice_that_it_was_not_checked(tmp_path):
+    cut = journal_cut_at_a_line_end(tmp_path / JOURNAL_TEST.name)
+    with pytest.warns(data.UncheckedDataWarning, match=r"ed_situations_test\.csv: only the format checks were "
+                                                       r"applied \(1,312 CSV records after the header read\): the "
+                                                       r"file is outside .*, so .*MANIFEST\.json has no record count"):
+        assert len(load_journal_entries("test", path=cut)) == 1312
+
+
+def test_a_missing_manifest_is_an_error_naming_it_and_the_remedy(data_copy):
+    copy = data_copy / JOURNAL_TEST.relative_to(paths.DATA)
+    copy.parent.mkdir()
+    shutil.copy(JOURNAL_TEST, copy)
+    (data_copy / "MANIFEST.json").unlink()
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: cannot be checked: .*MANIFEST\.json is "
+                                              r"missing\. .*python -m lib\.data manifest"):
+        load_journal_entries("test", path=copy)
+
+
+def test_a_data_file_whose_manifest_entry_was_deleted_is_refused(data_copy):
+    manifest = json.loads((data_copy / "MANIFEST.json").read_text(encoding="utf-8"))
+    del manifest["journal_entries/ed_situations_test.csv"]
+    (data_copy / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
+    cut = journal_cut_at_a_line_end(data_copy / JOURNAL_TEST.relative_to(paths.DATA))
+    with pytest.raises(DataFormatError, match=r"ed_situations_test\.csv: cannot be checked: .*MANIFEST\.json has no "
+                                              r"entry 'journal_entries/ed_situations_test\.csv'\. .*python -m lib"):
+        load_journal_entries("test", path=cut)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_crlf_checkout_loads_like_the_committed_file(data_copy, reader):
+    load, source = READERS[reader]
+    originals = [source]
+    if reader == "tsv":  # NovelEval's loader reads its folder's three files
+        originals = [NOVELEVAL / name for name in ("queries.tsv", "corpus.tsv", "qrels.txt")]
+    copies = [data_copy / original.relative_to(paths.DATA) for original in originals]
+    for original, copy in zip(originals, copies, strict=True):
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(original, copy)
+    committed = load(data_copy / source.relative_to(paths.DATA))
+    for copy in copies:
+        copy.write_bytes(copy.read_bytes().replace(b"\n", b"\r\n"))
+    pd.testing.assert_frame_equal(load(data_copy / source.relative_to(paths.DATA)), committed)
 
 
 def test_manifest_lists_exactly_what_the_loaders_read():
