@@ -1,4 +1,5 @@
-"""The sample-size planner against closed forms computed here and simulation."""
+"""The sample-size planner against closed forms computed here, statsmodels, the study's own tests, and
+simulation."""
 from __future__ import annotations
 
 import math
@@ -7,15 +8,26 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from lib.analysis.comparisons import holm
 from lib.analysis.power import (
+    _sign_flip_p,
     correlation_interval_half_width,
     design_effect,
+    holm_min_p,
     kish_design_effect,
+    min_nonzero_units,
+    normal_draw,
+    pilot_draw,
+    sign_flip_power,
+    t_test_power,
     units_for_correlation_interval,
     units_for_interval,
     units_for_items,
+    units_for_nonzero,
+    units_for_sign_flip,
+    units_for_t_test,
 )
-from lib.analysis.stats import MIN_CI_UNITS, cluster_bootstrap_ci
+from lib.analysis.stats import MIN_CI_UNITS, cluster_bootstrap_ci, minimum_detectable_effect, sign_flip_test
 
 Z95 = sps.norm.ppf(0.975)
 
@@ -154,6 +166,133 @@ def test_fisher_z_variances_of_spearman_and_kendall_match_simulation(coefficient
         (math.tanh(zeta + Z95 * predicted) - math.tanh(zeta - Z95 * predicted)) / 2)
 
 
+# --- a paired difference at given power: the t-test --------------------------------------------------------------
+
+def test_t_test_units_for_d_half_is_34_as_in_cohens_table():
+    n = units_for_t_test(0.5, 1.0, alpha=0.05, power=0.8)
+    assert n == 34
+    assert t_test_power(n - 1, 0.5, 1.0) < 0.8 <= t_test_power(n, 0.5, 1.0)
+
+
+@pytest.mark.parametrize(("d", "alpha", "power"), [(0.2, 0.05, 0.8), (0.5, 0.05 / 14, 0.9), (1.2, 0.01, 0.8),
+                                                   (-0.35, 0.05, 0.95), (3.0, 0.05, 0.5)])
+def test_t_test_agrees_with_statsmodels(d, alpha, power):
+    from statsmodels.stats.power import TTestPower
+
+    solved = TTestPower().solve_power(effect_size=abs(d), alpha=alpha, power=power)
+    n = units_for_t_test(2 * d, 2.0, alpha, power)
+    assert n == max(2, math.ceil(solved))
+    for near in range(max(2, n - 2), n + 3):
+        assert t_test_power(near, 2 * d, 2.0, alpha) == pytest.approx(TTestPower().power(abs(d), near, alpha), abs=1e-9)
+
+
+def test_t_test_power_is_defined_far_in_the_tail():
+    # scipy's nct.cdf (and so statsmodels' power) is NaN here; the power is 1 to 14 decimals
+    assert t_test_power(13, 3.0, 1.0) == pytest.approx(1.0, abs=1e-12)
+    # at n = 6 statsmodels' power is NaN (0.983 here): a search comparing NaN < 0.99 would stop there
+    assert t_test_power(6, 3.0, 1.0, alpha=0.01) < 0.99 <= t_test_power(7, 3.0, 1.0, alpha=0.01)
+    assert units_for_t_test(3.0, 1.0, alpha=0.01, power=0.99) == 7
+
+
+def test_t_test_power_matches_simulated_t_tests_and_the_studys_mde():
+    rng = np.random.default_rng(8)
+    differences = rng.normal(0.5, 1.0, size=(4000, 34))
+    rejected = sps.ttest_1samp(differences, 0.0, axis=1).pvalue < 0.05
+    assert rejected.mean() == pytest.approx(t_test_power(34, 0.5, 1.0), abs=4 * math.sqrt(0.8 * 0.2 / 4000))
+    # stats.minimum_detectable_effect inverts the same question by the central-t approximation
+    assert minimum_detectable_effect(1.0, units_for_t_test(0.5, 1.0), 0.05) == pytest.approx(0.5, rel=0.03)
+
+
+# --- a paired difference at given power: the exact sign-flip test ------------------------------------------------
+
+@pytest.mark.parametrize(("alpha", "family_size", "units"), [(0.05, 1, 6), (0.05 / 14, 1, 10), (0.05, 14, 10),
+                                                             (0.01, 1, 8), (0.05, 3, 7), (2 / 32, 1, 6)])
+def test_min_nonzero_units_hand_computed(alpha, family_size, units):
+    # 2k/2^n < α: 2/64 = 0.031 < 0.05 ≤ 2/32; 2/1024 = 0.0020 < 0.0036 ≤ 2/512; 2/256 < 0.01 ≤ 2/128;
+    # 6/128 = 0.047 < 0.05 ≤ 6/64; at α = 2/32 exactly, 5 units give p = α, which is not below it
+    assert min_nonzero_units(alpha, family_size) == units
+    assert family_size * 2 / 2 ** units < alpha <= family_size * 2 / 2 ** (units - 1)
+
+
+def test_holm_min_p_is_what_holm_makes_of_the_best_possible_p():
+    assert holm_min_p(10, 14) == pytest.approx(14 * 2 / 1024)
+    assert holm_min_p(9, 14) > 0.05 > holm_min_p(10, 14)
+    assert holm_min_p(3, 14) == 1.0
+    best = 2 / 2 ** 10  # every sign alike; the other 13 tests may give anything
+    assert holm([best] + [1.0] * 13)[0] == pytest.approx(holm_min_p(10, 14))
+    assert holm([best, 0.2, 0.01, 0.5])[0] == pytest.approx(holm_min_p(10, 4))
+
+
+def test_units_for_nonzero_with_ties():
+    assert units_for_nonzero(6, 0.0) == 6
+    assert units_for_nonzero(6, 1 / 3) == 9
+    assert units_for_nonzero(10, 0.25) == 14  # ⌈13.3⌉
+
+
+def test_simulated_p_values_are_the_studys_sign_flip_test():
+    # Discrete differences with ties, as the study's are, in tenths whose sums round differently in another
+    # order (0.1 + 0.2 − 0.3 ≠ 0): the batch p equals sign_flip_test's exactly (exact enumeration), and is close
+    # above MAX_EXACT_FLIPS where both use random flips. Where the differences sum to 0 but for rounding, p is 1;
+    # scipy's tolerance, relative to the rounded mean, can miss null sums equal to it and give a little less.
+    rng = np.random.default_rng(2)
+    for n in (2, 3, 5, 8, 13):
+        draw = pilot_draw([-0.3, -0.1, 0.0, 0.0, 0.1, 0.2, 0.2, 0.3, 0.7])
+        differences = draw(rng, (40, n))
+        batch = _sign_flip_p(differences, np.random.default_rng(0), 10_000)
+        reference = np.array([sign_flip_test(d, seed=0)[0] for d in differences])
+        balanced = np.abs(differences.sum(axis=1)) < 1e-12
+        assert batch[~balanced] == pytest.approx(reference[~balanced], abs=1e-12)
+        assert (batch[balanced] == 1.0).all() and (reference[balanced] > 0.9).all()
+    differences = normal_draw(0.3, 1.0)(rng, (10, 30))
+    batch = _sign_flip_p(differences, rng, 10_000)
+    assert batch == pytest.approx([sign_flip_test(d, seed=0)[0] for d in differences], abs=0.03)
+    # every difference positive: no random assignment reaches the observed sum, p = 2 · (0 + 1)/(10,000 + 1)
+    assert _sign_flip_p(np.ones((3, 25)), rng, 10_000) == pytest.approx([2 / 10_001] * 3, abs=1e-15)
+    assert sign_flip_test(np.ones(25), seed=0)[0] == pytest.approx(2 / 10_001, abs=1e-15)
+    assert _sign_flip_p(np.array([[0.1, 0.2, -0.3]]), rng, 10_000)[0] == sign_flip_test([0.1, 0.2, -0.3], 0)[0] == 1
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(6, 0.05), (10, 0.05 / 14)])
+def test_sign_flip_power_at_the_fewest_units_is_that_of_every_sign_alike(n, alpha):
+    # With n = min_nonzero_units(α) only the two all-alike sign patterns give p < α, so for Normal(δ, σ²)
+    # differences power = Φ(δ/σ)^n + Φ(−δ/σ)^n.
+    closed = sps.norm.cdf(0.5) ** n + sps.norm.cdf(-0.5) ** n
+    simulated = sign_flip_power(normal_draw(0.5, 1.0), n, alpha, seed=1, n_simulations=4000)
+    assert simulated == pytest.approx(closed, abs=4 * math.sqrt(closed * (1 - closed) / 4000))
+
+
+def test_sign_flip_power_with_ties_is_binomial_in_the_non_tied_units():
+    # Pilot differences 0, 1, 2: a third tie, the rest are positive, so p < 0.05 exactly when at least 6 units
+    # are non-tied: power(n) = P(Binomial(n, 2/3) ≥ 6).
+    draw = pilot_draw([0.0, 1.0, 2.0])
+    for n in (6, 8, 11):
+        closed = sps.binom.sf(5, n, 2 / 3)
+        simulated = sign_flip_power(draw, n, 0.05, seed=4, n_simulations=4000)
+        assert simulated == pytest.approx(closed, abs=4 * math.sqrt(closed * (1 - closed) / 4000) + 1e-9)
+    # power 0.85: P(K ≥ 6) = 0.787 at 10, 0.878 at 11; the expected-count rule 6 / (2/3) = 9 falls short
+    assert units_for_sign_flip(draw, 0.05, 0.85, seed=4, n_simulations=4000) == 11
+    assert units_for_nonzero(6, 1 / 3) == 9
+
+
+def test_units_for_sign_flip_without_ties_or_spread_is_the_attainability_floor():
+    # every drawn difference positive: p = 2/2^n, so the fewest units that can reach α are enough
+    assert units_for_sign_flip(pilot_draw([1.0, 2.0, 3.0]), 0.05, 0.99, n_simulations=200) == 6
+    assert units_for_sign_flip(pilot_draw([1.0, 2.0, 3.0]), 0.05 / 14, 0.99, n_simulations=200) == 10
+
+
+def test_sign_flip_power_is_close_to_the_t_tests_for_normal_differences():
+    # For normal differences the permutation test is as efficient as the t-test asymptotically (Lehmann 1975):
+    # at d = 0.5, the same n within simulation error and a small-sample loss.
+    simulated = sign_flip_power(normal_draw(0.5, 1.0), 34, 0.05, seed=6, n_simulations=2000)
+    assert simulated == pytest.approx(t_test_power(34, 0.5, 1.0), abs=0.04)
+    assert abs(units_for_sign_flip(normal_draw(0.5, 1.0), 0.05, 0.8, seed=6, n_simulations=2000) - 34) <= 3
+
+
+def test_units_for_sign_flip_says_when_no_size_reaches_the_power():
+    with pytest.raises(ValueError, match="do not reach power"):
+        units_for_sign_flip(pilot_draw([-1.0, 1.0]), 0.05, 0.8, n_simulations=200, max_units=60)
+
+
 # --- invalid inputs -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("call", "message"), [
@@ -169,6 +308,20 @@ def test_fisher_z_variances_of_spearman_and_kendall_match_simulation(coefficient
     (lambda: units_for_correlation_interval(0.5, 0.1, level=1.5), "level"),
     (lambda: units_for_correlation_interval(0.5, 0.1, "tau"), "coefficient"),  # type: ignore[arg-type]
     (lambda: correlation_interval_half_width(0.5, 4, "kendall"), "more than 4 pairs"),
+    (lambda: units_for_t_test(0.5, 1.0, power=1.0), "power"),
+    (lambda: units_for_t_test(0.5, 1.0, power=0.0), "power"),
+    (lambda: units_for_t_test(0.5, 1.0, alpha=0.0), "alpha"),
+    (lambda: units_for_t_test(0.0, 1.0), "mean_difference"),
+    (lambda: units_for_t_test(0.5, 0.0), "sd"),
+    (lambda: t_test_power(1, 0.5, 1.0), "at least 2"),
+    (lambda: units_for_sign_flip(normal_draw(0.5, 1.0), power=1.2), "power"),
+    (lambda: sign_flip_power(normal_draw(0.5, 1.0), 10, alpha=1.0, seed=0), "alpha"),
+    (lambda: min_nonzero_units(0.0), "alpha"),
+    (lambda: holm_min_p(10, 0), "family_size"),
+    (lambda: units_for_nonzero(6, 1.0), "tie_share"),
+    (lambda: units_for_nonzero(0, 0.2), "nonzero"),
+    (lambda: pilot_draw([0.3]), "at least 2"),
+    (lambda: normal_draw(0.5, -1.0), "sd"),
     (lambda: design_effect(0.0, 0.1), "se_clustered"),
     (lambda: kish_design_effect(0.5, 0.1), "items_per_unit"),
     (lambda: kish_design_effect(3, -0.8), "design effect"),
