@@ -10,6 +10,8 @@ from scipy import stats as sps
 
 from lib.analysis.comparisons import holm
 from lib.analysis.power import (
+    PLAN_COLUMNS,
+    Plan,
     _sign_flip_p,
     correlation_interval_half_width,
     design_effect,
@@ -18,6 +20,7 @@ from lib.analysis.power import (
     min_nonzero_units,
     normal_draw,
     pilot_draw,
+    plan_table,
     sign_flip_power,
     t_test_power,
     units_for_correlation_interval,
@@ -293,6 +296,27 @@ def test_units_for_sign_flip_says_when_no_size_reaches_the_power():
         units_for_sign_flip(pilot_draw([-1.0, 1.0]), 0.05, 0.8, n_simulations=200, max_units=60)
 
 
+# --- the plan of a chapter ----------------------------------------------------------------------------------------
+
+def test_plan_text_and_table_are_formatted_from_the_fields():
+    enough = Plan("Primary question: does the judge rank passages as the humans do", "query", 43, 43,
+                  "κ_w interval ±0.10 from the pilot's SE")
+    short = Plan("Does the system beat BM25", "query", 12, 34, "paired t, d = 0.5, power 0.8")
+    assert enough.decides and not short.decides
+    assert enough.text() == ("Primary question: does the judge rank passages as the humans do: needs 43 queries "
+                             "(basis: κ_w interval ±0.10 from the pilot's SE); this run has 43, so it can decide it.")
+    assert short.text() == ("Does the system beat BM25: needs 34 queries (basis: paired t, d = 0.5, power 0.8); "
+                            "this run has 12, so it cannot decide it.")
+    assert Plan("q", "document", 0, 1, "b").text() == ("q: needs 1 document (basis: b); this run has 0, so it "
+                                                        "cannot decide it.")
+    assert "needs 2 days" in Plan("q", "day", 3, 2, "b").text()
+    table = plan_table([enough, short])
+    assert tuple(table.columns) == PLAN_COLUMNS
+    assert table["decides"].tolist() == [True, False]
+    assert table["units_needed"].tolist() == [43, 34]
+    assert plan_table([]).columns.tolist() == list(PLAN_COLUMNS)
+
+
 # --- invalid inputs -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("call", "message"), [
@@ -326,6 +350,8 @@ def test_units_for_sign_flip_says_when_no_size_reaches_the_power():
     (lambda: kish_design_effect(0.5, 0.1), "items_per_unit"),
     (lambda: kish_design_effect(3, -0.8), "design effect"),
     (lambda: units_for_items(10, 0.5), "items_per_unit"),
+    (lambda: Plan("q", "query", 5, 0, "b"), "units_needed"),
+    (lambda: Plan("", "query", 5, 3, "b"), "question"),
 ])
 def test_invalid_inputs_raise_a_clear_value_error(call, message):
     with pytest.raises(ValueError, match=message):

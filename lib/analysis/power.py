@@ -12,15 +12,18 @@ in units:
 * whether an exact test can reach p < α at all, alone or as the best test of a Holm family
   (:func:`min_nonzero_units`, :func:`holm_min_p`).
 
-No LLM is called here.
+A chapter states each primary question's answer as a :class:`Plan` (units it has, units it needs, on what
+basis, whether the run can decide it); :func:`plan_table` lists them. No LLM is called here.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from lib.analysis.stats import MAX_EXACT_FLIPS, MIN_CI_UNITS, min_attainable_p
@@ -343,3 +346,52 @@ def units_for_sign_flip(draw: DifferenceDraw, alpha: float = 0.05, power: float 
         middle = (low + high) // 2
         low, high = (low, middle) if reaches(middle) else (middle, high)
     return high
+
+
+def _count_text(n: int, unit: str) -> str:
+    """"1 query", "43 queries", "12 documents"."""
+    if n == 1:
+        return f"1 {unit}"
+    plural = unit[:-1] + "ies" if len(unit) > 1 and unit[-1] == "y" and unit[-2] not in "aeiou" else unit + "s"
+    return f"{n} {plural}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One question's sample size: the ``units_needed`` to decide it (from a planner above, named in
+    ``basis``) beside the ``units_have`` of this run. ``unit`` is the independent unit, singular ("query",
+    "document", "user")."""
+
+    question: str
+    unit: str
+    units_have: int
+    units_needed: int
+    basis: str
+
+    def __post_init__(self) -> None:
+        if not (self.question and self.unit and self.basis):
+            raise ValueError("a plan needs a question, a unit and a basis")
+        if self.units_have < 0 or self.units_needed < 1:
+            raise ValueError(f"units_have must be ≥ 0 and units_needed ≥ 1, got {self.units_have} and "
+                             f"{self.units_needed}")
+
+    @property
+    def decides(self) -> bool:
+        """Whether this run has the units the question needs."""
+        return self.units_have >= self.units_needed
+
+    def text(self) -> str:
+        """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, so it can decide it."."""
+        can = "can" if self.decides else "cannot"
+        return (f"{self.question}: needs {_count_text(self.units_needed, self.unit)} (basis: {self.basis}); "
+                f"this run has {self.units_have}, so it {can} decide it.")
+
+
+PLAN_COLUMNS = ("question", "unit", "units_have", "units_needed", "decides", "basis")
+
+
+def plan_table(plans: Sequence[Plan]) -> pd.DataFrame:
+    """One row per :class:`Plan`, columns ``PLAN_COLUMNS``."""
+    return pd.DataFrame([{"question": p.question, "unit": p.unit, "units_have": p.units_have,
+                          "units_needed": p.units_needed, "decides": p.decides, "basis": p.basis} for p in plans],
+                        columns=list(PLAN_COLUMNS))
