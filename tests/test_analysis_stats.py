@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 
 from lib.analysis.stats import (
-    bootstrap_ci,
-    cluster_bootstrap_ci,
     cohen_kappa,
     krippendorff_alpha,
     min_attainable_p,
@@ -57,20 +55,29 @@ def test_krippendorff_alpha_handles_missing_ratings():
     assert with_gap == pytest.approx(full)
 
 
-def test_bootstrap_ci_hand_computable_binomial_case():
+def mean_interval(values, units=None, **kwargs):
+    """unit_bootstrap of the mean over ``units`` (default: every value its own unit), as (low, high), with no
+    minimum of units: the hand-computed cases below have few."""
+    values = np.asarray(values, dtype=float)
+    interval = unit_bootstrap(np.mean, [values], np.arange(len(values)) if units is None else units, "units",
+                              min_units=1, **kwargs)
+    return interval.low, interval.high
+
+
+def test_unit_bootstrap_hand_computable_binomial_case():
     # Values 0, 0, 0, 1: a resample's mean is K/4 with K ~ Binomial(4, 1/4), so
     # P(K ≤ 0) = 81/256 = 0.316 ≥ 0.025 -> the 2.5% quantile is 0;
     # P(K ≤ 2) = 243/256 = 0.949 < 0.975 ≤ P(K ≤ 3) = 255/256 -> the 97.5% quantile is 3/4.
-    assert bootstrap_ci([0, 0, 0, 1], seed=0) == (0.0, 0.75)
+    assert mean_interval([0, 0, 0, 1], seed=0, n_resamples=10_000) == (0.0, 0.75)
     # 50% interval: P(K ≤ 0) = 0.316 ≥ 0.25 -> 0; P(K ≤ 1) = 189/256 = 0.738 < 0.75 ≤ P(K ≤ 2) -> 2/4
-    assert bootstrap_ci([0, 0, 0, 1], seed=0, level=0.5) == (0.0, 0.5)
+    assert mean_interval([0, 0, 0, 1], seed=0, n_resamples=10_000, level=0.5) == (0.0, 0.5)
 
 
-def test_bootstrap_ci_matches_the_normal_interval_and_scipy_on_a_large_sample():
+def test_unit_bootstrap_matches_the_normal_interval_and_scipy_on_a_large_sample():
     from scipy import stats as sps
 
     values = np.random.default_rng(7).normal(loc=3.0, scale=2.0, size=400)
-    low, high = bootstrap_ci(values, seed=1, n_resamples=20_000)
+    low, high = mean_interval(values, seed=1, n_resamples=20_000)
     # Known interval: x̄ ± t_{0.975, n−1} · s / √n; the percentile bootstrap agrees to within a few % of its width.
     half = sps.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
     assert low == pytest.approx(values.mean() - half, abs=0.05 * half)
@@ -80,40 +87,39 @@ def test_bootstrap_ci_matches_the_normal_interval_and_scipy_on_a_large_sample():
     assert (low, high) == pytest.approx((bca.confidence_interval.low, bca.confidence_interval.high), abs=0.05 * half)
 
 
-def test_bootstrap_ci_constant_seeded_and_level():
-    assert bootstrap_ci([1, 1, 1], seed=0) == (1.0, 1.0)
-    assert all(math.isnan(x) for x in bootstrap_ci([], seed=0))
+def test_unit_bootstrap_constant_seeded_and_level():
+    assert mean_interval([1, 1, 1], seed=0) == (1.0, 1.0)
+    assert all(math.isnan(x) for x in mean_interval([], seed=0))
     values = [0, 1, 1, 0, 1, 1, 1, 0]
-    assert bootstrap_ci(values, seed=3) == bootstrap_ci(values, seed=3)
-    narrow, wide = bootstrap_ci(values, seed=3, level=0.5), bootstrap_ci(values, seed=3, level=0.95)
+    assert mean_interval(values, seed=3) == mean_interval(values, seed=3)
+    narrow, wide = mean_interval(values, seed=3, level=0.5), mean_interval(values, seed=3, level=0.95)
     assert wide[0] <= narrow[0] <= np.mean(values) <= narrow[1] <= wide[1]
 
 
-def test_cluster_bootstrap_ci_two_clusters_by_hand():
-    # Clusters A = {1, 1} and B = {0}. A resample draws two clusters with replacement: AA (p = 1/4) has mean 1,
+def test_unit_bootstrap_two_units_by_hand():
+    # Units A = {1, 1} and B = {0}. A resample draws two units with replacement: AA (p = 1/4) has mean 1,
     # AB or BA (p = 1/2) mean (1 + 1 + 0)/3 = 2/3, BB (p = 1/4) mean 0. The 2.5% and 97.5% quantiles are the
     # extremes 0 and 1; the 30% and 70% quantiles both fall inside the middle mass, at 2/3.
-    values, clusters = [1.0, 1.0, 0.0], ["A", "A", "B"]
-    assert cluster_bootstrap_ci(values, clusters, seed=0, n_resamples=20_000) == (0.0, 1.0)
-    middle = cluster_bootstrap_ci(values, clusters, seed=0, n_resamples=20_000, level=0.4)
+    values, units = [1.0, 1.0, 0.0], ["A", "A", "B"]
+    assert mean_interval(values, units, seed=0, n_resamples=20_000) == (0.0, 1.0)
+    middle = mean_interval(values, units, seed=0, n_resamples=20_000, level=0.4)
     assert middle == pytest.approx((2 / 3, 2 / 3))
 
 
-def test_cluster_bootstrap_resamples_clusters_not_entries():
-    # Two clusters of 50 entries each, within-cluster constant: resampling entries would give a narrow interval
-    # around 0.5; resampling clusters can only give means 0, 0.5 or 1.
+def test_unit_bootstrap_resamples_units_not_items():
+    # Two units of 50 items each, within-unit constant: resampling items would give a narrow interval around 0.5;
+    # resampling units can only give means 0, 0.5 or 1.
     values = [0.0] * 50 + [1.0] * 50
-    clusters = ["a"] * 50 + ["b"] * 50
-    assert cluster_bootstrap_ci(values, clusters, seed=1) == (0.0, 1.0)
-    low, high = bootstrap_ci(values, seed=1)
+    units = ["a"] * 50 + ["b"] * 50
+    assert mean_interval(values, units, seed=1) == (0.0, 1.0)
+    low, high = mean_interval(values, seed=1)
     assert 0.35 < low < 0.5 < high < 0.65
 
 
-def test_cluster_bootstrap_degenerate_cases():
-    assert all(math.isnan(x) for x in cluster_bootstrap_ci([0.1, 0.3], ["only", "only"], seed=0))  # one cluster
-    assert cluster_bootstrap_ci([0.5, 0.5, 0.5], ["a", "b", "c"], seed=0) == (0.5, 0.5)
-    assert all(math.isnan(x) for x in cluster_bootstrap_ci([], [], seed=0))
-    assert cluster_bootstrap_ci([0, 1, 1, 0], list("aabb"), 3) == cluster_bootstrap_ci([0, 1, 1, 0], list("aabb"), 3)
+def test_unit_bootstrap_degenerate_cases():
+    assert all(math.isnan(x) for x in mean_interval([0.1, 0.3], ["only", "only"], seed=0))  # one unit
+    assert mean_interval([0.5, 0.5, 0.5], ["a", "b", "c"], seed=0) == (0.5, 0.5)
+    assert mean_interval([0, 1, 1, 0], list("aabb"), seed=3) == mean_interval([0, 1, 1, 0], list("aabb"), seed=3)
 
 
 def test_win_loss_tie_counts():
@@ -171,9 +177,16 @@ def test_correlation_ci_point_value_by_hand_and_degenerate_resamples_dropped():
     from lib.analysis.stats import correlation_ci
     # pairs (1,2),(2,1),(3,4),(4,3),(5,6),(6,5): 15 pairs, 3 discordant -> τ = (12 - 3) / 15 = 0.6
     out = correlation_ci([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5], "kendall", seed=0, n_resamples=500)
-    assert out["r"] == pytest.approx(0.6) and out["ci_low"] <= 0.6 <= out["ci_high"] <= 1.0
-    tied = correlation_ci([1, 1, 1, 1, 2], [1, 2, 3, 4, 5], "kendall", seed=0, n_resamples=500)
-    assert tied["ci_low"] == tied["ci_low"] and tied["ci_high"] == pytest.approx(1.0)  # finite despite NaN resamples
+    assert out["r"] == pytest.approx(0.6) and np.isnan(out["ci_low"]) and out["ci_over"] == "6 pairs"  # no CI
+    twice = correlation_ci([1, 2, 3, 4, 5, 6] * 2, [2, 1, 4, 3, 6, 5] * 2, "kendall", seed=0, n_resamples=500)
+    assert twice["ci_low"] <= twice["r"] <= twice["ci_high"] <= 1.0 and twice["ci_over"] == "12 pairs"
+    # the 12 pairs as 6 units of two copies: the units are resampled, so again fewer than 10 and no interval
+    paired_units = correlation_ci([1, 2, 3, 4, 5, 6] * 2, [2, 1, 4, 3, 6, 5] * 2, "kendall", seed=0,
+                                  units=list(range(6)) * 2, unit="questions")
+    assert paired_units["units"] == 6 and np.isnan(paired_units["ci_high"])
+    # x is 2 in 2 of 10 pairs: about 1 resample in 10 draws no 2 (τ undefined); those are dropped, the rest count
+    tied = correlation_ci([1, 1, 1, 1, 2] * 2, [1, 2, 3, 4, 5] * 2, "kendall", seed=0, n_resamples=500)
+    assert np.isfinite(tied["ci_low"]) and tied["ci_low"] <= tied["r"] <= tied["ci_high"]
     assert math.isnan(correlation_ci([1, 1, 1], [1, 2, 3], "spearman", seed=0)["r"])
 
 
@@ -193,7 +206,12 @@ def test_unit_bootstrap_of_a_mean_is_the_cluster_bootstrap_of_the_mean():
     values = rng.normal(size=len(units)) + (np.unique(units, return_inverse=True)[1] % 3)
     interval = unit_bootstrap(np.mean, [values], units, "queries", seed=5, n_resamples=4000)
     assert interval.value == pytest.approx(values.mean())
-    assert (interval.low, interval.high) == pytest.approx(cluster_bootstrap_ci(values, units, seed=5, n_resamples=4000))
+    # independent reference: the same draws, each resample's mean as Σ drawn unit sums / Σ drawn unit sizes
+    names, index = np.unique(units, return_inverse=True)
+    sums, sizes = np.bincount(index, weights=values), np.bincount(index)
+    drawn = np.random.default_rng(5).integers(0, len(names), size=(4000, len(names)))
+    means = sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
+    assert (interval.low, interval.high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
     assert interval.units == 12 and interval.ci_over == "12 queries" and interval.undefined_share == 0
 
 
@@ -223,7 +241,7 @@ def test_unit_bootstrap_below_the_minimum_units_gives_no_interval_and_says_why()
     values = np.arange(24.0)
     interval = unit_bootstrap(np.mean, [values], np.repeat(np.arange(6), 4), "queries", seed=0)
     assert np.isnan(interval.low) and np.isnan(interval.high) and interval.units == 6
-    assert interval.ci_over == "—"
+    assert interval.ci_over == "6 queries"
     assert interval.text() == "11.50 (6 queries, fewer than 10 queries)"
 
 

@@ -114,7 +114,8 @@ def test_a_failed_call_leaves_its_item_out(tmp_path):
     with FakeOpenAI(fails_on_padded_second) as fake:
         result = bias.verbosity_effect(gateway_for(fake, tmp_path), items, seed=0)
     assert result.n == 1 and result.value == 0.0
-    empty = bias.listwise_consistency(pd.DataFrame({"pool": [], "grade_given": [], "grade_reversed": []}), 0)
+    empty = bias.listwise_consistency(pd.DataFrame({"pool": [], "query": [], "grade_given": [], "grade_reversed": []}),
+                                      0)
     assert empty.n == 0 and np.isnan(empty.value)
 
 
@@ -134,10 +135,10 @@ def test_uniform_modal_share_by_hand():
     assert bias.uniform_modal_share(2, 2) == pytest.approx(0.75)  # (1 + 1/2 + 1/2 + 1) / 4
 
 
-def test_an_interval_needs_ten_resampled_units():
+def test_an_interval_needs_ten_resampled_queries():
     values = np.linspace(0, 1, 12)
-    with_ci = bias._rate("b", "pointwise", "s", values, None, seed=0)
-    assert with_ci.ci_low < with_ci.value < with_ci.ci_high
-    assert np.isnan(bias._rate("b", "pointwise", "s", values[:9], None, seed=0).ci_low)
-    by_pools = bias._rate("b", "listwise", "s", values, [k % 5 for k in range(12)], seed=0)  # 12 items in 5 pools
-    assert np.isnan(by_pools.ci_low) and by_pools.n == 12
+    with_ci = bias._rate("b", "pointwise", "s", values, [f"q{k}" for k in range(12)], seed=0)
+    assert with_ci.ci_low < with_ci.value < with_ci.ci_high and with_ci.ci_over == "12 queries"
+    assert np.isnan(bias._rate("b", "pointwise", "s", values[:9], [f"q{k}" for k in range(9)], seed=0).ci_low)
+    by_query = bias._rate("b", "listwise", "s", values, [f"q{k % 5}" for k in range(12)], seed=0)  # 12 items, 5 queries
+    assert np.isnan(by_query.ci_low) and by_query.n == 12 and by_query.ci_over == "5 queries"

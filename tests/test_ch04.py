@@ -16,7 +16,8 @@ def row(measure="NDCG@3", baseline="base", primary=False, mean_diff=0.01, wins=3
     return {"measure": measure, "system": system, "baseline": baseline, "primary": primary, "n_entries": 20,
             "n_informative": wins + losses + ties, "n_personas": 5, "wins": wins, "losses": losses, "ties": ties,
             "mean_diff": mean_diff, "ci_low": mean_diff - 0.04, "ci_high": mean_diff + 0.04,
-            "ci_low_persona": mean_diff - 0.05, "ci_high_persona": mean_diff + 0.03, "p_permutation": p,
+            "ci_over": "20 entries", "ci_low_persona": mean_diff - 0.05, "ci_high_persona": mean_diff + 0.03,
+            "ci_over_persona": "12 personas", "p_permutation": p,
             "permutation_exact": True, "p_sign": 1.0, "min_p": min_p, "family_size": family_size, "p_holm": p_holm,
             "alpha": 0.05, "significant": significant, "mde": mde, "power": 0.8}
 
@@ -36,7 +37,7 @@ def comparisons_today():
 def test_paragraph_states_direction_effect_ci_and_what_cannot_be_concluded():
     text = comparison_paragraph(comparisons_today())
     assert "value-aware" not in text and "sys_x − base on NDCG@3 = **+0.008**" in text
-    assert "95% CI -0.032 to +0.048 resampling entries, -0.042 to +0.038 resampling 5 personas" in text
+    assert "95% CI -0.032 to +0.048 resampling 20 entries, -0.042 to +0.038 resampling 12 personas" in text
     assert "3 wins, 3 losses, 6 ties; exact sign-flip p = 0.7 — not significant at α = 0.05" in text
     assert "would have to be about ±0.061 to be detected with 80% power at level 0.05" in text
     assert "smaller than that" in text and "absence of evidence" in text

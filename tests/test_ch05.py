@@ -58,14 +58,15 @@ def test_monitor_verdict_names_missed_days_and_false_alarms():
 
 def _correlation(rows: dict[tuple[str, str, str], tuple[float, float, float, int]]) -> pd.DataFrame:
     index = pd.MultiIndex.from_tuples(list(rows), names=["group", "score", "method"])
-    return pd.DataFrame(list(rows.values()), index=index, columns=["r", "ci_low", "ci_high", "n"])
+    return pd.DataFrame(list(rows.values()), index=index, columns=["r", "ci_low", "ci_high", "n"]).assign(
+        ci_over="12 questions")
 
 
 def test_summary_is_written_from_the_results():
     auto = {"1": ch05.AutomaticNuggets(Creation(["x", "y"], "no_new", 2), ["vital", "okay"], [])}
     evaluated = pd.DataFrame({"embedding_match": [True, False], "narrative_match": [False, False],
                               "llm_match": pd.array([True, True], dtype="boolean")})
-    importance = ch05.ImportanceAgreement([1, 1], [1, 0], {"kappa": 0.0, "kappa_ci_low": np.nan,
+    importance = ch05.ImportanceAgreement([1, 1], [1, 0], {"kappa": 0.0, "kappa_ci_low": np.nan, "ci_over": "2 topics",
                                                             "kappa_ci_high": np.nan, "n": 2, "exact_agreement": 0.5})
     rag_scores = pd.DataFrame({"grades": [3, 3, 2, 2], "system": ["with_context", "no_context"] * 2,
                                "all": [0.6, 0.4, 0.9, 0.8]})
@@ -86,13 +87,13 @@ def test_summary_is_written_from_the_results():
         {"shown_supported": 4, "shown": 20, "held_out_supported": 2, "held_out": 20, "p": 0.66},
         pd.DataFrame({"words": [0, 10, 12]}), alce, answered, 4, triad, rag_triad,
         {"d1": 0, "d2": 0, "d3": 0}, days, "d2", pd.Series([0.02, 0.04])))
-    assert "κ = 0.00 (no interval) on 2 nuggets; it calls 1 vital where NIST calls 2" in text
+    assert "κ = 0.00 (no interval: 2 topics) on 2 nuggets; it calls 1 vital where NIST calls 2" in text
     assert "(2 per topic): 50% by embedding match (cosine ≥ 0.6" in text and "agree on 1 of 2" in text
     assert "3 grades: with 0.60, without 0.40; 2 grades: with 0.90, without 0.80" in text
     assert "supports 4/20 shown and 2/20 held-out nuggets (Fisher exact p = 0.66)" in text
     assert "partial_support to 50%" in text
-    assert "exists for 8 of 3 answers" in text and "ρ = 0.30 (95% CI -0.20 to 0.70; ELI5: n = 4)" in text
-    assert "without the 1 empty answers, ρ = 0.40 (-0.10 to 0.80) over 14" in text
+    assert "exists for 8 of 3 answers" in text and "ρ = 0.30 (95% CI -0.20 to 0.70, 12 questions; ELI5: n = 4)" in text
+    assert "without the 1 empty answers, ρ = 0.40 (95% CI -0.10 to 0.80, 12 questions) over 14" in text
     assert "0.00 traditional, 0.70 nuggetized, 0.10 for length" in text and "nested in 4 questions" in text
     assert "was not caught by the alert; its overall mean was 0.88 against 0.90–0.91" in text
     assert "scores +0.030 higher" in text

@@ -13,7 +13,7 @@ def test_judgment_counts_name_each_failure_kind():
 
 
 def _correlation(r: float, n: int) -> dict[str, float]:
-    return {"r": r, "ci_low": r - 0.2, "ci_high": r + 0.2, "n": n}
+    return {"r": r, "ci_low": r - 0.2, "ci_high": r + 0.2, "n": n, "ci_over": "12 users"}
 
 
 def test_summary_is_written_from_the_tables():
@@ -41,7 +41,8 @@ def test_summary_is_written_from_the_tables():
             "by design") in text
     assert "over 4 shifts per system: llm 75%, echo 0%." in text
     assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
-    assert "2 of 3 conversations scored" in text and "system level: ρ = 0.90 (95% CI 0.70 to 1.10), n = 2" in text
+    assert "2 of 3 conversations scored" in text
+    assert "system level: ρ = 0.90 (95% CI 0.70 to 1.10, 12 users), n = 2" in text
     assert "(jaccard) has F1 0.40–0.50 and Pk 0.30–0.40" in text and "does better than no boundary" in text
     assert "2 of 10 proposed titles were outside" in text
     assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text and "0 of 3 LLM-phrased shift turns" in text

@@ -77,10 +77,11 @@ def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by
 def test_crs_bullet_states_each_familys_holm_floor():
     tests = pd.DataFrame({"p": [0.031, 0.5], "p_holm": [0.062, 0.5], "min_p": [2 / 64, 2 / 64]})
     levels = pd.DataFrame({"n": [30, 30, 5], "r": [0.5, -0.2, 0.6], "ci_low": [0.2, -0.5, -1.0],
-                           "ci_high": [0.7, 0.2, 1.0]}, index=["pooled", "within systems", "system level"])
+                           "ci_high": [0.7, 0.2, 1.0], "ci_over": ["12 users", "12 users", "5 systems"]},
+                          index=["pooled", "within systems", "system level"])
     orderings = pd.DataFrame({"metric": ["tas"], "holds": [True], "observed": ["a > b"]})
     ablations = pd.DataFrame({"variant": ["cc_only"], "changed": [True], "kendall_tau": [0.6]})
-    text = ch07.crs({"r": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 30}, levels, orderings, tests,
+    text = ch07.crs({"r": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 30, "ci_over": "12 users"}, levels, orderings, tests,
                          tests.iloc[:1], ablations, 0.05)
     assert "over the 5 system means ρ = 0.60 (too few systems for an interval)" in text
     assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "

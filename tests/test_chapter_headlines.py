@@ -43,11 +43,12 @@ def test_headline_04_names_no_detectable_effect_when_no_outcome_could_be_signifi
 
 def test_headline_05_counts_vital_scores_and_compares_the_degraded_day():
     scores = pd.DataFrame({"dataset": ["asqa"] * 4 + ["rag25"], "vital": [None, 0.5, None, None, 1.0],
-                           "all": [0.1, 0.2, 0.3, 0.4, 1.0], "utility": [1, 2, 3, 4, None]})
+                           "all": [0.1, 0.2, 0.3, 0.4, 1.0], "utility": [1, 2, 3, 4, None],
+                           "qid": ["a", "a", "b", "b", "c"]})
     days = pd.DataFrame({"day": ["d1", "d2", "d3"], "overall": [0.9, 0.5, 0.8], "degraded": [False, True, False]})
     sentence = HEADLINES["05_nugget_evaluation"].sentence({"nugget_scores": scores, "monitor_days": days})
     assert "1 of 4 answers have a vital-nugget score" in sentence
-    assert "ranks 4 answers against human utility with Spearman ρ = 1.00" in sentence
+    assert "ranks 4 answers to 2 questions against human utility with Spearman ρ = 1.00 (no interval" in sentence
     assert "0.50 on the degraded day vs 0.80–0.90 on the 2 normal days" in sentence
 
 

@@ -35,8 +35,13 @@ def test_paired_comparison_by_hand():
     # exact sign-flip on |d| = 3, 1, 1, 2 (×0.1): 6/16 (tests/test_analysis_stats.py); sign test 3 vs 1: 10/16
     assert out["p_permutation"] == pytest.approx(6 / 16) and out["permutation_exact"]
     assert out["p_sign"] == pytest.approx(10 / 16) and out["min_p"] == pytest.approx(2 / 16)
-    assert out["ci_low"] < out["mean_diff"] < out["ci_high"]
-    assert out["ci_low_persona"] <= out["mean_diff"] <= out["ci_high_persona"]
+    # 5 entries in 3 personas: no interval over fewer than 10 units, and each says so
+    assert np.isnan(out["ci_low"]) and np.isnan(out["ci_high_persona"])
+    assert (out["ci_over"], out["ci_over_persona"]) == ("5 entries", "3 personas")
+    # the same differences over 10 entries in 10 personas: both intervals, by the unit bootstrap
+    twice = paired_comparison(system * 2, baseline * 2, list("abcdefghij"), seed=0, n_resamples=2000)
+    assert twice["ci_low"] < twice["mean_diff"] < twice["ci_high"] and twice["ci_over"] == "10 entries"
+    assert twice["ci_over_persona"] == "10 personas"
 
 
 def test_paired_comparison_treats_last_bit_differences_as_ties():

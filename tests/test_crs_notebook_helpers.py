@@ -79,8 +79,11 @@ def test_known_behaviour_on_means_and_per_session():
 def test_judge_levels_separate_between_and_within_system_agreement():
     sessions = pd.DataFrame({"system": ["a"] * 3 + ["b"] * 3 + ["echo"] * 3,
                              "tas": [0.9, 0.8, 0.7, 0.5, 0.4, 0.3, -0.2, -0.3, -0.1],
-                             "judge_mean": [4.0, 4.1, 4.2, 3.0, 3.1, 3.2, 1.0, 1.1, 1.2]})
+                             "judge_mean": [4.0, 4.1, 4.2, 3.0, 3.1, 3.2, 1.0, 1.1, 1.2],
+                             "session_id": ["s0", "s1", "s2"] * 3})
     levels = summaries.judge_levels(sessions, n_resamples=200)
+    # every level's interval would resample the 3 users (the 3 systems at system level): none is given
+    assert set(levels["units"]) == {3} and set(levels["ci_over"]) == {"3 users", "3 systems"}
     assert levels.loc["system level", "r"] == pytest.approx(1.0) and levels.loc["system level", "n"] == 3
     # inside each system the judge goes down where TAS goes up (the echo: -0.2,-0.3,-0.1 vs 1.0,1.1,1.2 -> mixed)
     centred_tas = [0.1, 0, -0.1, 0.1, 0, -0.1, 0, -0.1, 0.1]
@@ -115,7 +118,8 @@ def test_session_frame_and_judge_correlations(run):
         pytest.approx(np.mean(user_words))
     assert sessions["judge_mean"].isna().all()  # nothing judged
     judged = pd.DataFrame({"judge_ok": [True] * 5 + [False], "judge_mean": [1, 2, 3, 4, 5, np.nan],
-                           "tas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.9], "reply_words": [9, 8, 7, 6, 5, 1]})
+                           "tas": [0.1, 0.2, 0.3, 0.4, 0.5, 0.9], "reply_words": [9, 8, 7, 6, 5, 1],
+                           "session_id": [f"s{k}" for k in range(6)]})
     correlations = summaries.judge_correlations(judged, ["tas", "reply_words"], n_resamples=200)
     assert correlations.loc["tas", "n"] == 5 and correlations.loc["tas", "r"] == pytest.approx(1.0)
     assert correlations.loc["reply_words", "r"] == pytest.approx(-1.0)
@@ -198,9 +202,10 @@ def test_radar_closes_each_polygon_on_the_means(run):
 
 def test_scatter_names_the_correlation():
     points = pd.DataFrame({"system": ["a", "b", "a"], "tas": [0.1, 0.5, 0.9], "judge_mean": [2.0, 3.0, 4.5]})
-    fig = plots.correlation_scatter(points, "tas", "judge_mean", {"n": 3, "r": 1.0, "ci_low": 0.5, "ci_high": 1.0},
+    fig = plots.correlation_scatter(points, "tas", "judge_mean", {"n": 3, "r": 1.0, "ci_low": 0.5, "ci_high": 1.0,
+                                                                      "ci_over": "12 users"},
                                     ["a", "b"], "TAS", "judge mean")
-    assert "ρ = 1.00 (95% CI 0.50 to 1.00), n = 3" in fig.layout.title.text
+    assert "ρ = 1.00 (95% CI 0.50 to 1.00, 12 users), n = 3" in fig.layout.title.text
     assert sorted(x for t in fig.data for x in t.x) == [0.1, 0.5, 0.9]
     undefined = {"n": 2, "r": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
     assert "ρ undefined (n = 2" in plots.correlation_scatter(points[:2], "tas", "judge_mean", undefined, ["a", "b"],

@@ -30,7 +30,7 @@ from lib.analysis.power import (
     units_for_sign_flip,
     units_for_t_test,
 )
-from lib.analysis.stats import MIN_CI_UNITS, cluster_bootstrap_ci, minimum_detectable_effect, sign_flip_test
+from lib.analysis.stats import MIN_CI_UNITS, minimum_detectable_effect, sign_flip_test, unit_bootstrap
 
 Z95 = sps.norm.ppf(0.975)
 
@@ -110,8 +110,9 @@ def test_units_for_interval_from_a_simulated_pilot_give_about_the_requested_half
     half_widths = []
     for seed in range(150):
         values = clustered_values(rng, units=n, items_per_unit=m, icc=icc)
-        low, high = cluster_bootstrap_ci(values.ravel(), np.repeat(np.arange(n), m), seed=seed, n_resamples=1000)
-        half_widths.append((high - low) / 2)
+        interval = unit_bootstrap(np.mean, [values.ravel()], np.repeat(np.arange(n), m), "units", seed=seed,
+                                  n_resamples=1000)
+        half_widths.append((interval.high - interval.low) / 2)
     assert np.mean(half_widths) == pytest.approx(h, rel=0.08)
 
 

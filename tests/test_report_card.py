@@ -27,7 +27,8 @@ def agreement():
             "binary_kappa": 0.3, "binary_kappa_ci_low": -0.1, "binary_kappa_ci_high": 0.6,
             "alpha": 0.35, "alpha_ci_low": 0.1, "alpha_ci_high": 0.55,
             "expected_rho": 0.45, "expected_n": 38, "expected_rho_ci_low": 0.2, "expected_rho_ci_high": 0.65,
-            "expected_rho_within": 0.1, "expected_groups": 5}
+            "expected_rho_within": 0.1, "expected_groups": 12, "expected_rho_within_ci_low": -0.1,
+            "expected_rho_within_ci_high": 0.3, "units": 12}
 
 
 def protocol():
@@ -44,7 +45,7 @@ def correlations():
     index = pd.MultiIndex.from_tuples([("asqa", "all", "spearman"), ("all", "all", "spearman"),
                                        ("all", "all", "kendall")], names=["dataset", "score", "method"])
     return pd.DataFrame({"n": [8, 16, 16], "r": [0.1, 0.3, 0.2], "p": [0.5, 0.2, 0.3], "ci_low": [-0.5, -0.2, -0.1],
-                         "ci_high": [0.7, 0.7, 0.5]}, index=index)
+                         "ci_high": [0.7, 0.7, 0.5], "ci_over": ["12 questions"] * 3}, index=index)
 
 
 def card():
@@ -75,10 +76,11 @@ def test_report_card_rows_and_anchors():
     # what each interval resampled: a system-level ρ over 16 systems still rests on the 12 documents drawn
     system = table[table.level == "system"].iloc[0]
     assert (system.n, system.ci_over) == (16, "12 documents")
-    assert kappa.ci_over == "40 passages" and table[table.statistic == rc.EXPECTED_RHO].ci_over.item() == "38 passages"
-    within = table[table.statistic == rc.EXPECTED_RHO_WITHIN].iloc[0]  # per-query ρ averaged: no interval over 5
-    assert (within.n, within.value, within.ci_over) == (5, 0.1, "5 queries") and np.isnan(within.ci_low)
-    assert table[table.dataset == "ALCE"].ci_over.tolist() == ["16 answers", "16 answers"]
+    # every agreement interval resampled the 12 queries the 40 passages sit in
+    assert kappa.ci_over == "12 queries" and table[table.statistic == rc.EXPECTED_RHO].ci_over.item() == "12 queries"
+    within = table[table.statistic == rc.EXPECTED_RHO_WITHIN].iloc[0]  # per-query ρ averaged over the 12 queries
+    assert (within.n, within.value, within.ci_over, within.ci_low) == (12, 0.1, "12 queries", -0.1)
+    assert table[table.dataset == "ALCE"].ci_over.tolist() == ["12 questions", "12 questions"]
 
 
 def test_report_card_refuses_an_unknown_statistic():
@@ -90,13 +92,13 @@ def test_report_card_refuses_an_unknown_statistic():
 
 def test_threats_are_written_from_the_numbers():
     bias = pd.DataFrame([{"bias": "position", "statistic": "position consistency", "value": 0.4, "ci_low": 0.3,
-                          "ci_high": 0.5, "n": 30}])
+                          "ci_high": 0.5, "n": 30, "ci_over": "12 queries"}])
     text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", dev_groups=10,
                                   test_groups=20, crs_sessions=6)
     assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60)" in text  # the one LLM number whose CI spans 0
-    assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16" \
-        in text
-    assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30" in text
+    assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16 " \
+        "(12 questions)" in text
+    assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30 (12 queries)" in text
     assert "10 dev groups" in text and "20 disjoint test groups" in text and "6 simulated conversations" in text
     no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 1, 1)
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
@@ -108,8 +110,8 @@ def test_threats_name_the_intervals_that_resample_few_units():
     rows.append(rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.KAPPA, "item", 24, -0.3, -0.5, -0.1,
                         "24 passages"))
     text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 1, 1)
-    assert ("2 numbers rest on too few documents, systems or answers to resample — *G-Eval, study steps, weighted* "
-            "on SummEval (2 rows, over 3 documents).") in text
+    assert ("2 numbers rest on too few queries, documents, questions or users to resample — "
+            "*G-Eval, study steps, weighted* on SummEval (2 rows, over 3 documents).") in text
     assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
     assert ("**Worse than chance.** 1 LLM-judge numbers have a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
             "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10)") in text
@@ -174,7 +176,7 @@ def test_compact_card_and_forest_rows():
     dl19 = view.loc[("pointwise, thresholds fit on dev", "TREC DL19", "relevance", "item")]
     assert dl19[rc.WEIGHTED_KAPPA] == "0.40 (0.20 to 0.60)" and dl19["n"] == 40 and dl19["failed"] == 2
     assert view.loc[("nugget score (all)", "ALCE", "all", "answer"), rc.KAPPA] == "—"
-    assert list(view.columns[:3]) == ["n", "ci_over", "failed"] and dl19["ci_over"] == "40 passages"
+    assert list(view.columns[:3]) == ["n", "ci_over", "failed"] and dl19["ci_over"] == "12 queries"
     assert list(view.columns[3:]) == [s for s in rc.STATISTICS if s in set(table.statistic)]
     part = table[table.statistic.isin([rc.WEIGHTED_KAPPA, rc.SPEARMAN])]
     rows = rc.forest_rows(part, ["judge", "dataset"], rc.judge_kind(part))
@@ -192,12 +194,14 @@ def test_system_level_dimensions_are_those_whose_interval_is_above_zero():
 
 def test_level_rows_name_each_level_of_the_crs_judge_agreement():
     levels = pd.DataFrame({"n": [30, 24, 30, 5], "r": [0.5, 0.3, -0.2, 0.9], "p": [0.01, 0.1, 0.3, 0.04],
-                           "ci_low": [0.2, -0.1, -0.5, 0.1], "ci_high": [0.7, 0.6, 0.2, 1.0]},
+                           "ci_low": [0.2, -0.1, -0.5, 0.1], "ci_high": [0.7, 0.6, 0.2, 1.0],
+                           "ci_over": ["12 users"] * 3 + ["5 systems"]},
                           index=pd.Index(["pooled", "without echo", "within systems", "system level"], name="level"))
     rows = rc.report_card(rc.level_rows(levels, "CRS judge", "m", "CRS simulation", "tas"))
     assert rows.level.tolist() == ["session", "session, without echo", "session, within systems", "system"]
     assert set(rows.statistic) == {rc.SPEARMAN} and rows.value.tolist() == [0.5, 0.3, -0.2, 0.9]
-    assert rows.ci_over.tolist() == ["30 sessions", "24 sessions", "30 sessions", "5 systems"]
+    assert rows.ci_over.tolist() == ["12 users"] * 3 + ["5 systems"]  # what each interval resampled
+    assert rows.ci_low.isna().tolist() == [False] * 3 + [True]  # 5 systems: below the minimum
 
 
 def test_without_small_intervals_blanks_only_rows_below_ten_units():

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from lib.analysis import validity
-from lib.analysis.stats import cohen_kappa, krippendorff_alpha
+from lib.analysis.stats import cohen_kappa, krippendorff_alpha, unit_bootstrap
 from lib.tables import SCHEMAS
 
 
@@ -24,14 +24,17 @@ def judged_passages():
         "rounded_expected": pd.array([0, 1, 2, 2, 0], dtype="Int64"),  # all agree: κ_w = 1
         "listwise_grade": pd.array([0, None, 2, 0, 0], dtype="Int64"),  # one failed; 3 of 4 agree
         "expected_grade": [0.2, 0.9, np.nan, 1.8, 0.1],
+        "qid": ["q1", "q1", "q2", "q2", "q3"],
     })
 
 
 def test_label_validity_and_choice_by_weighted_kappa():
-    table = validity.label_validity(judged_passages())
+    table = validity.label_validity(judged_passages(), unit="qid")
     assert table.index.tolist() == list(validity.LABEL_DEFINITIONS)
     assert table.failed.tolist() == [0, 0, 1] and table.n.tolist() == [5, 5, 4]
     assert table.exact_agreement.tolist() == [0.6, 1.0, 0.75]
+    # 3 queries: fewer than the 10 units an interval needs
+    assert table.units.tolist() == [3, 3, 3] and table.kappa_ci_low.isna().all() and set(table.ci_over) == {"3 queries"}
     assert validity.choose_label(table) == "pointwise rounded E[g]"
     written = validity.judge_validity_table(table, "constructed", "judge-x")
     assert sorted(written.columns) == sorted(SCHEMAS["judge_validity"])
@@ -110,14 +113,22 @@ def test_agreement_ci_brackets_the_estimate_and_is_seeded():
     rng = np.random.default_rng(3)
     human = rng.integers(0, 3, 60)
     judge = np.where(rng.random(60) < 0.7, human, rng.integers(0, 3, 60))  # 70% copied: κ well above 0
-    ci = validity.agreement_ci(human, judge, seed=1, n_resamples=500)
+    queries: np.ndarray = np.repeat(np.arange(12), 5)
+    ci = validity.agreement_ci(human, judge, queries, seed=1, n_resamples=500)
     point = validity.agreement(human, judge)
     assert ci["kappa_ci_low"] < point["kappa"] < ci["kappa_ci_high"]
     assert ci["weighted_kappa_ci_low"] < point["weighted_kappa"] < ci["weighted_kappa_ci_high"]
-    assert ci == validity.agreement_ci(human, judge, seed=1, n_resamples=500)
+    assert ci == validity.agreement_ci(human, judge, queries, seed=1, n_resamples=500)
+    assert (ci["units"], ci["ci_over"]) == (12, "12 queries")
+    # the interval is the unit bootstrap of κ over the queries
+    by_query = unit_bootstrap(lambda x, y: cohen_kappa(x, y, [0, 1, 2]), [human, judge], queries, "queries", 1, 500)
+    assert (ci["kappa_ci_low"], ci["kappa_ci_high"]) == (by_query.low, by_query.high)
     # perfect agreement: every resample has κ = 1
-    perfect = validity.agreement_ci([0, 1, 2, 0, 1, 2], [0, 1, 2, 0, 1, 2], seed=0, n_resamples=200)
+    perfect = validity.agreement_ci([0, 1, 2] * 4, [0, 1, 2] * 4, range(12), seed=0, n_resamples=200)
     assert perfect["kappa_ci_low"] == perfect["kappa_ci_high"] == pytest.approx(1.0)
+    # the same items as 4 queries: no interval
+    few = validity.agreement_ci(human, judge, queries % 4, seed=1, n_resamples=500)
+    assert np.isnan(few["kappa_ci_low"]) and (few["units"], few["ci_over"]) == (4, "4 queries")
 
 
 def test_constant_baselines_score_the_share_of_each_grade():

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from lib.analysis import calibration, validity
-from lib.analysis.stats import cohen_kappa
+from lib.analysis.stats import cohen_kappa, unit_bootstrap
 
 
 def summeval_like():
@@ -97,11 +97,11 @@ def test_geval_protocol_long_table():
 
 def agreement_frame():
     return pd.DataFrame({"human_grade": [0, 1, 2, 2, 1], "grade": pd.array([0, 1, 2, 1, None], dtype="Int64"),
-                         "expected_grade": [0.1, 0.9, 1.9, 1.2, np.nan]})
+                         "expected_grade": [0.1, 0.9, 1.9, 1.2, np.nan], "qid": ["a", "a", "b", "c", "c"]})
 
 
 def test_relevance_agreement_against_hand_computed_values():
-    result = validity.relevance_agreement(agreement_frame(), "grade", scale=(0, 1, 2), relevant_from=2, seed=0,
+    result = validity.relevance_agreement(agreement_frame(), "grade", "qid", scale=(0, 1, 2), relevant_from=2, seed=0,
                                           n_resamples=200)
     assert result["n"] == 4 and result["failed"] == 1 and result["exact_agreement"] == 0.75
     # Human 0,1,2,2 vs judge 0,1,2,1: p_o = 3/4, p_e = 5/16, κ = (12 − 5)/11 = 7/11.
@@ -115,38 +115,59 @@ def test_relevance_agreement_against_hand_computed_values():
     assert result["alpha"] == pytest.approx(0.79)
     assert result["expected_rho"] == pytest.approx(pd.Series([0.1, 0.9, 1.9, 1.2]).corr(pd.Series([0, 1, 2, 2]),
                                                                                         "spearman"))
-    for name in ("kappa", "weighted_kappa", "binary_kappa", "alpha"):
-        assert result[f"{name}_ci_low"] <= result[f"{name}_ci_high"]
+    # 3 queries: no interval anywhere (fewer than MIN_CI_UNITS units)
+    assert (result["units"], result["ci_over"]) == (3, "3 queries")
+    for name in ("kappa", "weighted_kappa", "binary_kappa", "alpha", "expected_rho"):
+        assert np.isnan(result[f"{name}_ci_low"]) and np.isnan(result[f"{name}_ci_high"])
+
+
+def test_relevance_agreement_intervals_resample_queries():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"qid": np.repeat([f"q{k}" for k in range(12)], 4), "human_grade": rng.integers(0, 3, 48)})
+    frame["grade"] = np.where(rng.random(48) < 0.6, frame.human_grade, rng.integers(0, 3, 48))
+    frame["expected_grade"] = frame.grade + rng.random(48)
+    result = validity.relevance_agreement(frame, "grade", "qid", scale=(0, 1, 2), seed=2, n_resamples=300)
+    assert (result["units"], result["ci_over"]) == (12, "12 queries")
+    by_query = unit_bootstrap(lambda x, y: cohen_kappa(x, y, (0, 1, 2), weights="quadratic"),
+                              [frame.human_grade, frame.grade], frame.qid, "queries", 2, 300)
+    assert (result["weighted_kappa_ci_low"], result["weighted_kappa_ci_high"]) == (by_query.low, by_query.high)
+    for name in ("kappa", "binary_kappa", "alpha", "expected_rho", "expected_rho_within"):
+        assert result[f"{name}_ci_low"] <= result[name] <= result[f"{name}_ci_high"]
 
 
 def test_expected_grade_correlation_within_queries_skips_constant_queries():
     frame = pd.DataFrame({"qid": ["a"] * 3 + ["b"] * 3 + ["c"] * 2, "human_grade": [0, 1, 2, 2, 1, 0, 1, 1],
                           "grade": [0, 1, 2, 2, 1, 0, 1, 1],
                           "expected_grade": [0.1, 0.5, 0.9, 0.1, 0.5, 0.9, 1.5, 1.9]})
-    result = validity.relevance_agreement(frame, "grade", scale=(0, 1, 2), seed=0, n_resamples=50, group="qid")
+    result = validity.relevance_agreement(frame, "grade", "qid", scale=(0, 1, 2), seed=0, n_resamples=50)
     # a: ρ = 1, b: ρ = −1, c: constant human grades, skipped → mean 0 over 2 queries, though pooled ρ differs
     assert (result["expected_rho_within"], result["expected_groups"]) == (0.0, 2)
     assert result["expected_rho"] == pytest.approx(frame.expected_grade.corr(frame.human_grade, "spearman"))
 
 
 def test_a_constant_judge_gets_kappa_zero_without_an_interval():
-    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0], "grade": [2, 2, 2, 2, 2, 2],
-                          "two_grades": [1, 2, 1, 2, 1, 1]})  # never 0: varies on the scale, constant binarised at 1
-    constant = validity.relevance_agreement(frame, "grade", expected=None, scale=(0, 1, 2), seed=0, n_resamples=100)
+    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0] * 2, "grade": [2] * 12,
+                          "two_grades": [1, 2, 1, 2, 1, 1] * 2,  # never 0: varies on the scale, constant binarised at 1
+                          "qid": range(12)})
+    constant = validity.relevance_agreement(frame, "grade", "qid", expected=None, scale=(0, 1, 2), seed=0,
+                                            n_resamples=100)
     assert (constant["kappa"] == 0 and np.isnan(constant["kappa_ci_low"])
             and np.isnan(constant["weighted_kappa_ci_high"]))
     assert np.isnan(constant["binary_kappa_ci_low"])
-    binary = validity.relevance_agreement(frame, "two_grades", expected=None, scale=(0, 1, 2), relevant_from=1, seed=0,
-                                          n_resamples=100)
+    binary = validity.relevance_agreement(frame, "two_grades", "qid", expected=None, scale=(0, 1, 2), relevant_from=1,
+                                          seed=0, n_resamples=100)
     assert np.isfinite(binary["kappa_ci_low"]) and np.isnan(binary["binary_kappa_ci_low"])
 
 
 def test_alpha_ci_is_seeded_and_interval_alpha_by_hand():
     # Interval α of (1, 2, 3) vs (1, 2, 4): pooled values 1,1,2,2,3,4; D_o = 2·1/6; Σ_{i<j}(v_i − v_j)² =
     # 6·35 − 13² = 41, D_e = 2·41/30; α = 1 − (1/3)/(82/30) = 72/82.
-    result = validity.alpha_ci([1, 2, 3], [1, 2, 4], seed=3, level_of_measurement="interval", n_resamples=200)
-    assert result["alpha"] == pytest.approx(72 / 82)
-    assert result == validity.alpha_ci([1, 2, 3], [1, 2, 4], 3, "interval", 200)
+    result = validity.alpha_ci([1, 2, 3], [1, 2, 4], ["a", "b", "c"], seed=3, level_of_measurement="interval",
+                               n_resamples=200)
+    assert result["alpha"] == pytest.approx(72 / 82) and np.isnan(result["alpha_ci_low"])  # 3 units: no interval
+    twelve = validity.alpha_ci([1, 2, 3] * 4, [1, 2, 4] * 4, range(12), 3, "interval", 200)
+    assert twelve == validity.alpha_ci([1, 2, 3] * 4, [1, 2, 4] * 4, range(12), 3, "interval", 200)
+    assert twelve["alpha_ci_low"] <= twelve["alpha"] <= twelve["alpha_ci_high"]
 
 
 def test_binarise_keeps_missing():
@@ -224,13 +245,17 @@ def test_summary_and_system_level_intervals_are_undefined_over_one_document():
 
 
 def test_weighted_kappa_difference_pairs_the_items():
-    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0], "a": [0, 1, 2, 2, 1, 0], "b": [0, 2, 2, 1, 1, None]})
-    result = validity.weighted_kappa_difference(frame, "a", "b", categories=(0, 1, 2), seed=0, n_resamples=300)
+    frame = pd.DataFrame({"human_grade": [0, 1, 2, 2, 1, 0] * 2, "a": [0, 1, 2, 2, 1, 0] * 2,
+                          "b": [0, 2, 2, 1, 1, None] * 2, "qid": np.repeat(range(6), 2)})
+    result = validity.weighted_kappa_difference(frame, "a", "b", "qid", categories=(0, 1, 2), seed=0, n_resamples=300)
     both = frame.dropna().astype(int)
     expected = 1 - cohen_kappa(both.human_grade.tolist(), both.b.tolist(), (0, 1, 2), weights="quadratic")
-    assert result["n"] == 5 and result["difference"] == pytest.approx(expected)  # κ_w(human, a) = 1 on those rows
-    assert result["ci_low"] <= result["difference"] <= result["ci_high"]
-    assert validity.weighted_kappa_difference(frame, "a", "a", categories=(0, 1, 2), seed=0, n_resamples=50)[
+    assert result["n"] == 10 and result["difference"] == pytest.approx(expected)  # κ_w(human, a) = 1 on those rows
+    assert (result["units"], result["ci_over"]) == (6, "6 queries") and np.isnan(result["ci_low"])  # 6 queries
+    frame["qid"] = range(12)
+    result = validity.weighted_kappa_difference(frame, "a", "b", "qid", categories=(0, 1, 2), seed=0, n_resamples=300)
+    assert result["ci_low"] <= result["difference"] <= result["ci_high"] and result["ci_over"] == "10 queries"
+    assert validity.weighted_kappa_difference(frame, "a", "a", "qid", categories=(0, 1, 2), seed=0, n_resamples=50)[
         "ci_high"] == 0
 
 

@@ -181,8 +181,8 @@ def compare_on_dev(dev: pd.DataFrame, methods: Sequence[Method], group: str, hum
                    seed: int, n_resamples: int = 2000) -> pd.DataFrame:
     """Each method's agreement with the human grades on the dev rows: its grades as written, or
     :func:`out_of_fold_grades` for a fitted one; n (rows with both grades), failed (rows without a method
-    grade), exact agreement, Cohen's κ and quadratic-weighted κ with item-bootstrap CIs
-    (:func:`lib.analysis.validity.agreement_ci`, seeded). One row per method, index ``method``."""
+    grade), exact agreement, Cohen's κ and quadratic-weighted κ with CIs over the ``group`` units (the queries;
+    :func:`lib.analysis.validity.agreement_ci`, seeded). One row per method, index ``method``."""
     from lib.analysis.validity import agreement, agreement_ci
 
     rows = {}
@@ -192,17 +192,20 @@ def compare_on_dev(dev: pd.DataFrame, methods: Sequence[Method], group: str, hum
         both = grades.notna() & dev[human].notna()
         a, b = dev.loc[both, human].astype(int), grades[both].astype(int)
         rows[method.name] = {"calls": method.calls, "fit": method.fit, "failed": int(grades.isna().sum()),
-                             **agreement(a, b, scale), **agreement_ci(a, b, seed, n_resamples, categories=scale)}
+                             **agreement(a, b, scale),
+                             **agreement_ci(a, b, dev.loc[both, group], seed, n_resamples, categories=scale)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 
 def tied_with_best(table: pd.DataFrame) -> list[str]:
     """The LLM methods (calls > 0) of a :func:`compare_on_dev` table whose dev κ_w reaches the lower 95% bound
-    of the best dev κ_w: on dev they cannot be told apart from the best. When that is nearly all of them, the
-    choice of :func:`choose_method` rests on cost, not on measured quality."""
+    of the best dev κ_w: on dev they cannot be told apart from the best. Without that bound (dev has fewer
+    units than ``MIN_CI_UNITS``) none can be told apart. When that is nearly all of them, the choice of
+    :func:`choose_method` rests on cost, not on measured quality."""
     llm = table[table["calls"] > 0]
     best = llm["weighted_kappa"].idxmax()
-    return llm.index[llm["weighted_kappa"] >= llm.at[best, "weighted_kappa_ci_low"]].tolist()
+    bound = llm.at[best, "weighted_kappa_ci_low"]
+    return llm.index[(llm["weighted_kappa"] >= bound) | (not np.isfinite(bound))].tolist()
 
 
 def choose_method(table: pd.DataFrame) -> str:

@@ -32,18 +32,18 @@ judge's label noise, which chapter 04 probes separately (:mod:`lib.analysis.sens
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, rankers_in, value_range
 from lib.analysis.stats import (
-    bootstrap_ci,
-    cluster_bootstrap_ci,
     min_attainable_p,
     minimum_detectable_effect,
     sign_flip_test,
     sign_test,
+    unit_bootstrap,
     win_loss_tie,
 )
 from lib.rankers import RANKER_ORDER
@@ -52,31 +52,35 @@ TIE_TOLERANCE = 1e-12  # |system − baseline| at or below this is a tie (run av
 
 # The columns of compare_to_baselines, in order (documented in lib.tables.SCHEMAS["ndcg_comparisons"]).
 COMPARISON_COLUMNS = ("measure", "system", "baseline", "primary", "n_entries", "n_informative", "n_personas", "wins",
-                      "losses", "ties", "mean_diff", "ci_low", "ci_high", "ci_low_persona",
-                      "ci_high_persona", "p_permutation", "permutation_exact", "p_sign", "min_p", "family_size",
-                      "p_holm", "alpha", "significant", "mde", "power")
+                      "losses", "ties", "mean_diff", "ci_low", "ci_high", "ci_over", "ci_low_persona",
+                      "ci_high_persona", "ci_over_persona", "p_permutation", "permutation_exact", "p_sign", "min_p",
+                      "family_size", "p_holm", "alpha", "significant", "mde", "power")
 
 
 def paired_comparison(system: Sequence[float], baseline: Sequence[float], clusters: Sequence[object], seed: int,
-                      n_resamples: int = 10_000) -> dict[str, float]:
+                      n_resamples: int = 10_000) -> dict[str, Any]:
     """System − baseline over the same (informative) entries, ``clusters`` naming each entry's persona.
 
     Keys: n_informative, n_personas, wins, losses, ties (:func:`~lib.analysis.stats.win_loss_tie`; differences
-    within ``TIE_TOLERANCE`` of 0 are ties), mean_diff, sd_diff, ci_low / ci_high (percentile bootstrap over
-    entries), ci_low_persona / ci_high_persona (cluster bootstrap over personas), p_permutation and
+    within ``TIE_TOLERANCE`` of 0 are ties), mean_diff, sd_diff, ci_low / ci_high / ci_over (percentile bootstrap
+    over entries, the independent unit), ci_low_persona / ci_high_persona / ci_over_persona (cluster bootstrap
+    over personas; both by :func:`~lib.analysis.stats.unit_bootstrap`, so neither exists over fewer than
+    ``MIN_CI_UNITS`` entries or personas), p_permutation and
     permutation_exact (exact sign-flip test of the mean), p_sign (exact sign test of wins vs losses) and min_p
     (the smallest p the sign-flip test could give with this many non-tied differences)."""
     diff = np.asarray(system, dtype=float) - np.asarray(baseline, dtype=float)
     diff = np.where(np.abs(diff) <= TIE_TOLERANCE, 0.0, diff)
     wins, losses, ties = win_loss_tie(diff)
     n = len(diff)
-    ci_low, ci_high = bootstrap_ci(diff, seed, n_resamples)
-    ci_low_persona, ci_high_persona = cluster_bootstrap_ci(diff, clusters, seed, n_resamples)
+    by_entry = unit_bootstrap(np.mean, [diff], np.arange(n), "entries", seed, n_resamples)
+    by_persona = unit_bootstrap(np.mean, [diff], list(clusters), "personas", seed, n_resamples)
     p_permutation, exact = sign_flip_test(diff, seed, n_resamples)
     return {"n_informative": n, "n_personas": len(set(clusters)), "wins": wins, "losses": losses, "ties": ties,
             "mean_diff": float(diff.mean()) if n else float("nan"),
             "sd_diff": float(diff.std(ddof=1)) if n > 1 else float("nan"),
-            "ci_low": ci_low, "ci_high": ci_high, "ci_low_persona": ci_low_persona, "ci_high_persona": ci_high_persona,
+            "ci_low": by_entry.low, "ci_high": by_entry.high, "ci_over": by_entry.ci_over,
+            "ci_low_persona": by_persona.low, "ci_high_persona": by_persona.high,
+            "ci_over_persona": by_persona.ci_over,
             "p_permutation": p_permutation, "permutation_exact": exact, "p_sign": sign_test(wins, losses),
             "min_p": min_attainable_p(wins + losses)}
 
@@ -117,7 +121,8 @@ def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tupl
 
 def ranker_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
     """Per (measure, ranker): runs, entries, mean over entries (a ranker's runs averaged per entry first) with
-    its percentile-bootstrap 95% CI over entries (ci_low, ci_high), and sd. For a ranker with one run, sd is the
+    its percentile-bootstrap 95% CI over entries (ci_low, ci_high, ci_over; none over fewer than
+    ``MIN_CI_UNITS`` entries), and sd. For a ranker with one run, sd is the
     sd over entries (sd_over = "entries"); for a ranker with several runs (random seeds), sd is the sd over runs
     of each run's mean over entries (sd_over = "runs"): the spread a reader sees between two random rankers,
     not the spread of seed averages between entries."""
@@ -126,12 +131,13 @@ def ranker_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -
         level=["measure", "ranker"]).std(ddof=1).to_dict()
     rows = []
     for (measure, ranker), group in average_runs(values).groupby(["measure", "ranker"], sort=False):
-        low, high = bootstrap_ci(group.value.to_numpy(), seed, n_resamples)
+        interval = unit_bootstrap(np.mean, [group.value.to_numpy()], np.arange(len(group)), "entries", seed,
+                                  n_resamples)
         k = int(runs[(measure, ranker)])
         sd = sd_over_runs[(measure, ranker)] if k > 1 else group.value.std(ddof=1)
         rows.append({"measure": measure, "ranker": ranker, "runs": k, "entries": len(group),
                      "mean": group.value.mean(), "sd": sd, "sd_over": "runs" if k > 1 else "entries",
-                     "ci_low": low, "ci_high": high})
+                     "ci_low": interval.low, "ci_high": interval.high, "ci_over": interval.ci_over})
     return pd.DataFrame(rows)
 
 

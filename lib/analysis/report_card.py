@@ -28,6 +28,7 @@ The notebook's plan (split sizes, reused cache, order of operations) is in ``lib
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -205,11 +206,11 @@ def _units(n: float, unit: str) -> str:
 def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, dataset: str,
                    criterion: str = "relevance") -> list[dict[str, object]]:
     """Card rows of one :func:`lib.analysis.validity.relevance_agreement` result: κ, quadratic-weighted κ,
-    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, pooled (passages
-    resampled) and within queries (n = queries kept; no interval), item level."""
+    binarised κ, Krippendorff's α and (when present) Spearman's ρ of the expected grade, pooled and within
+    queries (n = queries kept), item level; every interval resampled the queries."""
     a = agreement
     common = (judge, model, dataset, criterion)
-    over = _units(a["n"], "passage")
+    over = _units(a["units"], "query")
     rows = [_row(*common, KAPPA, "item", a["n"], a["kappa"], a["kappa_ci_low"], a["kappa_ci_high"], over, a["failed"]),
             _row(*common, WEIGHTED_KAPPA, "item", a["n"], a["weighted_kappa"], a["weighted_kappa_ci_low"],
                  a["weighted_kappa_ci_high"], over, a["failed"]),
@@ -218,10 +219,10 @@ def agreement_rows(agreement: Mapping[str, float], judge: str, model: str, datas
             _row(*common, ALPHA, "item", a["n"], a["alpha"], a["alpha_ci_low"], a["alpha_ci_high"], over, a["failed"])]
     if "expected_rho" in a:
         rows.append(_row(*common, EXPECTED_RHO, "item", a["expected_n"], a["expected_rho"], a["expected_rho_ci_low"],
-                         a["expected_rho_ci_high"], _units(a["expected_n"], "passage"), a["failed"]))
-    if "expected_rho_within" in a:  # an interval would resample the queries: too few here, see MIN_CI_UNITS
+                         a["expected_rho_ci_high"], over, a["failed"]))
         rows.append(_row(*common, EXPECTED_RHO_WITHIN, "item", a["expected_groups"], a["expected_rho_within"],
-                         float("nan"), float("nan"), _units(a["expected_groups"], "query"), a["failed"]))
+                         a["expected_rho_within_ci_low"], a["expected_rho_within_ci_high"],
+                         _units(a["expected_groups"], "query"), a["failed"]))
     return rows
 
 
@@ -236,11 +237,11 @@ def protocol_rows(protocol: pd.DataFrame, judge: str, model: str, dataset: str, 
 def correlation_rows(table: pd.DataFrame, judge: str, model: str, dataset: str, level: str, group: str = "all",
                      failed: int = 0) -> list[dict[str, object]]:
     """Card rows of the ``group`` rows of a :func:`lib.analysis.validity.correlation_table` (index by, score,
-    method): one per score column and coefficient, the score column as the criterion (the pairs, units named by
-    ``level``, resampled)."""
+    method): one per score column and coefficient, the score column as the criterion (n: the pairs, units named
+    by ``level``; ci_over: the independent units the interval resampled)."""
     part = table.xs(group, level=0)
     return [_row(judge, model, dataset, str(score), COEFFICIENT_NAMES[method], level, r["n"], r["r"], r["ci_low"],
-                 r["ci_high"], _units(r["n"], level), failed) for (score, method), r in part.iterrows()]
+                 r["ci_high"], r["ci_over"], failed) for (score, method), r in part.iterrows()]
 
 
 def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, criterion: str, failed: int = 0
@@ -250,8 +251,7 @@ def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, crite
     "session, within systems"; the system means are level "system" (their CI resamples the systems' mean pairs)."""
     names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}
     return [_row(judge, model, dataset, criterion, SPEARMAN, names.get(level, f"session, {level}"), r["n"], r["r"],
-                 r["ci_low"], r["ci_high"], _units(r["n"], "system" if level == "system level" else "session"), failed)
-            for level, r in levels.iterrows()]
+                 r["ci_low"], r["ci_high"], r["ci_over"], failed) for level, r in levels.iterrows()]
 
 
 def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"
@@ -435,28 +435,31 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     if len(widths):
         widest = card.loc[widths.idxmax()]
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
-                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)}; the smallest n of "
+                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)} "
+                     f"({widest.ci_over}); the smallest n of "
                      f"a defined number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals "
-                     f"resample items (or documents), never the judge's noise.")
+                     f"resample the independent units (queries, documents, questions, users), never the judge's "
+                     f"noise.")
     units = card["ci_over"].map(resampled_units)
     few = card[units.notna() & (units < MIN_CI_UNITS)]
     if len(few):
         groups = few.groupby(["judge", "dataset", "ci_over"], sort=False).size()
+        # the fewest units that a bootstrap could resample at all (one unit, or none, leaves nothing to draw)
+        smallest = int(min(units[few.index][units[few.index] >= 2], default=MIN_CI_UNITS))
         listed = "; ".join(f"*{judge}* on {dataset} ({count} row{'s' if count > 1 else ''}, over {over})"
                            for (judge, dataset, over), count in groups.items())
         lines.append(f"- **No interval over fewer than {MIN_CI_UNITS} units.** {len(few)} numbers rest on too few "
-                     f"documents, systems or answers to resample — {listed}. They are point estimates only; with 4 "
-                     f"documents a bootstrap takes at most 35 distinct values and would look narrower than the "
-                     f"uncertainty is.")
+                     f"queries, documents, questions or users to resample — {listed}. They are point estimates only; "
+                     f"with {smallest} units a bootstrap takes at most {math.comb(2 * smallest - 1, smallest)} "
+                     f"distinct values and would look narrower than the uncertainty is.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} "
-                     f"over n = {int(r['n'])}.")
+                     f"over n = {int(r['n'])} ({r['ci_over']}).")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
-                 f"won on dev can lose on test by chance. The item intervals resample passages, which are nested in "
-                 f"those {test_groups} groups (and NovelEval's, ALCE's answers in their questions), so they treat "
-                 f"related items as independent and are narrower than intervals over groups would be.")
+                 f"won on dev can lose on test by chance. Every interval resamples the groups the items are nested "
+                 f"in (queries, documents, questions, users), so none exists over fewer than {MIN_CI_UNITS} of them.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
                      f"{crs_sessions} simulated conversations, not against people: convergent validity with an "

@@ -9,7 +9,7 @@ import hashlib
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,51 +44,6 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: Measure
 
     data = np.array([[np.nan if r is None else r for r in row] for row in ratings], dtype=float)
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
-
-
-def bootstrap_ci(values: ArrayLike, seed: int, n_resamples: int = 10_000, level: float = 0.95
-                 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean over entries (Efron & Tibshirani 1993, §13.3; scipy.stats.bootstrap,
-    seeded): the (1 − level)/2 and (1 + level)/2 quantiles of the means of ``n_resamples`` resamples drawn with
-    replacement. Percentile rather than BCa because per-entry Hit values are often all 0 or all 1, where BCa is
-    undefined; constant values give the degenerate interval (v, v)."""
-    from scipy.stats import bootstrap
-
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2 or np.all(values == values[0]):
-        return (float(values[0]), float(values[0])) if len(values) else (float("nan"), float("nan"))
-    result = bootstrap((values,), np.mean, n_resamples=n_resamples, confidence_level=level,
-                       method="percentile", rng=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def cluster_bootstrap_ci(values: ArrayLike, clusters: ArrayLike, seed: int, n_resamples: int = 10_000,
-                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile cluster-bootstrap CI of the mean over entries when entries come in clusters (here: the persona
-    that is the unit of the value treatment). Each resample draws G clusters with replacement from the G observed
-    ones and keeps every entry of each drawn cluster; its statistic is the mean over the entries kept,
-    Σ_{g drawn} sum_g / Σ_{g drawn} n_g (Davison & Hinkley 1997, §3.8, resampling stage 1 only; Field & Welsh
-    2007). Seeded numpy draws; quantiles by numpy's linear interpolation.
-
-    With few clusters the resampling distribution is coarse (G = 5 gives at most C(2G−1, G) = 126 distinct
-    resamples) and the interval tends to be too narrow (Cameron & Miller 2015): read it beside the entry-level
-    interval, not instead of it. Fewer than 2 clusters gives (NaN, NaN); constant values the degenerate (v, v)."""
-    values = np.asarray(values, dtype=float)
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    names, index = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
-    if len(values) != len(index):
-        raise ValueError(f"{len(values)} values but {len(index)} cluster names")
-    if len(names) < 2:
-        return float("nan"), float("nan")
-    if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    sums = np.bincount(index, weights=values, minlength=len(names))
-    counts = np.bincount(index, minlength=len(names)).astype(float)
-    drawn = np.random.default_rng(seed).integers(0, len(names), size=(n_resamples, len(names)))
-    means = sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
 
 
 def win_loss_tie(differences: ArrayLike) -> tuple[int, int, int]:
@@ -154,16 +109,22 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.
 
 
 def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resamples: int = 2000,
-                   level: float = 0.95) -> dict[str, float]:
-    """Rank correlation of paired values with a percentile pair-bootstrap CI (pairs resampled together;
-    scipy.stats.bootstrap with ``paired=True``, seeded). ``method``: ``spearman`` (Spearman's ρ) or ``kendall``
-    (Kendall's τ-b, which corrects for ties). Resamples where the coefficient is undefined (a constant side)
-    are dropped. Keys: n, r, p (scipy's test of r = 0), ci_low, ci_high (NaN when n < 3 or a side is constant)."""
-    from scipy.stats import bootstrap, kendalltau, spearmanr
+                   level: float = 0.95, units: ArrayLike | None = None, unit: str = "pairs") -> dict[str, Any]:
+    """Rank correlation of paired values with a percentile bootstrap CI over the independent ``units`` the pairs
+    belong to (``units[i]``: the question of answer i, the user of session i; default: every pair its own unit),
+    pairs kept together (:func:`unit_bootstrap`, seeded; none over fewer than ``MIN_CI_UNITS`` units).
+    ``method``: ``spearman`` (Spearman's ρ) or ``kendall`` (Kendall's τ-b, which corrects for ties). Resamples
+    where the coefficient is undefined (a constant side) are dropped. Keys: n (pairs), r, p (scipy's test of
+    r = 0, which treats the pairs as independent), ci_low, ci_high (NaN when n < 3, a side is constant or there
+    are too few units), units, ci_over ("12 questions")."""
+    from scipy.stats import kendalltau, spearmanr
 
     coefficient = {"spearman": spearmanr, "kendall": kendalltau}[method]
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    out = {"n": len(x), "r": float("nan"), "p": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    labels = np.arange(len(x)) if units is None else np.asarray(units)
+    out: dict[str, Any] = {"n": len(x), "r": float("nan"), "p": float("nan"), "ci_low": float("nan"),
+                           "ci_high": float("nan"), "units": len(set(labels.tolist())),
+                           "ci_over": f"{len(set(labels.tolist()))} {unit}"}
     if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
         return out
     result = coefficient(x, y)
@@ -173,13 +134,9 @@ def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resampl
         return float(coefficient(a, b).statistic) if len(set(a)) > 1 and len(set(b)) > 1 else float("nan")
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns of the undefined resamples, dropped below
-        boot = bootstrap((x, y), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
-                         confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
-    distribution = np.asarray(boot.bootstrap_distribution)
-    if np.isfinite(distribution).any():
-        tail = 100 * (1 - level) / 2
-        out["ci_low"], out["ci_high"] = map(float, np.nanpercentile(distribution, [tail, 100 - tail]))
+        warnings.simplefilter("ignore")  # scipy warns of the undefined resamples, dropped by unit_bootstrap
+        interval = unit_bootstrap(statistic, [x, y], labels, unit, seed, n_resamples, level)
+    out |= {"ci_low": interval.low, "ci_high": interval.high, "ci_over": interval.ci_over}
     return out
 
 
@@ -203,15 +160,15 @@ class Interval:
 
     @property
     def ci_over(self) -> str:
-        """What the interval resampled, e.g. "43 queries"; "—" when there is no interval."""
-        return f"{self.units} {self.unit}" if np.isfinite(self.low) and np.isfinite(self.high) else "—"
+        """What the interval resampled (or would have), e.g. "43 queries"."""
+        return f"{self.units} {self.unit}"
 
     def text(self, digits: int = 2, signed: bool = False) -> str:
         """"0.41 (95% CI 0.20 to 0.58, 43 queries)"; the value alone with the reason when there is no interval."""
         if not np.isfinite(self.value):
             return "undefined"
         value = number_text(self.value, digits, signed)
-        if self.ci_over == "—":
+        if not (np.isfinite(self.low) and np.isfinite(self.high)):
             reason = (f"fewer than {MIN_CI_UNITS} {self.unit}" if self.units < MIN_CI_UNITS
                       else "no interval: the statistic is undefined in every resample")
             return f"{value} ({self.units} {self.unit}, {reason})"
@@ -244,13 +201,19 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
     if len(names) < max(min_units, 2) or not np.isfinite(value):
         return Interval(value, nan, nan, unit, len(names))
     members = [np.flatnonzero(index == g) for g in range(len(names))]
+    # one item per unit (a plain bootstrap over items): unit g's item is item_of[g], no concatenation needed
+    item_of = np.argsort(index) if len(labels) == len(names) and not two_stage else None
     rng = np.random.default_rng(seed)
     distribution = np.empty(n_resamples)
     for r in range(n_resamples):
-        drawn = [members[g] for g in rng.integers(0, len(names), size=len(names))]
-        if two_stage:
-            drawn = [rows[rng.integers(0, len(rows), size=len(rows))] for rows in drawn]
-        rows = np.concatenate(drawn)
+        units_drawn = rng.integers(0, len(names), size=len(names))
+        if item_of is not None:
+            rows = item_of[units_drawn]
+        else:
+            drawn = [members[g] for g in units_drawn]
+            if two_stage:
+                drawn = [items[rng.integers(0, len(items), size=len(items))] for items in drawn]
+            rows = np.concatenate(drawn)
         with np.errstate(all="ignore"):
             distribution[r] = statistic(*(array[rows] for array in arrays))
     finite = distribution[np.isfinite(distribution)]
@@ -295,11 +258,17 @@ def interval_text(low: float, high: float, digits: int = 2, signed: bool = False
     return f"{prefix}{number_text(low, digits, signed)} to {number_text(high, digits, signed)}"
 
 
+def interval_over_text(result: Mapping[str, Any], digits: int = 2, signed: bool = False) -> str:
+    """The interval of a result with keys ci_low, ci_high and ci_over, with what it resampled: "95% CI 0.10 to
+    0.68, 12 questions"; "no interval: 4 questions" when there is none (fewer than ``MIN_CI_UNITS`` units)."""
+    interval = interval_text(result["ci_low"], result["ci_high"], digits, signed, undefined="")
+    return f"{interval}, {result['ci_over']}" if interval else f"no interval: {result['ci_over']}"
+
+
 def correlation_text(correlation: Mapping[str, float], symbol: str = "ρ") -> str:
-    """A :func:`correlation_ci` result in words: "ρ = 0.42 (95% CI 0.10 to 0.68), n = 23"; an undefined
-    coefficient or interval is said to be undefined rather than printed as nan."""
+    """A :func:`correlation_ci` result in words: "ρ = 0.42 (95% CI 0.10 to 0.68, 12 users), n = 23"
+    (:func:`interval_over_text`); an undefined coefficient is said to be undefined rather than printed as nan."""
     n = int(correlation["n"])
     if not np.isfinite(correlation["r"]):
         return f"{symbol} undefined (n = {n}: fewer than 3 pairs or a constant side)"
-    interval = interval_text(correlation["ci_low"], correlation["ci_high"], undefined="CI undefined")
-    return f"{symbol} = {correlation['r']:.2f} ({interval}), n = {n}"
+    return f"{symbol} = {correlation['r']:.2f} ({interval_over_text(correlation)}), n = {n}"

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import MeasurementLevel, cohen_kappa, krippendorff_alpha
+from lib.analysis.stats import MeasurementLevel, cohen_kappa, krippendorff_alpha, unit_bootstrap
 from lib.design import GRADES
 
 # Label definition -> the labels-table column that holds it; chapter 03 chooses among them (choose_label).
@@ -54,44 +54,42 @@ def agreement_of_columns(frame: pd.DataFrame, a: str, b: str, categories: Sequen
     return agreement(frame.loc[both, a].astype(int), frame.loc[both, b].astype(int), categories)
 
 
-def agreement_ci(a: ArrayLike, b: ArrayLike, seed: int, n_resamples: int = 2000, level: float = 0.95,
-                 categories: Sequence[int] = GRADES) -> dict[str, float]:
-    """Percentile item-bootstrap CIs (Efron & Tibshirani 1993, §13.3) of Cohen's κ and quadratic-weighted κ:
-    items are resampled with replacement, pairs kept together (scipy.stats.bootstrap, ``paired=True``, seeded).
-    Resamples where κ is undefined (both raters constant) are dropped. A rater constant on the whole sample has
-    κ = 0 by construction in every resample, and an interval "0 to 0" would read as a precise measurement: there
-    is none (NaN). Keys kappa_ci_low/high and weighted_kappa_ci_low/high."""
-    from scipy.stats import bootstrap
-
+def agreement_ci(a: ArrayLike, b: ArrayLike, units: ArrayLike, seed: int, n_resamples: int = 2000,
+                 level: float = 0.95, categories: Sequence[int] = GRADES, unit: str = "queries") -> dict[str, Any]:
+    """Percentile cluster-bootstrap CIs of Cohen's κ and quadratic-weighted κ over the independent ``units`` the
+    items are nested in (``units[i]``: the query of item i; :func:`lib.analysis.stats.unit_bootstrap`): units are
+    resampled with replacement and keep all their items, the two grades of an item together. Resamples where κ
+    is undefined (both raters constant) are dropped. A rater constant on the whole sample has κ = 0 by
+    construction in every resample, and an interval "0 to 0" would read as a precise measurement: there is none
+    (NaN); nor is there with fewer than ``MIN_CI_UNITS`` units. Keys kappa_ci_low/high, weighted_kappa_ci_low/high,
+    units (distinct units) and ci_over ("6 queries")."""
     a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
+    n_units = len(set(np.asarray(units, dtype=object).astype(str).tolist()))
+    out: dict[str, Any] = {"units": n_units, "ci_over": f"{n_units} {unit}"}
     if len(set(a.tolist())) < 2 or len(set(b.tolist())) < 2:
-        return dict.fromkeys(("kappa_ci_low", "kappa_ci_high", "weighted_kappa_ci_low", "weighted_kappa_ci_high"),
-                             float("nan"))
-    out: dict[str, float] = {}
+        return out | dict.fromkeys(("kappa_ci_low", "kappa_ci_high", "weighted_kappa_ci_low", "weighted_kappa_ci_high"),
+                                   float("nan"))
     for name, weights in (("kappa", None), ("weighted_kappa", "quadratic")):
         def statistic(x: np.ndarray, y: np.ndarray, weights: str | None = weights) -> float:
             return cohen_kappa(x, y, categories, weights=weights)
 
-        result = bootstrap((a, b), statistic, paired=True, vectorized=False, n_resamples=n_resamples,
-                           confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
-        distribution = result.bootstrap_distribution[~np.isnan(result.bootstrap_distribution)]
-        tail = (1 - level) / 2 * 100
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (
-            float(v) for v in np.percentile(distribution, [tail, 100 - tail]))
+        interval = unit_bootstrap(statistic, [a, b], units, unit, seed, n_resamples, level)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval.low, interval.high
+        out["ci_over"] = interval.ci_over
     return out
 
 
-def label_validity(frame: pd.DataFrame, human: str = "human_grade", seed: int = 0, n_resamples: int = 2000
-                   ) -> pd.DataFrame:
+def label_validity(frame: pd.DataFrame, unit: str, human: str = "human_grade", seed: int = 0,
+                   n_resamples: int = 2000) -> pd.DataFrame:
     """Per label definition: items without that label (failed), :func:`agreement` with the ``human`` column
-    and its :func:`agreement_ci`."""
+    and its :func:`agreement_ci` over the units named by column ``unit`` (the query)."""
     rows = {}
     for name, column in LABEL_DEFINITIONS.items():
         both = frame[human].notna() & frame[column].notna()
         a, b = frame.loc[both, human].astype(int), frame.loc[both, column].astype(int)
         rows[name] = {"failed": int(frame[column].isna().sum()), **agreement(a, b),
-                      **agreement_ci(a, b, seed, n_resamples)}
-    return pd.DataFrame(rows).T.rename_axis("label_definition")
+                      **agreement_ci(a, b, frame.loc[both, unit], seed, n_resamples)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("label_definition")
 
 
 def constant_baselines(human: Sequence[int], categories: Sequence[int] = GRADES) -> pd.DataFrame:
@@ -279,20 +277,22 @@ def geval_correlations(frame: pd.DataFrame, group: str, human: str, scores: Sequ
 
 
 def correlation_table(frame: pd.DataFrame, scores: Sequence[str], human: str, by: str | None, seed: int,
-                      n_resamples: int = 2000) -> pd.DataFrame:
+                      unit: str, unit_name: str, n_resamples: int = 2000) -> pd.DataFrame:
     """Spearman's ρ and Kendall's τ-b of each column in ``scores`` with ``human`` over the rows where both are
-    present, per group of ``by`` (None: no groups) and over all rows (group ``all``), each with its pair-bootstrap
-    CI (:func:`lib.analysis.stats.correlation_ci`). Index (by or "group", score, method)."""
+    present, per group of ``by`` (None: no groups) and over all rows (group ``all``), each with its CI resampling
+    the independent units named by column ``unit`` (``unit_name``, e.g. "questions" for answers nested in
+    questions; :func:`lib.analysis.stats.correlation_ci`). Index (by or "group", score, method)."""
     from lib.analysis.stats import correlation_ci
 
     level = by or "group"
     rows = []
     for group, part in [*(frame.groupby(by, sort=True) if by else []), ("all", frame)]:
         for column in scores:
-            both = part[[column, human]].dropna()
+            both = part[[column, human, unit]].dropna(subset=[column, human])
             for method in ("spearman", "kendall"):
                 rows.append({level: group, "score": column, "method": method,
-                             **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples)})
+                             **correlation_ci(both[column], both[human], method, seed=seed, n_resamples=n_resamples,
+                                              units=both[unit], unit=unit_name)})
     return pd.DataFrame(rows).set_index([level, "score", "method"])
 
 
@@ -441,12 +441,15 @@ def binarise(grades: Sequence, relevant_from: int) -> pd.array:
     return pd.array([None if pd.isna(g) else int(g >= relevant_from) for g in values], dtype="Int64")
 
 
-def alpha_ci(a: ArrayLike, b: ArrayLike, seed: int, level_of_measurement: MeasurementLevel = "ordinal",
-             n_resamples: int = 2000, level: float = 0.95) -> dict[str, float]:
+def alpha_ci(a: ArrayLike, b: ArrayLike, units: ArrayLike, seed: int,
+             level_of_measurement: MeasurementLevel = "ordinal", n_resamples: int = 2000, level: float = 0.95,
+             unit: str = "queries") -> dict[str, float]:
     """Krippendorff's α of two raters (:func:`lib.analysis.stats.krippendorff_alpha`) with a percentile
-    item-bootstrap CI: items resampled with replacement, the two ratings of an item kept together (seeded
-    numpy draws); resamples where α is undefined (a single value in the resample) are dropped.
-    Keys alpha, alpha_ci_low, alpha_ci_high."""
+    cluster-bootstrap CI over the ``units`` the items are nested in (:func:`lib.analysis.stats.unit_bootstrap`;
+    the two ratings of an item kept together); resamples where α is undefined (a single value in the resample)
+    are dropped. α pools both raters' grade distributions, so a judge that orders items as the humans do but on
+    a shifted scale gets a low or negative α: it measures agreement including calibration. Keys alpha,
+    alpha_ci_low, alpha_ci_high."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
 
     def alpha(x: np.ndarray, y: np.ndarray) -> float:
@@ -454,66 +457,75 @@ def alpha_ci(a: ArrayLike, b: ArrayLike, seed: int, level_of_measurement: Measur
             return float("nan")
         return krippendorff_alpha([x.tolist(), y.tolist()], level=level_of_measurement)
 
-    drawn = np.random.default_rng(seed).integers(0, len(a), size=(n_resamples, len(a)))
-    low, high = _percentile_ci(np.array([alpha(a[i], b[i]) for i in drawn]), level)
-    return {"alpha": alpha(a, b), "alpha_ci_low": low, "alpha_ci_high": high}
+    interval = unit_bootstrap(alpha, [a, b], units, unit, seed, n_resamples, level)
+    return {"alpha": interval.value, "alpha_ci_low": interval.low, "alpha_ci_high": interval.high}
 
 
-def relevance_agreement(frame: pd.DataFrame, judge: str, human: str = "human_grade",
+def relevance_agreement(frame: pd.DataFrame, judge: str, unit: str, human: str = "human_grade",
                         expected: str | None = "expected_grade", scale: Sequence[int] = GRADES,
-                        relevant_from: int = 2, seed: int = 0, n_resamples: int = 2000, group: str | None = None
-                        ) -> dict[str, float]:
+                        relevant_from: int = 2, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
     """The agreement set of a relevance judge with human grades on one ``scale`` (the judge's and the humans'
     grades must share it), over the items with both grades: n, failed (items without a judge grade), exact
     agreement, Cohen's κ and quadratic-weighted κ (:func:`agreement` with :func:`agreement_ci`), κ of the
     grades binarised at ``relevant_from`` (:func:`binarise`) with its CI (keys binary_kappa, binary_kappa_ci_*),
     Krippendorff's α (ordinal, :func:`alpha_ci`), and Spearman's ρ of the ``expected`` grade with the human grade
-    with its pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`; keys expected_rho, expected_n,
-    expected_rho_ci_*). With ``group`` (e.g. the query id) also ρ of the expected grade *within* groups, averaged
-    over the groups where neither side is constant (:func:`per_group_correlation`, G-Eval's per-document protocol;
-    keys expected_rho_within, expected_groups): pooled over queries, ρ also rewards a judge for telling easy
-    queries from hard ones, which is not the ranking use. Every CI is seeded with ``seed``; a judge that gives one
-    grade to every item (on the scale, or binarised) gets κ 0 by construction and no κ interval
-    (:func:`agreement_ci`)."""
-    from lib.analysis.stats import correlation_ci
+    (keys expected_rho, expected_n, expected_rho_ci_*), pooled and *within* units, averaged over the units where
+    neither side is constant (:func:`per_group_correlation`, G-Eval's per-document protocol; keys
+    expected_rho_within, expected_groups, expected_rho_within_ci_*): pooled over queries, ρ also rewards a judge
+    for telling easy queries from hard ones, which is not the ranking use.
 
+    Every interval resamples the independent units named by column ``unit`` (the query), with all their items
+    (:func:`lib.analysis.stats.unit_bootstrap`, seeded with ``seed``; keys units and ci_over); none with fewer
+    than ``MIN_CI_UNITS`` units. A judge that gives one grade to every item (on the scale, or binarised) gets κ 0
+    by construction and no κ interval (:func:`agreement_ci`)."""
     both = frame[human].notna() & frame[judge].notna()
     a, b = frame.loc[both, human].astype(int).to_numpy(), frame.loc[both, judge].astype(int).to_numpy()
-    out: dict[str, float] = {"failed": int(frame[judge].isna().sum()), **agreement(a, b, scale),
-                             **agreement_ci(a, b, seed, n_resamples, categories=scale)}
+    units = frame.loc[both, unit].to_numpy()
+    out: dict[str, Any] = {"failed": int(frame[judge].isna().sum()), **agreement(a, b, scale),
+                           **agreement_ci(a, b, units, seed, n_resamples, categories=scale)}
     binary_a, binary_b = (binarise(x, relevant_from).astype(int) for x in (a, b))
-    binary = agreement_ci(binary_a, binary_b, seed, n_resamples, categories=(0, 1))
+    binary = agreement_ci(binary_a, binary_b, units, seed, n_resamples, categories=(0, 1))
     out |= {"binary_kappa": cohen_kappa(list(binary_a), list(binary_b), (0, 1)),
             "binary_kappa_ci_low": binary["kappa_ci_low"], "binary_kappa_ci_high": binary["kappa_ci_high"]}
-    out |= alpha_ci(a, b, seed, "ordinal", n_resamples)
+    out |= alpha_ci(a, b, units, seed, "ordinal", n_resamples)
     if expected is not None:
-        present = frame[[expected, human]].dropna()
-        rho = correlation_ci(present[expected], present[human], "spearman", seed, n_resamples)
-        out |= {"expected_rho": rho["r"], "expected_n": rho["n"], "expected_rho_ci_low": rho["ci_low"],
-                "expected_rho_ci_high": rho["ci_high"]}
-        if group is not None:
-            within, groups = per_group_correlation(frame.dropna(subset=[expected, human]), group, expected, human)
-            out |= {"expected_rho_within": within, "expected_groups": groups}
+        present = frame[[expected, human, unit]].dropna()
+        rho = unit_bootstrap(_spearman, [present[expected].to_numpy(float), present[human].to_numpy(float)],
+                             present[unit], "queries", seed, n_resamples)
+        out |= {"expected_rho": rho.value, "expected_n": len(present), "expected_rho_ci_low": rho.low,
+                "expected_rho_ci_high": rho.high}
+        per_unit = document_correlations(present, unit, expected, human)
+        within = unit_bootstrap(np.mean, [per_unit.to_numpy()], per_unit.index, "queries", seed, n_resamples)
+        out |= {"expected_rho_within": within.value, "expected_groups": len(per_unit),
+                "expected_rho_within_ci_low": within.low, "expected_rho_within_ci_high": within.high}
     return out
 
 
-def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, human: str = "human_grade",
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's ρ (scipy), NaN when a side is constant."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x, y).statistic) if len(set(x)) > 1 and len(set(y)) > 1 else float("nan")
+
+
+def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, unit: str, human: str = "human_grade",
                               categories: Sequence[int] = GRADES, seed: int = 0, n_resamples: int = 2000,
-                              level: float = 0.95) -> dict[str, float]:
+                              level: float = 0.95) -> dict[str, Any]:
     """κ_w(human, a) − κ_w(human, b) (quadratic weights, :func:`lib.analysis.stats.cohen_kappa`) over the rows
-    where the human grade and both judge grades are present, with a percentile item-bootstrap CI: the rows are
-    resampled with replacement, each row's three grades kept together (seeded numpy draws), so the two κ_w share
-    their resample and the interval is that of the paired difference; resamples where either κ_w is undefined
-    are dropped. Keys n, difference, ci_low, ci_high."""
-    rows = frame[[human, a, b]].dropna().astype(int)
-    h, x, y = rows.to_numpy().T  # by position: a and b may name the same column
+    where the human grade and both judge grades are present, with a percentile cluster-bootstrap CI over the
+    units named by column ``unit`` (:func:`lib.analysis.stats.unit_bootstrap`): a resample keeps each drawn
+    unit's rows with their three grades, so the two κ_w share their resample and the interval is that of the
+    paired difference; resamples where either κ_w is undefined are dropped; no interval with fewer than
+    ``MIN_CI_UNITS`` units. Keys n, units, difference, ci_low, ci_high, ci_over."""
+    grades = frame[[human, a, b]].to_numpy(dtype=float)  # by position: a and b may name the same column
+    present = ~np.isnan(grades).any(axis=1)
+    h, x, y = grades[present].astype(int).T
 
-    def difference(index: np.ndarray) -> float:
-        return (cohen_kappa(h[index], x[index], categories, weights="quadratic")
-                - cohen_kappa(h[index], y[index], categories, weights="quadratic"))
+    def difference(h: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+        return (cohen_kappa(h, x, categories, weights="quadratic")
+                - cohen_kappa(h, y, categories, weights="quadratic"))
 
-    value = difference(np.arange(len(rows))) if len(rows) else float("nan")
-    draws = np.random.default_rng(seed).integers(0, len(rows), size=(n_resamples, len(rows))) if len(rows) else []
-    low, high = _percentile_ci(np.array([difference(i) for i in draws]), level) if len(rows) > 1 \
-        else (float("nan"), float("nan"))
-    return {"n": len(rows), "difference": value, "ci_low": low, "ci_high": high}
+    interval = unit_bootstrap(difference, [h, x, y], frame[unit].to_numpy()[present], "queries", seed, n_resamples,
+                              level)
+    return {"n": int(present.sum()), "units": interval.units, "difference": interval.value, "ci_low": interval.low,
+            "ci_high": interval.high, "ci_over": interval.ci_over}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from lib.analysis.stats import interval_text
+from lib.analysis.stats import MIN_CI_UNITS, interval_text
 from lib.chapters.headline import Tables, headline
 from lib.llm.server import describe_model
 
@@ -23,8 +23,15 @@ def _p(p: float) -> str:
     return "n/a" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3g}")
 
 
-def _ci(low: float, high: float) -> str:
-    return interval_text(low, high, digits=3, signed=True, prefix="", undefined="undefined")
+def _intervals(row: Mapping) -> str:
+    """A comparison's two 95% CIs with what each resampled: "95% CI -0.022 to +0.000 resampling 20 entries, none
+    resampling 3 personas"; "no 95% CI (4 entries, 3 personas: fewer than 10 units)" when neither exists."""
+    parts = [(interval_text(row[low], row[high], digits=3, signed=True, prefix="", undefined=""), row[over])
+             for low, high, over in (("ci_low", "ci_high", "ci_over"),
+                                     ("ci_low_persona", "ci_high_persona", "ci_over_persona"))]
+    if not any(interval for interval, _ in parts):
+        return f"no 95% CI ({', '.join(over for _, over in parts)}: fewer than {MIN_CI_UNITS} units)"
+    return "95% CI " + ", ".join(f"{interval or 'none'} resampling {over}" for interval, over in parts)
 
 
 def _direction(diff: float) -> str:
@@ -55,8 +62,7 @@ def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
 
 def _comparison_sentence(row: Mapping) -> str:
     return (f"{row['system']} − {row['baseline']} on {row['measure']} = **{row['mean_diff']:+.3f}** "
-            f"(95% CI {_ci(row['ci_low'], row['ci_high'])} resampling entries, "
-            f"{_ci(row['ci_low_persona'], row['ci_high_persona'])} resampling {int(row['n_personas'])} personas) "
+            f"({_intervals(row)}) "
             f"over {int(row['n_entries'])} entries, {int(row['n_informative'])} of them informative: "
             f"{int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties; exact sign-flip "
             f"p = {_p(row['p_permutation'])}")
@@ -260,8 +266,7 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
     row = primary.iloc[0]
     system, baseline = row["system"], row["baseline"]
     effect = (f"{system} − {baseline} on {measure} = {row['mean_diff']:+.3f} "
-              f"(95% CI {_ci(row['ci_low'], row['ci_high'])} by entry, "
-              f"{_ci(row['ci_low_persona'], row['ci_high_persona'])} by persona; exact p = {_p(row['p_permutation'])}"
+              f"({_intervals(row)}; exact p = {_p(row['p_permutation'])}"
               f"; {int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties)")
     if row["significant"]:
         answer = (f"By this judge's labels, {'yes' if row['mean_diff'] > 0 else 'no — it does worse'}: {effect}.")

@@ -18,7 +18,7 @@ import pandas as pd
 from lib import embeddings, monitor, tables
 from lib import nuggets as nug
 from lib.analysis import validity
-from lib.analysis.stats import correlation_ci, interval_text
+from lib.analysis.stats import correlation_ci, interval_over_text
 from lib.chapters.headline import Tables, headline
 from lib.judges import triad
 from lib.llm.gateway import Gateway
@@ -166,12 +166,14 @@ class ImportanceAgreement:
 
 
 def importance_agreement(evaluated: pd.DataFrame, seed: int, n_resamples: int) -> ImportanceAgreement:
-    """Cohen's κ of the judge's vital labels with NIST's, with a 95% item-bootstrap CI."""
+    """Cohen's κ of the judge's vital labels with NIST's, with a 95% CI over topics (the unit the nuggets of a
+    topic are nested in)."""
     scored = evaluated[evaluated.judge_importance.notna()]
     nist = (scored.importance == "vital").astype(int).tolist()
     ours = (scored.judge_importance == "vital").astype(int).tolist()
     agreement = {**validity.agreement(nist, ours, categories=[0, 1]),
-                 **validity.agreement_ci(nist, ours, seed=seed, n_resamples=n_resamples, categories=[0, 1])}
+                 **validity.agreement_ci(nist, ours, scored.qid, seed=seed, n_resamples=n_resamples,
+                                          categories=[0, 1], unit="topics")}
     return ImportanceAgreement(nist, ours, agreement)
 
 
@@ -355,9 +357,11 @@ def summary(r: Results) -> str:
     support = r.notes_support
     normal = r.monitor_summary[r.monitor_summary.day != r.degraded].overall
     caught = r.statuses[r.degraded] == monitor.EXIT_ALERT
+    kappa_interval = {"ci_low": agreement["kappa_ci_low"], "ci_high": agreement["kappa_ci_high"],
+                      "ci_over": agreement["ci_over"]}
     lines = [
         f"**Importance**: the judge's vital/okay labels agree with NIST's at κ = {agreement['kappa']:.2f} "
-        f"({interval_text(agreement['kappa_ci_low'], agreement['kappa_ci_high'])}) on {agreement['n']} nuggets; it "
+        f"({interval_over_text(kappa_interval)}) on {agreement['n']} nuggets; it "
         f"calls {sum(ours)} vital where NIST calls {sum(nist)}. Its exact agreement, "
         f"{agreement['exact_agreement']:.3f}, is far below always answering 'vital' ({np.mean(nist):.3f}).",
         f"**Recall** of {len(evaluated)} assessed NIST nuggets by the automatic ones "
@@ -377,11 +381,11 @@ def summary(r: Results) -> str:
         f"nugget-answer pairs.",
         f"**ALCE**: the declared primary score ({r.primary_score}) exists for {int(primary_corr['n'])} of "
         f"{len(r.alce_scores)} answers (the judge labels few nuggets vital) and ranks them against utility with "
-        f"Spearman ρ = {primary_corr['r']:.2f} ({interval_text(primary_corr['ci_low'], primary_corr['ci_high'])}; "
+        f"Spearman ρ = {primary_corr['r']:.2f} ({interval_over_text(primary_corr)}; "
         f"ELI5: n = {int(primary_eli5['n'])}). As a secondary score, 'all' ranks {int(overall_corr['n'])} answers "
-        f"with ρ = {overall_corr['r']:.2f} ({interval_text(overall_corr['ci_low'], overall_corr['ci_high'])}), "
+        f"with ρ = {overall_corr['r']:.2f} ({interval_over_text(overall_corr)}), "
         f"answer length with ρ = {length_corr['r']:.2f}; without the {empty} empty answers, ρ = "
-        f"{answered_corr['r']:.2f} ({interval_text(answered_corr['ci_low'], answered_corr['ci_high'], prefix='')}) "
+        f"{answered_corr['r']:.2f} ({interval_over_text(answered_corr)}) "
         f"over {int(answered_corr['n'])}.",
         f"**Triad on ALCE** (answer relevance, non-empty answers, n = {int(triad_corr.loc['words', 'n'])}): Spearman "
         f"ρ with utility {triad_corr.loc['traditional_answer_relevance', 'r']:.2f} traditional, "
@@ -406,10 +410,12 @@ def nugget_validity(tables: Tables) -> str:
     scores, days = tables["nugget_scores"], tables["monitor_days"]
     alce = scores[scores["dataset"].isin(["asqa", "eli5"])]
     rated = alce.dropna(subset=["all", "utility"])
-    rho = correlation_ci(rated["all"], rated["utility"], "spearman", seed=0)
+    rho = correlation_ci(rated["all"], rated["utility"], "spearman", seed=0, units=rated["qid"], unit="questions")
     degraded, normal = days[days["degraded"]], days[~days["degraded"]]
     return (f"ALCE: {int(alce['vital'].notna().sum())} of {len(alce)} answers have a vital-nugget score (the judge "
-            f"labels few nuggets vital); the all-nuggets score ranks {int(rho['n'])} answers against human utility "
-            f"with Spearman ρ = {rho['r']:.2f} ({interval_text(rho['ci_low'], rho['ci_high'])}). Monitor: overall "
+            f"labels few nuggets vital); the all-nuggets score ranks {int(rho['n'])} answers to {rho['units']} "
+            f"questions against human utility with Spearman ρ = {rho['r']:.2f} "
+            f"({interval_over_text(rho)}). "
+            f"Monitor: overall "
             f"judge score {degraded['overall'].mean():.2f} on the degraded day vs {normal['overall'].min():.2f}–"
             f"{normal['overall'].max():.2f} on the {len(normal)} normal days.")

@@ -114,7 +114,7 @@ def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int)
     for name, column in validity.LABEL_DEFINITIONS.items():
         expected = "expected_grade" if column == validity.LABEL_DEFINITIONS["pointwise argmax"] else None
         agreement = validity.relevance_agreement(novel, column, expected=expected, scale=(0, 1, 2), relevant_from=2,
-                                                 seed=seed, n_resamples=n_resamples, group="qid")
+                                                 seed=seed, n_resamples=n_resamples, unit="qid")
         rows += rc.agreement_rows(agreement, f"{name} (chapter 03's prompt)", model, "NovelEval")
     return rows
 
@@ -167,7 +167,8 @@ def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], cho
     """Every frozen method's grades on the judged test passages, with card rows (Spearman of E[g] once per call
     kind: a property of the calls, not of the grading rule), the chosen method against the reference and the
     best non-LLM baseline against the chosen method (paired κ_w differences), and the constant judge fixed on dev."""
-    grades = pd.DataFrame({name: f.grades(test, SCALE) for name, f in frozen.items()}).join(test[["human_grade"]])
+    grades = pd.DataFrame({name: f.grades(test, SCALE) for name, f in frozen.items()})
+    grades = grades.join(test[["human_grade", "qid"]])
     rows: CardRows = []
     expected_shown: set[str | None] = set()
     for name, f in frozen.items():
@@ -175,18 +176,18 @@ def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], cho
         expected = None if expected in expected_shown else expected
         expected_shown.add(expected)
         agreement = validity.relevance_agreement(test.join(grades[[name]]), name, expected=expected, scale=SCALE,
-                                                 relevant_from=2, seed=seed, n_resamples=n_resamples, group="qid")
+                                                 relevant_from=2, seed=seed, n_resamples=n_resamples, unit="qid")
         rows += rc.agreement_rows(agreement, name, model if f.method.calls else "—", "TREC DL19")
     chosen_column = chosen.name + rc.CHOSEN
     reference_column = next(name for name, f in frozen.items() if f.method == methods.REFERENCE_METHOD)
-    lift = validity.weighted_kappa_difference(grades, chosen_column, reference_column, categories=SCALE, seed=seed,
-                                              n_resamples=n_resamples)
+    lift = validity.weighted_kappa_difference(grades, chosen_column, reference_column, "qid", categories=SCALE,
+                                              seed=seed, n_resamples=n_resamples)
     dev_majority = int(dev.human_grade.mode().min())  # the constant judge is fixed on dev, like every other method
     agreement_table = validity.grade_agreement_table(grades, list(frozen), categories=SCALE, constant=dev_majority)
     best_baseline = max((name for name, f in frozen.items() if not f.method.calls),
                         key=lambda name: agreement_table.at[name, "weighted_kappa"])
-    gap = validity.weighted_kappa_difference(grades, best_baseline, chosen_column, categories=SCALE, seed=seed,
-                                             n_resamples=n_resamples)
+    gap = validity.weighted_kappa_difference(grades, best_baseline, chosen_column, "qid", categories=SCALE,
+                                             seed=seed, n_resamples=n_resamples)
     return TestResult(grades, rows, chosen_column, lift, agreement_table, dev_majority, best_baseline, gap)
 
 

@@ -87,26 +87,31 @@ def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judg
     systems mostly measures the differences between systems: ``pooled`` (every judged session), ``without
     <degenerate>``, ``within systems`` (both sides centred on their system's mean, so only session-to-session
     differences inside a system count) and ``system level`` (one point per system: its means). Each with a
-    pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`). Sessions of one user meet every system, so the
-    pooled points are not independent; read the CIs as optimistic."""
+    bootstrap CI (:func:`lib.analysis.stats.correlation_ci`) over the independent units: the simulated users
+    (``session_id``: a user's sessions meet every system, so they are resampled together), the systems at system
+    level."""
     judged = sessions.dropna(subset=[metric, judge])
     # rounded so that floating-point noise of the subtraction cannot break ties between equal centred values
     centred = (judged[[metric, judge]] - judged.groupby("system")[[metric, judge]].transform("mean")).round(12)
     means = judged.groupby("system")[[metric, judge]].mean()
-    levels = {"pooled": judged[[metric, judge]],
-              f"without {degenerate}": judged[judged.system != degenerate][[metric, judge]],
-              "within systems": centred, "system level": means}
+    users = judged["session_id"]
+    levels = {"pooled": (judged[[metric, judge]], users, "users"),
+              f"without {degenerate}": (judged[judged.system != degenerate][[metric, judge]],
+                                        users[judged.system != degenerate], "users"),
+              "within systems": (centred, users, "users"), "system level": (means, means.index, "systems")}
     return pd.DataFrame([{"level": name, **correlation_ci(frame[metric], frame[judge], "spearman", seed=seed,
-                                                          n_resamples=n_resamples)}
-                         for name, frame in levels.items()]).set_index("level")
+                                                          n_resamples=n_resamples, units=units, unit=unit)}
+                         for name, (frame, units, unit) in levels.items()]).set_index("level")
 
 
 def tas_vs_judge(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> tuple[pd.DataFrame, dict[str, float]]:
     """The judged sessions with TAS and the judge's mean score over its three criteria (scatter figure), and
-    Spearman's ρ between them with a pair-bootstrap CI (:func:`lib.analysis.stats.correlation_ci`)."""
+    Spearman's ρ between them with a CI resampling the simulated users (``session_id``;
+    :func:`lib.analysis.stats.correlation_ci`)."""
     judged = rows[rows["judge_ok"] & rows["tas"].notna()].assign(judge_mean=judge_mean)
     points = judged[["system", "session_id", "tas", "judge_mean"]].reset_index(drop=True)
-    return points, correlation_ci(points["tas"], points["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples)
+    return points, correlation_ci(points["tas"], points["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples,
+                                  units=points["session_id"], unit="users")
 
 
 def recovery_delays(shifts: pd.DataFrame) -> pd.DataFrame:
@@ -262,14 +267,16 @@ def session_frame(rows: pd.DataFrame, logs: Sequence[SessionLog]) -> pd.DataFram
 def judge_correlations(sessions: pd.DataFrame, columns: Sequence[str], seed: int = 0,
                        n_resamples: int = 2000) -> pd.DataFrame:
     """Spearman's ρ between the judge's mean score and each column over the judged sessions
-    (:func:`session_frame` rows), with a pair-bootstrap CI: the metrics beside trivial baselines such as
-    the reply length."""
+    (:func:`session_frame` rows), with a CI resampling the simulated users (``session_id``): the metrics beside
+    trivial baselines such as the reply length."""
     judged = sessions[sessions["judge_ok"]]
     out = {}
     for column in columns:
         both = judged[[column, "judge_mean"]].astype(float).dropna()
-        out[column] = correlation_ci(both[column], both["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples)
-    return pd.DataFrame(out).T[["n", "r", "ci_low", "ci_high", "p"]].rename_axis("against the judge's mean")
+        out[column] = correlation_ci(both[column], both["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples,
+                                     units=judged.loc[both.index, "session_id"], unit="users")
+    return pd.DataFrame.from_dict(out, orient="index")[["n", "r", "ci_low", "ci_high", "ci_over", "p"]].rename_axis(
+        "against the judge's mean")
 
 
 def recovery_summary(shifts: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:

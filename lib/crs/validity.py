@@ -36,13 +36,15 @@ def convergent_validity(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 20
     """For each judge score (every rubric criterion and ``judge_mean``, their mean) over the judged sessions:
     :func:`lib.analysis.validity.correlation_table` of the session ``metrics`` with it, per system (when
     ``per_system``; each bootstrap costs time, and a system has few sessions) and over all (``all``).
-    Index (judge_score, model, score, method); columns n, r, p, ci_low, ci_high."""
+    Index (judge_score, model, score, method); columns n, r, p, ci_low, ci_high, units, ci_over (the CIs resample
+    the simulated users, ``session_id``)."""
     judged = rows[rows["judge_ok"].astype(bool)].copy()
     criteria = [f"judge_{c}" for c in RUBRIC_CRITERIA]
     judged[criteria] = judged[criteria].astype(float)
     judged["judge_mean"] = judged[criteria].mean(axis=1)
     tables = {judge: correlation_table(judged, list(metrics), judge, by="system" if per_system else None, seed=seed,
-                                       n_resamples=n_resamples).rename_axis(index={"group": "system"})
+                                       unit="session_id", unit_name="users", n_resamples=n_resamples
+                                       ).rename_axis(index={"group": "system"})
               for judge in [*criteria, "judge_mean"]}
     return pd.concat(tables, names=["judge_score"])
 

@@ -1,8 +1,7 @@
 """Bias battery of a relevance judge: each bias a measured number with a seeded bootstrap CI (:class:`BiasResult`).
 
 * Position — :func:`listwise_swap`: each pool judged as given and reversed; consistency = share of items whose
-  grade is the same in both orders (CI resampling pools, :func:`lib.analysis.stats.cluster_bootstrap_ci`),
-  read beside :func:`listwise_modal_share` (a constant judge is perfectly consistent).
+  grade is the same in both orders, read beside :func:`listwise_modal_share` (a constant judge is perfectly consistent).
   :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
   "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
 * Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
@@ -15,8 +14,9 @@
   added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
   inflation with it (each condition against its own uninjected baseline).
 
-Paired differences get :func:`lib.analysis.stats.bootstrap_ci` (items resampled). No interval is given over
-fewer than ``lib.analysis.stats.MIN_CI_UNITS`` items or pools (see the report card). A failed call or an answer
+Every interval resamples the queries the items belong to (the independent unit; items, pools and pairs of one
+query are nested in it; :func:`lib.analysis.stats.unit_bootstrap`), and ``ci_over`` says how many. No interval
+is given over fewer than ``lib.analysis.stats.MIN_CI_UNITS`` queries (see the report card). A failed call or an answer
 without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.names import POSITION_CONSISTENCY
-from lib.analysis.stats import MIN_CI_UNITS, bootstrap_ci, cluster_bootstrap_ci
+from lib.analysis.stats import unit_bootstrap
 from lib.judges.items import JudgeItem, JudgePool
 from lib.judges.methods import PairJudgment
 from lib.judges.relevance import (
@@ -47,8 +47,9 @@ from lib.prompts import parts as prompt_parts
 
 @dataclass(frozen=True)
 class BiasResult:
-    """One measured bias: ``statistic`` (what ``value`` is) over ``n`` units, with its 95% CI; ``form`` is the
-    judging form it was measured on (listwise, pairwise, pointwise)."""
+    """One measured bias: ``statistic`` (what ``value`` is) over ``n`` items, with its 95% CI over the queries
+    they belong to (``ci_over``: "12 queries"); ``form`` is the judging form it was
+    measured on (listwise, pairwise, pointwise)."""
 
     bias: str
     form: str
@@ -57,6 +58,7 @@ class BiasResult:
     ci_low: float
     ci_high: float
     n: int
+    ci_over: str
 
 
 def bias_table(results: Sequence[BiasResult], dataset: str) -> pd.DataFrame:
@@ -97,41 +99,37 @@ def defended_messages(item: JudgeItem, prompts: RelevancePrompts) -> list[dict[s
     return [{"role": "system", "content": f"{system['content']}\n{perturbation_texts()['defence']}"}, user]
 
 
-def _rate(bias: str, form: str, statistic: str, values: np.ndarray, clusters: Sequence | None, seed: int
+def _rate(bias: str, form: str, statistic: str, values: np.ndarray, queries: Sequence[str], seed: int
           ) -> BiasResult:
-    """Mean of ``values`` with a bootstrap CI over items, or over ``clusters`` when given; no CI (NaN) when
-    fewer than ``MIN_CI_UNITS`` units would be resampled, as on the report card."""
+    """Mean of ``values`` with a cluster-bootstrap CI over the ``queries`` the values belong to
+    (:func:`lib.analysis.stats.unit_bootstrap`; none over fewer than its minimum of queries)."""
     if not len(values):
-        return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0)
-    units = len(set(clusters)) if clusters is not None else len(values)
-    if units < MIN_CI_UNITS:
-        low, high = float("nan"), float("nan")
-    elif clusters is not None:
-        low, high = cluster_bootstrap_ci(values, clusters, seed)
-    else:
-        low, high = bootstrap_ci(values, seed)
-    return BiasResult(bias, form, statistic, float(np.mean(values)), low, high, len(values))
+        return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0, "0 queries")
+    interval = unit_bootstrap(np.mean, [values], list(queries), "queries", seed, n_resamples=10_000)
+    return BiasResult(bias, form, statistic, interval.value, interval.low, interval.high, len(values),
+                      interval.ci_over)
 
 
 def listwise_swap(gateway: Gateway, pools: Sequence[JudgePool], prompts: RelevancePrompts = PASSAGE_PROMPTS,
                   call_label: str = "listwise") -> pd.DataFrame:
     """Each pool judged listwise as given and in reversed order; one row per item: pool (index of its pool),
-    grade_given, grade_reversed (nullable; null where the call failed). The as-given calls are those of chapter
-    03 for the same pools (cache hits)."""
+    query (the pool's source), grade_given, grade_reversed (nullable; null where the call failed). The as-given
+    calls are those of chapter 03 for the same pools (cache hits)."""
     given = judge_listwise(gateway, pools, call_label, prompts=prompts)
     reversed_pools = [pool.reordered(range(len(pool.rows) - 1, -1, -1)) for pool in pools]
     swapped = judge_listwise(gateway, reversed_pools, f"{call_label}-reversed", prompts=prompts)
     pool_of = {row: k for k, pool in enumerate(pools) for row in pool.rows}
     return pd.DataFrame({"pool": [pool_of[row] for row in range(len(given))],
+                         "query": [pools[pool_of[row]].source for row in range(len(given))],
                          "grade_given": pd.array([j.grade for j in given], dtype="Int64"),
                          "grade_reversed": pd.array([j.grade for j in swapped], dtype="Int64")})
 
 
 def listwise_consistency(swap: pd.DataFrame, seed: int) -> BiasResult:
-    """Share of items (graded in both orders) with the same grade as given and reversed; CI resampling pools."""
+    """Share of items (graded in both orders) with the same grade as given and reversed; CI resampling queries."""
     both = swap.dropna(subset=["grade_given", "grade_reversed"])
     same = (both.grade_given == both.grade_reversed).to_numpy(dtype=float)
-    return _rate("position", "listwise", POSITION_CONSISTENCY, same, both.pool.tolist(), seed)
+    return _rate("position", "listwise", POSITION_CONSISTENCY, same, both["query"].tolist(), seed)
 
 
 def listwise_modal_share(swap: pd.DataFrame, seed: int) -> BiasResult:
@@ -141,12 +139,14 @@ def listwise_modal_share(swap: pd.DataFrame, seed: int) -> BiasResult:
     given = swap.dropna(subset=["grade_given"])
     modal = given.grade_given.mode().min() if len(given) else None
     same = (given.grade_given == modal).to_numpy(dtype=float)
-    return _rate("position", "listwise", "share of the modal grade, as given", same, given.pool.tolist(), seed)
+    return _rate("position", "listwise", "share of the modal grade, as given", same, given["query"].tolist(),
+                 seed)
 
 
 def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasResult]:
     """Over the complete pairs: the share whose winner is the same in both orders (CI resampling pools), and the
-    share of answers that chose the passage shown first (0.5 without a position preference; CI likewise)."""
+    share of answers that chose the passage shown first (0.5 without a position preference; CI likewise). A
+    pair's pool is its query's ranking pool, so resampling pools resamples queries."""
     complete = [p for p in pairs if p.complete]
     consistent = np.array([p.consistent for p in complete], dtype=float)
     first_chosen = np.array([(p.first_order == p.i) + (p.second_order == p.j) for p in complete], dtype=float) / 2
@@ -161,20 +161,21 @@ def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_
                      call_label: str = "self-consistency") -> BiasResult:
     """Per item, the share of its valid samples (``n_samples`` at ``temperature``) equal to its modal grade
     (the smallest grade on a tie; 1 means the judge always answered the same); mean over items with at least two
-    valid samples, CI resampling items. Item i's sample s uses seed i·n_samples + s: with one seed per sample for
-    every item, the server's sampler repeats its random draw, so near-uniform items would follow the seed
-    together instead of the judge (the first live run showed exactly that)."""
+    valid samples, CI resampling queries (the items' ``source``). Item i's sample s uses seed i·n_samples + s:
+    with one seed per sample for every item, the server's sampler repeats its random draw, so near-uniform items
+    would follow the seed together instead of the judge (the first live run showed exactly that)."""
     samples = pd.DataFrame({s: [judge_pointwise(gateway, [item], f"{call_label}:{s}", temperature, i * n_samples + s,
                                                 prompts)[0].grade for i, item in enumerate(items)]
                             for s in range(n_samples)})
-    shares = []
-    for row in samples.itertuples(index=False):
+    shares, queries = [], []
+    for item, row in zip(items, samples.itertuples(index=False), strict=True):
         valid = [g for g in row if g is not None and not pd.isna(g)]
         if len(valid) >= 2:
             counts = pd.Series(valid).value_counts()
             shares.append(counts.max() / len(valid))
+            queries.append(item.source)
     return _rate("self-consistency", "pointwise", f"agreement with the modal grade over {n_samples} samples at "
-                 f"T = {temperature}", np.array(shares, dtype=float), None, seed)
+                 f"T = {temperature}", np.array(shares, dtype=float), queries, seed)
 
 
 def uniform_modal_share(n_grades: int, n_samples: int) -> float:
@@ -194,9 +195,11 @@ def _expected(judgments: Sequence[Judgment]) -> np.ndarray:
     return np.array([np.nan if j.expected_grade is None else j.expected_grade for j in judgments], dtype=float)
 
 
-def _paired_change(bias: str, statistic: str, after: np.ndarray, before: np.ndarray, seed: int) -> BiasResult:
+def _paired_change(bias: str, statistic: str, after: np.ndarray, before: np.ndarray, items: Sequence[JudgeItem],
+                   seed: int) -> BiasResult:
     both = ~np.isnan(after) & ~np.isnan(before)
-    return _rate(bias, "pointwise", statistic, after[both] - before[both], None, seed)
+    return _rate(bias, "pointwise", statistic, after[both] - before[both],
+                 [item.source for item, kept in zip(items, both, strict=True) if kept], seed)
 
 
 def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
@@ -206,7 +209,8 @@ def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
     plain = judge_pointwise(gateway, items, call_label, prompts=prompts)
     padded = judge_pointwise(gateway, [replace(item, output=pad(item.output)) for item in items],
                              f"{call_label}-padded", prompts=prompts)
-    return _paired_change("verbosity", "mean change of E[g] when padded", _expected(padded), _expected(plain), seed)
+    return _paired_change("verbosity", "mean change of E[g] when padded", _expected(padded), _expected(plain),
+                          items, seed)
 
 
 def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
@@ -224,8 +228,8 @@ def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
                                                  f"{call_label}-defended-injected", scale=prompts.scale))
     inflation = injected - clean
     defended_inflation = defended_injected - defended_clean
-    return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, seed),
+    return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, items, seed),
             _paired_change("prompt injection", "mean inflation of E[g], with the defence", defended_injected,
-                           defended_clean, seed),
+                           defended_clean, items, seed),
             _paired_change("prompt injection", "inflation recovered by the defence", inflation, defended_inflation,
-                           seed)]
+                           items, seed)]
