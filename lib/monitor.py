@@ -13,11 +13,22 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
 * A malformed log row (missing text, contexts not a JSON list of strings, bad timestamp) is named by its row
   id, stored as a ``malformed_row`` failure, and the other rows are judged.
-* Exit status of ``run``: 0 all well; 1 alert (the day's overall mean, the mean of the four metric means, is
-  below ``--alert-overall``, default 0.7); 3 no alert but malformed rows. The items with groundedness below
-  ``--alert-groundedness`` (0.7) or relevance below ``--alert-relevance`` (0.6) are listed. Per-metric targets
-  (defaults groundedness 0.9, relevance 0.8, completeness 0.7, no_hallucination 0.95; ``--target
-  metric=value``) mark the report.
+* Judgments are stored as they come back: the calls go to the judge in chunks of :data:`CHUNK_SIZE`, each
+  chunk's results committed in one short transaction, so a run stopped by the judge keeps what it received.
+  A database locked by another writer (the logging application) is waited for up to ``--busy-timeout``
+  seconds (default 60); no transaction is held open while the judge works.
+* The day's report: the items with groundedness below ``--alert-groundedness`` (0.7) or relevance below
+  ``--alert-relevance`` (0.6) are listed; per-metric targets (defaults groundedness 0.9, relevance 0.8,
+  completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
+
+Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of the
+four metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found before the database or the
+judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an
+HTTP 4xx such as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or
+every judge call of the day failed, so the alert could not be checked; 5 database error (locked past the busy
+timeout, read-only, not a database). Single failed judgments do not change the status when other items of the
+day have scores: they are counted in the report and retried by the next run. Errors are one line on stderr,
+``study-monitor: ...``, never a traceback.
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
@@ -32,19 +43,20 @@ import math
 import random
 import sqlite3
 import sys
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import date as Date
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 import pandas as pd
 from pydantic import BaseModel
 
 from lib import paths
 from lib.judges.logprobs import weighted_fields
+from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
@@ -52,9 +64,22 @@ METRICS = ("groundedness", "relevance", "completeness", "no_hallucination")
 DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "relevance": 0.8, "completeness": 0.7,
                                      "no_hallucination": 0.95}
 DEFAULT_DB = paths.OUTPUTS / "monitor" / "monitor.sqlite"
-EXIT_OK, EXIT_ALERT, EXIT_MALFORMED = 0, 1, 3
+EXIT_OK, EXIT_ALERT, EXIT_USAGE, EXIT_MALFORMED, EXIT_JUDGE, EXIT_DATABASE = 0, 1, 2, 3, 4, 5
+EXIT_HELP = """exit status:
+  0  ok: the day judged, no alert
+  1  alert: the day's overall mean is below --alert-overall (wins over 3 and 4)
+  2  usage: a bad option or value, found before the database or the judge is touched
+  3  malformed rows: some sampled rows cannot be judged (named by row id), no alert
+  4  judge: the endpoint is unreachable or hung, refuses the request (an HTTP 4xx such as 401), is not
+     configured, or a replay misses its cache; the judgments received before are kept. Also when every
+     judge call of the day failed, so that the alert could not be checked (single failed judgments are
+     counted in the report and retried by the next run; they do not change the status)
+  5  database: locked past --busy-timeout, read-only, or not a database
+errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
 TOP_LOGPROBS = 5
+CHUNK_SIZE = 8  # judgments committed together: a run stopped midway has stored all its chunks but the last
+BUSY_TIMEOUT_S = 60.0  # how long a write waits for another writer's lock (the logging application's)
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -78,6 +103,10 @@ class MalformedRow(ValueError):
     """A log row that cannot be judged; the message starts with its row id."""
 
 
+class JudgeUnavailable(Exception):
+    """The judge stopped the run (see :data:`EXIT_HELP`, code 4); the message says what was stored before."""
+
+
 @dataclass(frozen=True)
 class LogRow:
     id: int
@@ -88,12 +117,27 @@ class LogRow:
     answer: str
 
 
-def connect(db: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the monitoring database with its tables."""
+def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """Open (creating if needed) the monitoring database with its tables; a statement waits up to
+    ``busy_timeout_s`` for a lock held by another connection."""
     db.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(db)
+    connection = sqlite3.connect(db, timeout=busy_timeout_s)
     connection.executescript(SCHEMA_SQL)
     return connection
+
+
+@contextmanager
+def _write(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, committed at the end. It takes the write lock at its start (BEGIN IMMEDIATE), where
+    a busy database is waited for up to the busy timeout: a transaction that reads first and writes later may
+    instead fail at its first write without waiting."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.rollback()
+        raise
+    connection.commit()
 
 
 def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping]) -> None:
@@ -202,34 +246,49 @@ class DayRun:
     malformed: list[str]
 
 
-def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int) -> DayRun:
-    """Sample ``day``'s log rows and judge the ones without a successful judgment (module docstring)."""
-    raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries WHERE substr(ts, 1, 10) = ? "
-                             "ORDER BY id", (day,)).fetchall()
-    by_id = {r[0]: r for r in raw}
-    chosen = sample_ids(list(by_id), rate, seed, day) if by_id else []
-    done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
-    todo, malformed = [], []
-    for query_id in chosen:
-        if query_id in done:
-            continue
+def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
+            chunk_size: int = CHUNK_SIZE) -> DayRun:
+    """Sample ``day``'s log rows and judge the ones without a successful judgment (module docstring), storing the
+    results of every ``chunk_size`` calls as they come back. :class:`JudgeUnavailable` when the judge stops the
+    run; :class:`sqlite3.Error` on a database error."""
+    with _write(connection):
+        raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
+                                 "WHERE substr(ts, 1, 10) = ? ORDER BY id", (day,)).fetchall()
+        by_id = {r[0]: r for r in raw}
+        chosen = sample_ids(list(by_id), rate, seed, day) if by_id else []
+        done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
+        todo, malformed = [], []
+        for query_id in chosen:
+            if query_id in done:
+                continue
+            try:
+                todo.append(parse_row(by_id[query_id]))
+            except MalformedRow as bad:
+                malformed.append(str(bad))
+                _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
+    chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
+    stored = failed = 0
+    for number, chunk in enumerate(chunks, start=1):
+        calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
+                         top_logprobs=TOP_LOGPROBS) for row in chunk]
         try:
-            todo.append(parse_row(by_id[query_id]))
-        except MalformedRow as bad:
-            malformed.append(str(bad))
-            _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
-    calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
-                     top_logprobs=TOP_LOGPROBS) for row in todo]
-    failed = 0
-    for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}"), strict=True):
-        if result.ok:
-            scores, scored_by = read_scores(result.value, result.logprobs)
-            _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
-        else:
-            failed += 1
-            _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
-                   gateway.endpoint.identity)
-    connection.commit()
+            results = gateway.complete_many(
+                calls, desc=f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
+        # The gateway's run-stopping errors (a replay miss, an unreachable or hung endpoint, a 4xx answer) are
+        # RuntimeErrors; a damaged cache entry in replay mode is a CorruptEntry. The next call would fail too.
+        except (RuntimeError, CorruptEntry) as exc:
+            raise JudgeUnavailable(f"{exc} ({stored} of the {len(todo)} judgments of {day} due were stored "
+                                   "before; a rerun judges the rest)") from exc
+        with _write(connection):
+            for row, result in zip(chunk, results, strict=True):
+                if result.ok:
+                    scores, scored_by = read_scores(result.value, result.logprobs)
+                    _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
+                else:
+                    failed += 1
+                    _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
+                           gateway.endpoint.identity)
+        stored += len(chunk)
     return DayRun(day, len(raw), len(chosen), len(todo) - failed, len(chosen) - len(todo) - len(malformed), failed,
                   malformed)
 
@@ -291,15 +350,52 @@ def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
     return "\n".join(lines)
 
 
-def _targets(pairs: Sequence[str]) -> dict[str, float]:
-    targets = dict(DEFAULT_TARGETS)
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        if name not in METRICS or not value:
-            raise argparse.ArgumentTypeError(f"--target expects metric=value with metric in {', '.join(METRICS)}; "
-                                             f"got {pair!r}")
-        targets[name] = float(value)
-    return targets
+def _target(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    if name not in METRICS:
+        raise argparse.ArgumentTypeError(f"expects metric=value with metric in {', '.join(METRICS)}; got {text!r}")
+    return name, _share(value)
+
+
+def _share(text: str) -> float:
+    """A threshold on the 0–1 scores."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < math.inf:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def _day(text: str) -> str:
@@ -309,66 +405,105 @@ def _day(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (argparse's default puts the usage text before it) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.")
+    p = _Parser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.",
+                epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"SQLite log and judgments (default {DEFAULT_DB})")
-    p.add_argument("--target", action="append", default=[], metavar="METRIC=VALUE",
+    p.add_argument("--busy-timeout", type=_seconds, default=BUSY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"wait this long for a database locked by another writer (default {BUSY_TIMEOUT_S:g})")
+    p.add_argument("--target", action="append", type=_target, default=[], metavar="METRIC=VALUE",
                    help="per-metric target marked in reports (default "
                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report")
+    run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report",
+                         epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
-    run.add_argument("--sample-rate", type=float, default=0.1, help="share of the day's queries judged (default 0.1)")
+    run.add_argument("--sample-rate", type=_rate, default=0.1,
+                     help="share of the day's queries judged, in (0, 1] (default 0.1)")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    run.add_argument("--alert-overall", type=float, default=0.7,
+    run.add_argument("--alert-overall", type=_share, default=0.7,
                      help="alert when the day's overall mean is below (0.7)")
-    run.add_argument("--alert-groundedness", type=float, default=0.7, help="list items with groundedness below (0.7)")
-    run.add_argument("--alert-relevance", type=float, default=0.6, help="list items with relevance below (0.6)")
+    run.add_argument("--alert-groundedness", type=_share, default=0.7, help="list items with groundedness below (0.7)")
+    run.add_argument("--alert-relevance", type=_share, default=0.6, help="list items with relevance below (0.6)")
     report = sub.add_parser("report", help="print the trend table of the last days")
-    report.add_argument("--days", type=int, default=7, help="days shown, ending at --end (default 7)")
+    report.add_argument("--days", type=_positive, default=7, help="days shown, ending at --end (default 7)")
     report.add_argument("--end", type=_day, default=None, help="last day shown (default: the last judged day)")
     return p
 
 
+def _fail(status: int, message: str) -> int:
+    """Print ``message`` as one line on stderr and return ``status``."""
+    print("study-monitor: " + " ".join(message.split()), file=sys.stderr)
+    return status
+
+
 def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> int:
-    """Entry point of ``study-monitor``; returns the exit status (module docstring). ``gateway``: the judge to
-    use (default: ``Gateway.from_env(notebook="monitor", role="judge")``)."""
+    """Entry point of ``study-monitor``; returns the exit status (:data:`EXIT_HELP`), except for a usage error,
+    which argparse raises as ``SystemExit(2)`` before any work. ``gateway``: the judge to use (default:
+    ``Gateway.from_env(notebook="monitor", role="judge")``)."""
     args = parser().parse_args(argv)
     try:
-        targets = _targets(args.target)
-    except argparse.ArgumentTypeError as exc:
-        parser().error(str(exc))
-    connection = connect(args.db)
+        with closing(connect(args.db, args.busy_timeout)) as connection:
+            if args.command == "report":
+                return _report(connection, args)
+            return _run(connection, args, gateway)
+    except sqlite3.Error as exc:
+        return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
+    except JudgeUnavailable as exc:
+        return _fail(EXIT_JUDGE, f"judge: {exc}")
+
+
+def _report(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
+    summary = daily_summary(connection)
+    if args.end is not None:
+        summary = summary[summary.day <= args.end]
+    print(trend_text(summary.tail(args.days), {**DEFAULT_TARGETS, **dict(args.target)}) if not summary.empty
+          else "no judged days yet")
+    return EXIT_OK
+
+
+def _judge_gateway(gateway: Gateway | None) -> AbstractContextManager[Gateway]:
+    """The caller's gateway, left open for the caller; else one made from the environment, closed after the run."""
+    if gateway is not None:
+        return nullcontext(gateway)
     try:
-        if args.command == "report":
-            summary = daily_summary(connection)
-            if args.end is not None:
-                summary = summary[summary.day <= args.end]
-            print(trend_text(summary.tail(args.days), targets) if not summary.empty else "no judged days yet")
-            return EXIT_OK
-        # A gateway made here is closed here (its open connections); a caller's stays the caller's to close.
-        with nullcontext(gateway) if gateway else Gateway.from_env(notebook="monitor", role="judge") as judge:
-            done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
-        print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, "
-              f"seed {args.seed}); {done.judged} judged now, {done.skipped} already judged, "
-              f"{done.failed} judge failures, {len(done.malformed)} malformed rows")
-        for message in done.malformed:
-            print(f"  malformed: {message}")
-        summary = daily_summary(connection)
-        today = summary[summary.day == done.day]
-        print(trend_text(today, targets))
-        status = EXIT_MALFORMED if done.malformed else EXIT_OK
-        overall = today.overall.iloc[0] if len(today) else float("nan")
-        if pd.notna(overall) and overall < args.alert_overall:
-            print(f"ALERT {done.day}: overall mean {overall:.2f} is below {args.alert_overall}")
-            status = EXIT_ALERT
-        low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
-        for r in low.itertuples():
-            print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
-                  f"relevance {r.relevance:.2f}: {r.query[:80]}")
-        return status
-    finally:
-        connection.close()
+        return Gateway.from_env(notebook="monitor", role="judge")
+    except ValueError as exc:  # an endpoint variable missing or not valid
+        raise JudgeUnavailable(f"the judge endpoint is not configured: {exc}") from exc
+
+
+def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None) -> int:
+    with _judge_gateway(gateway) as judge:
+        done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
+    print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, "
+          f"seed {args.seed}); {done.judged} judged now, {done.skipped} already judged, "
+          f"{done.failed} judge failures, {len(done.malformed)} malformed rows")
+    for message in done.malformed:
+        print(f"  malformed: {message}")
+    summary = daily_summary(connection)
+    today = summary[summary.day == done.day]
+    print(trend_text(today, {**DEFAULT_TARGETS, **dict(args.target)}))
+    status = EXIT_MALFORMED if done.malformed else EXIT_OK
+    overall = today.overall.iloc[0] if len(today) else float("nan")
+    if pd.notna(overall) and overall < args.alert_overall:
+        print(f"ALERT {done.day}: overall mean {overall:.2f} is below {args.alert_overall}")
+        status = EXIT_ALERT
+    elif pd.isna(overall) and done.failed:
+        print(f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert could not be checked; "
+              "a rerun retries them")
+        status = EXIT_JUDGE
+    low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
+    for r in low.itertuples():
+        print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
+              f"relevance {r.relevance:.2f}: {r.query[:80]}")
+    return status
 
 
 def cli() -> None:

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import threading
+import time
+from contextlib import closing
 from typing import Any
 
 import pandas as pd
@@ -10,7 +14,7 @@ import pytest
 
 from lib import monitor
 from lib.llm.gateway import Endpoint, Gateway
-from tests.fakes import FakeOpenAI, Reply
+from tests.fakes import FakeOpenAI, Reply, free_port
 
 
 def gateway_for(fake, tmp_path):
@@ -27,8 +31,20 @@ def judge(body, n):
 
 
 def log_rows(day, answers):
-    return [{"ts": f"{day}T{9 + i:02d}:00:00", "system": "rag-v1", "query": f"question {i}?",
+    """One row a minute from 09:00."""
+    return [{"ts": f"{day}T{9 + i // 60:02d}:{i % 60:02d}:00", "system": "rag-v1", "query": f"question {i}?",
              "contexts": [f"context {i}"], "answer": a} for i, a in enumerate(answers)]
+
+
+def error_lines(err: str) -> list[str]:
+    """The command's own lines on stderr (the progress bars of the judge calls are there too)."""
+    assert "Traceback" not in err
+    return [line for line in err.splitlines() if line.startswith("study-monitor")]
+
+
+def stored_judgments(path) -> int:
+    with closing(sqlite3.connect(path)) as connection:
+        return connection.execute("SELECT count(*) FROM judgments WHERE ok = 1").fetchone()[0]
 
 
 @pytest.fixture
@@ -188,3 +204,125 @@ def test_release_comparison_pairs_the_same_queries_across_releases():
     table, difference = monitor.release_comparison(pd.DataFrame(rows), broken_day="d3", fixed_day="d5")
     assert table.index.tolist() == ["q1"]
     assert difference.index.tolist() == list(monitor.METRICS) and difference.to_numpy() == pytest.approx([0.4] * 4)
+
+
+# Exit codes: one per kind of trouble, one line on stderr, no traceback (issue 4).
+
+@pytest.mark.parametrize("args", [
+    ["--target", "groundedness=abc", "report"],
+    ["--target", "groundedness=1.5", "report"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "0"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "1.5"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "nan"],
+    ["run", "--date", "2026-11-01", "--alert-overall", "nan"],
+    ["run", "--date", "2026-11-01", "--alert-relevance", "-0.1"],
+    ["report", "--days", "0"],
+])
+def test_option_errors_are_usage_errors_before_any_database_or_judge_work(args, tmp_path, capsys):
+    missing = tmp_path / "never-created.sqlite"
+    with FakeOpenAI(judge) as fake, pytest.raises(SystemExit) as exit_info:
+        monitor.main(["--db", str(missing), *args], gateway=gateway_for(fake, tmp_path))
+    lines = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith("study-monitor") and ": error: " in lines[0]
+    assert not missing.exists() and not fake.requests
+
+
+@pytest.mark.parametrize("trouble", ["http_401", "replay_miss", "unreachable"])
+def test_a_judge_that_stops_the_run_is_exit_4_in_one_line_and_what_was_judged_is_kept(trouble, tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-01", ["good"] * 10))
+    refused = Reply(status=401, error_body="invalid API key\nsee the documentation")
+    with FakeOpenAI(lambda body, n: judge(body, n) if n < 8 else refused) as fake:
+        url = f"http://127.0.0.1:{free_port()}/v1" if trouble == "unreachable" else fake.base_url
+        gateway = Gateway(Endpoint(url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache",
+                          mode="replay" if trouble == "replay_miss" else "live")
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                              gateway=gateway)
+    lines = error_lines(capsys.readouterr().err)
+    says, kept = {"http_401": ("HTTP 401: invalid API key see the documentation", 8),
+                  "replay_miss": ("replay mode", 0), "unreachable": ("cannot reach", 0)}[trouble]
+    assert status == 4  # EXIT_JUDGE
+    assert len(lines) == 1 and says in lines[0]
+    # the answers received before the failure are stored: one chunk of 8
+    assert stored_judgments(path) == kept and monitor.CHUNK_SIZE == 8
+
+
+def test_a_day_where_every_judge_call_failed_is_exit_4_not_ok(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-03", ["GARBLED", "GARBLED"]))
+    with FakeOpenAI(judge) as fake:
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-03", "--sample-rate", "1"],
+                              gateway=gateway_for(fake, tmp_path))
+    assert status == 4  # EXIT_JUDGE
+    assert "2 judge failures" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("trouble", ["not_a_database", "read_only", "locked"])
+def test_database_errors_are_exit_5_in_one_line_naming_the_database(trouble, db, tmp_path, capsys, monkeypatch):
+    blocker, options = None, []
+    if trouble == "not_a_database":
+        db.write_bytes(b"a text file, not SQLite " * 10)
+    elif trouble == "read_only":
+        # as for a user without write permission (the tests may run as root, who can write any file)
+        open_database = sqlite3.connect
+        monkeypatch.setattr(sqlite3, "connect",
+                            lambda path, **kw: open_database(f"file:{path}?mode=ro", uri=True, **kw))
+    else:
+        blocker = sqlite3.connect(db)
+        blocker.execute("BEGIN EXCLUSIVE")  # held past the run's busy timeout
+        options = ["--busy-timeout", "0.2"]
+    try:
+        with FakeOpenAI(judge) as fake:
+            status = monitor.main(["--db", str(db), *options, "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                                  gateway=gateway_for(fake, tmp_path))
+            sent = len(fake.requests)
+    finally:
+        if blocker is not None:
+            blocker.rollback()
+            blocker.close()
+    lines = error_lines(capsys.readouterr().err)
+    assert status == 5  # EXIT_DATABASE
+    assert len(lines) == 1 and str(db) in lines[0]
+    if trouble != "read_only":  # a read-only database is found at the first store, after one chunk of calls
+        assert sent == 0  # found before the first judge call
+
+
+def test_a_lock_held_by_the_logging_application_is_waited_for_and_nothing_is_lost(db, tmp_path, capsys):
+    locked = threading.Event()
+
+    def log_for_a_while() -> None:  # the logging application holding the write lock
+        with closing(sqlite3.connect(db)) as application:
+            application.execute("BEGIN IMMEDIATE")
+            locked.set()
+            time.sleep(1.5)
+            application.commit()
+
+    writer = threading.Thread(target=log_for_a_while)
+
+    def judge_while_locked(body, n):
+        if n == 0:
+            writer.start()
+            locked.wait()
+        return judge(body, n)
+
+    with FakeOpenAI(judge_while_locked) as fake:
+        status = monitor.main(["--db", str(db), "--busy-timeout", "10", "run", "--date", "2026-11-01",
+                               "--sample-rate", "1"], gateway=gateway_for(fake, tmp_path))
+    writer.join()
+    assert status == monitor.EXIT_OK and stored_judgments(db) == 10
+
+
+def test_help_lists_the_exit_codes(capsys):
+    for args in (["--help"], ["run", "--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            monitor.main(args)
+        out = capsys.readouterr().out
+        assert exit_info.value.code == 0
+        for code, name in [(0, "ok"), (1, "alert"), (2, "usage"), (3, "malformed"), (4, "judge"), (5, "database")]:
+            assert re.search(rf"^\s+{code}\s+{name}", out, re.MULTILINE), (code, out)
+
