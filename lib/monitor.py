@@ -1,7 +1,9 @@
 """Nightly LLM-judge monitoring of a RAG assistant's query log: the ``study-monitor`` command.
 
-The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) with a ``queries`` table
-(id, ts ISO timestamp, system, query, contexts as a JSON list of strings, answer). ``run`` samples a day's
+The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) made by ``init``
+(:func:`init_database`), with a ``queries`` table (id, ts ISO timestamp, system, query, contexts as a JSON list of
+strings, answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
+or lacks the monitor's tables (exit 5), so that a mistyped path is not a new empty log. ``run`` samples a day's
 queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on four metrics in one
 schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``), stores the judgments in
 the same database and prints the day's report. Each metric's stored score is the probability-weighted score
@@ -21,14 +23,14 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
   ``--alert-relevance`` (0.6) are listed; per-metric targets (defaults groundedness 0.9, relevance 0.8,
   completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
 
-Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of the
-four metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found before the database or the
-judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an
-HTTP 4xx such as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or
-every judge call of the day failed, so the alert could not be checked; 5 database error (locked past the busy
-timeout, read-only, not a database). Single failed judgments do not change the status when other items of the
-day have scores: they are counted in the report and retried by the next run. Errors are one line on stderr,
-``study-monitor: ...``, never a traceback.
+Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of the four
+metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found before the database or the judge is
+touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
+as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or every judge call of the
+day failed, so the alert could not be checked; 5 database error (locked past the busy timeout, read-only, not a
+database, missing or without the monitor's tables). Single failed judgments do not change the status when other
+items of the day have scores: they are counted in the report and retried by the next run. Errors are one line on
+stderr, ``study-monitor: ...``, never a traceback.
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
@@ -74,7 +76,8 @@ EXIT_HELP = """exit status:
      configured, or a replay misses its cache; the judgments received before are kept. Also when every
      judge call of the day failed, so that the alert could not be checked (single failed judgments are
      counted in the report and retried by the next run; they do not change the status)
-  5  database: locked past --busy-timeout, read-only, or not a database
+  5  database: --db missing or without the monitor's tables (make it with `study-monitor init`),
+     locked past --busy-timeout, read-only, or not a database
 errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
 TOP_LOGPROBS = 5
@@ -90,6 +93,7 @@ CREATE TABLE IF NOT EXISTS judgments (
     groundedness REAL, relevance REAL, completeness REAL, no_hallucination REAL,
     scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
 """
+TABLES = ("queries", "judgments")
 
 
 class MonitorScores(BaseModel):
@@ -101,6 +105,10 @@ class MonitorScores(BaseModel):
 
 class MalformedRow(ValueError):
     """A log row that cannot be judged; the message starts with its row id."""
+
+
+class MissingDatabase(Exception):
+    """``--db`` names no file, or a database without the monitor's tables: ``study-monitor init`` makes them."""
 
 
 class JudgeUnavailable(Exception):
@@ -117,12 +125,32 @@ class LogRow:
     answer: str
 
 
-def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """Open (creating if needed) the monitoring database with its tables; a statement waits up to
-    ``busy_timeout_s`` for a lock held by another connection."""
+def init_database(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Create the monitoring database ``db`` with its tables (``study-monitor init``); to an existing database (the
+    logging application's, or one made by an older version) add the tables it lacks, keeping its data."""
     db.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(db, timeout=busy_timeout_s)) as connection:
+        connection.executescript(SCHEMA_SQL)
+
+
+def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """Open the existing monitoring database ``db`` (:func:`init_database`); a statement waits up to
+    ``busy_timeout_s`` for a lock held by another connection. :class:`MissingDatabase` when there is no file at
+    ``db`` or it lacks the monitor's tables (nothing is created); :class:`sqlite3.Error` when it is not a database
+    or stays locked."""
+    if not db.is_file():
+        raise MissingDatabase(f"no such file; create the database with `study-monitor init --db {db}`")
     connection = sqlite3.connect(db, timeout=busy_timeout_s)
-    connection.executescript(SCHEMA_SQL)
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [table for table in TABLES if table not in tables]
+        if missing:
+            raise MissingDatabase(f"not a study-monitor database, or one made by an older version (no table "
+                                  f"{', '.join(missing)}): `study-monitor init --db {db}` adds the tables and keeps "
+                                  "the data")
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
@@ -422,6 +450,7 @@ def parser() -> argparse.ArgumentParser:
                    help="per-metric target marked in reports (default "
                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
     sub = p.add_subparsers(dest="command", required=True)
+    init = sub.add_parser("init", help="create the database with its tables (or add those an existing one lacks)")
     run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report",
                          epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
@@ -435,6 +464,8 @@ def parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="print the trend table of the last days")
     report.add_argument("--days", type=_positive, default=7, help="days shown, ending at --end (default 7)")
     report.add_argument("--end", type=_day, default=None, help="last day shown (default: the last judged day)")
+    for command in (init, run, report):  # `study-monitor init --db PATH` as well as `study-monitor --db PATH init`
+        command.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database (as --db before it)")
     return p
 
 
@@ -450,11 +481,17 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
     ``Gateway.from_env(notebook="monitor", role="judge")``)."""
     args = parser().parse_args(argv)
     try:
+        if args.command == "init":
+            init_database(args.db, args.busy_timeout)
         with closing(connect(args.db, args.busy_timeout)) as connection:
+            if args.command == "init":
+                logged = connection.execute("SELECT count(*) FROM queries").fetchone()[0]
+                print(f"{args.db}: ready, {logged} queries logged")
+                return EXIT_OK
             if args.command == "report":
                 return _report(connection, args)
             return _run(connection, args, gateway)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, MissingDatabase) as exc:
         return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
     except JudgeUnavailable as exc:
         return _fail(EXIT_JUDGE, f"judge: {exc}")

@@ -170,7 +170,10 @@ def test_installed_console_script_runs(tmp_path):
     from pathlib import Path
     script = Path(sys.executable).parent / "study-monitor"
     assert script.exists(), f"{script} is not installed: run `make install` (pip install -e . declares it)"
-    done = subprocess.run([str(script), "--db", str(tmp_path / "m.sqlite"), "report"], capture_output=True, text=True)
+    db = str(tmp_path / "m.sqlite")
+    made = subprocess.run([str(script), "init", "--db", db], capture_output=True, text=True)
+    assert made.returncode == 0 and made.stdout.strip() == f"{db}: ready, 0 queries logged"
+    done = subprocess.run([str(script), "--db", db, "report"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "no judged days yet"
 
 
@@ -326,3 +329,21 @@ def test_help_lists_the_exit_codes(capsys):
         for code, name in [(0, "ok"), (1, "alert"), (2, "usage"), (3, "malformed"), (4, "judge"), (5, "database")]:
             assert re.search(rf"^\s+{code}\s+{name}", out, re.MULTILINE), (code, out)
 
+# No row lost unseen, one sample per day, one run per day (issue 5).
+
+def test_a_missing_database_is_refused_not_created_and_init_makes_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LLM_MODE", "replay")
+    typo = tmp_path / "monitr.sqlite"
+    for command in (["run", "--date", "2026-11-01"], ["report"]):
+        assert monitor.main(["--db", str(typo), *command]) == 5
+        lines = error_lines(capsys.readouterr().err)
+        assert len(lines) == 1 and str(typo) in lines[0] and "study-monitor init" in lines[0]
+    assert not typo.exists()
+    other = tmp_path / "other.sqlite"  # an SQLite file of something else
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE t (x)")
+    assert monitor.main(["--db", str(other), "report"]) == monitor.EXIT_DATABASE
+    assert "study-monitor init" in error_lines(capsys.readouterr().err)[0]
+    assert monitor.main(["init", "--db", str(typo)]) == monitor.EXIT_OK
+    assert monitor.main(["--db", str(typo), "report"]) == monitor.EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == "no judged days yet"
