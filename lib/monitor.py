@@ -1,8 +1,8 @@
 """Nightly LLM-judge monitoring of a RAG assistant's query log: the ``study-monitor`` command.
 
 The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) made by ``init``
-(:func:`init_database`), with a ``queries`` table (id, ts ISO timestamp, system, query, contexts as a JSON list of
-strings, answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
+(:func:`init_database`), with a ``queries`` table (id, ts, system, query, contexts as a JSON list of strings,
+answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
 or lacks the monitor's tables (exit 5), so that a mistyped path is not a new empty log. ``run`` samples a day's
 queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on four metrics in one
 schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``), stores the judgments in
@@ -13,8 +13,14 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
 
 * Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
-* A malformed log row (missing text, contexts not a JSON list of strings, bad timestamp) is named by its row
-  id, stored as a ``malformed_row`` failure, and the other rows are judged.
+* A malformed log row (missing text, contexts not a JSON list of strings) is named by its row id, stored as a
+  ``malformed_row`` failure, and the other rows are judged.
+* Timestamps: a row's day is the date of its ``ts``, which is stored as ``YYYY-MM-DDTHH:MM:SS`` (the log's local
+  time). :func:`add_queries` turns any ISO 8601 date and time without a UTC offset into that form
+  (``2026-11-03 10:00`` → ``2026-11-03T10:00:00``) and refuses a batch with a timestamp it cannot read, naming the
+  rows: ``11/03/2026 10:00`` or ``03.11.2026 09:00`` could put the day or the month first and are not guessed. A
+  row written in another form by other means (SQL) belongs to no day: every ``run`` names it as malformed
+  (exit 3) until it is corrected.
 * Judgments are stored as they come back: the calls go to the judge in chunks of :data:`CHUNK_SIZE`, each
   chunk's results committed in one short transaction, so a run stopped by the judge keeps what it received.
   A database locked by another writer (the logging application) is waited for up to ``--busy-timeout``
@@ -71,7 +77,8 @@ EXIT_HELP = """exit status:
   0  ok: the day judged, no alert
   1  alert: the day's overall mean is below --alert-overall (wins over 3 and 4)
   2  usage: a bad option or value, found before the database or the judge is touched
-  3  malformed rows: some sampled rows cannot be judged (named by row id), no alert
+  3  malformed rows, no alert: sampled rows that cannot be judged, and log rows whose
+     timestamp is not YYYY-MM-DDTHH:MM:SS (they belong to no day), each named by row id
   4  judge: the endpoint is unreachable or hung, refuses the request (an HTTP 4xx such as 401), is not
      configured, or a replay misses its cache; the judgments received before are kept. Also when every
      judge call of the day failed, so that the alert could not be checked (single failed judgments are
@@ -94,6 +101,10 @@ CREATE TABLE IF NOT EXISTS judgments (
     scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
 """
 TABLES = ("queries", "judgments")
+TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
+# Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
+# (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
+CANONICAL_TS = "(ts IS strftime('%Y-%m-%dT%H:%M:%S', julianday(ts)))"
 
 
 class MonitorScores(BaseModel):
@@ -104,7 +115,7 @@ class MonitorScores(BaseModel):
 
 
 class MalformedRow(ValueError):
-    """A log row that cannot be judged; the message starts with its row id."""
+    """A log row that cannot be judged or stored; the message names the row."""
 
 
 class MissingDatabase(Exception):
@@ -168,12 +179,38 @@ def _write(connection: sqlite3.Connection) -> Iterator[None]:
     connection.commit()
 
 
+def canonical_timestamp(value: object) -> str:
+    """``value`` (an ISO 8601 date and time without a UTC offset, as text or a datetime) as YYYY-MM-DDTHH:MM:SS,
+    a fraction of a second dropped. ValueError for anything else: a form such as 11/03/2026 could put the day or
+    the month first, and an offset would leave open which day the row belongs to."""
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        raise ValueError(f"timestamp {value!r} is not ISO 8601 (YYYY-MM-DD HH:MM:SS); day-first and month-first "
+                         "forms are not guessed") from None
+    if moment.tzinfo is not None:
+        raise ValueError(f"timestamp {value!r} has a UTC offset: log the local time, without one")
+    return moment.replace(microsecond=0).isoformat()
+
+
 def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping]) -> None:
-    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id)."""
+    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id), each ts stored as
+    YYYY-MM-DDTHH:MM:SS (:func:`canonical_timestamp`). A batch with a timestamp that cannot be read is refused
+    whole, with a :class:`MalformedRow` naming each such row, so that no row is stored where no day finds it."""
+    stamps, unreadable = [], []
+    for position, row in enumerate(rows):
+        try:
+            stamps.append(canonical_timestamp(row["ts"]))
+        except ValueError as exc:
+            named = f"row {position} of the batch" + ("" if row.get("id") is None else f" (id {row['id']})")
+            unreadable.append(f"{named}: {exc}")
+    if unreadable:
+        raise MalformedRow(f"{len(unreadable)} of {len(rows)} rows have a timestamp that cannot be read, so none was "
+                           "added: " + "; ".join(unreadable))
     connection.executemany(
         "INSERT INTO queries (id, ts, system, query, contexts, answer) VALUES (?, ?, ?, ?, ?, ?)",
-        [(r.get("id"), r["ts"], r["system"], r["query"], json.dumps(list(r["contexts"]), ensure_ascii=False),
-          r["answer"]) for r in rows])
+        [(r.get("id"), ts, r["system"], r["query"], json.dumps(list(r["contexts"]), ensure_ascii=False),
+          r["answer"]) for r, ts in zip(rows, stamps, strict=True)])
     connection.commit()
 
 
@@ -208,12 +245,9 @@ def simulated_log(answers: pd.DataFrame, days: Sequence[str], per_day: int, degr
 
 
 def parse_row(raw: tuple) -> LogRow:
-    """Check one ``queries`` row; :class:`MalformedRow` names the row id and what is wrong."""
+    """Check one ``queries`` row of a day (its timestamp was checked by the day's query, :data:`CANONICAL_TS`);
+    :class:`MalformedRow` names the row id and what is wrong."""
     row_id, ts, system, query, contexts, answer = raw
-    try:
-        datetime.fromisoformat(str(ts))
-    except ValueError:
-        raise MalformedRow(f"row {row_id}: timestamp {ts!r} is not ISO 8601") from None
     for name, value in (("system", system), ("query", query), ("answer", answer)):
         if not isinstance(value, str) or not value.strip():
             raise MalformedRow(f"row {row_id}: {name} is empty or not text")
@@ -224,6 +258,13 @@ def parse_row(raw: tuple) -> LogRow:
     if not isinstance(parsed, list) or not all(isinstance(c, str) and c.strip() for c in parsed):
         raise MalformedRow(f"row {row_id}: contexts must be a JSON list of non-empty strings")
     return LogRow(row_id, ts, system, query, parsed, answer)
+
+
+def undated_rows(connection: sqlite3.Connection) -> list[str]:
+    """A message for each log row whose timestamp is not YYYY-MM-DDTHH:MM:SS (written around
+    :func:`add_queries`): it belongs to no day, so no run samples it, and every run reports it."""
+    return [f"row {row_id}: timestamp {ts!r} is not {TS_FORMAT}, so the row belongs to no day and is never sampled"
+            for row_id, ts in connection.execute(f"SELECT id, ts FROM queries WHERE NOT {CANONICAL_TS} ORDER BY id")]
 
 
 def sample_ids(ids: Sequence[int], rate: float, seed: int, day: str) -> list[int]:
@@ -263,7 +304,8 @@ def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, sc
 @dataclass
 class DayRun:
     """What ``run`` did for one day: rows logged and sampled, newly judged, skipped (already judged), failed,
-    and the malformed rows' messages."""
+    and the malformed rows' messages (the day's sampled rows that cannot be judged, then the log's
+    :func:`undated_rows`)."""
 
     day: str
     logged: int
@@ -281,7 +323,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
     run; :class:`sqlite3.Error` on a database error."""
     with _write(connection):
         raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
-                                 "WHERE substr(ts, 1, 10) = ? ORDER BY id", (day,)).fetchall()
+                                 f"WHERE substr(ts, 1, 10) = ? AND {CANONICAL_TS} ORDER BY id", (day,)).fetchall()
         by_id = {r[0]: r for r in raw}
         chosen = sample_ids(list(by_id), rate, seed, day) if by_id else []
         done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
@@ -294,6 +336,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
             except MalformedRow as bad:
                 malformed.append(str(bad))
                 _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
+        undated = undated_rows(connection)
     chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
     stored = failed = 0
     for number, chunk in enumerate(chunks, start=1):
@@ -318,7 +361,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
                            gateway.endpoint.identity)
         stored += len(chunk)
     return DayRun(day, len(raw), len(chosen), len(todo) - failed, len(chosen) - len(todo) - len(malformed), failed,
-                  malformed)
+                  malformed + undated)
 
 
 def judgments(connection: sqlite3.Connection) -> pd.DataFrame:

@@ -347,3 +347,45 @@ def test_a_missing_database_is_refused_not_created_and_init_makes_one(tmp_path, 
     assert monitor.main(["init", "--db", str(typo)]) == monitor.EXIT_OK
     assert monitor.main(["--db", str(typo), "report"]) == monitor.EXIT_OK
     assert capsys.readouterr().out.splitlines()[-1] == "no judged days yet"
+
+
+def test_add_queries_stores_one_timestamp_form_and_refuses_what_it_cannot_read(tmp_path):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        rows = log_rows("2026-11-03", ["a", "b", "c", "d"])
+        for row, ts in zip(rows, ["2026-11-03 10:00", "2026-11-03T10:00:00.250", "20261103T100500", "2026-11-03"],
+                           strict=True):
+            row["ts"] = ts
+        monitor.add_queries(connection, rows)
+        assert [ts for (ts,) in connection.execute("SELECT ts FROM queries ORDER BY id")] == [
+            "2026-11-03T10:00:00", "2026-11-03T10:00:00", "2026-11-03T10:05:00", "2026-11-03T00:00:00"]
+        for unreadable in (["11/03/2026 10:00", "03.11.2026 09:00"], ["2026-11-03T10:00:00+01:00"]):
+            batch = log_rows("2026-11-04", ["e"] * (len(unreadable) + 1))
+            for row, ts in zip(batch[1:], unreadable, strict=True):
+                row["ts"] = ts
+            with pytest.raises(ValueError, match=".*".join(map(re.escape, unreadable))):
+                monitor.add_queries(connection, batch)
+        assert connection.execute("SELECT count(*) FROM queries").fetchone() == (4,)  # no row of those batches
+
+
+def test_rows_whose_timestamp_cannot_be_read_are_reported_as_malformed_on_every_run(db, tmp_path, capsys):
+    unreadable = {31: "11/03/2026 10:00", 32: "03.11.2026 09:00", 33: "2026-02-30T10:00:00",
+                  34: "2026-11-01 10:00:00.123456"}
+    with closing(sqlite3.connect(db)) as connection:  # written by another application, not through add_queries
+        connection.executemany("INSERT INTO queries (id, ts, system, query, contexts, answer) "
+                               "VALUES (?, ?, 'rag-v1', 'q?', '[\"c\"]', 'good')", unreadable.items())
+        connection.commit()
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        args = ["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"]
+        outputs = []
+        for _ in range(2):
+            assert monitor.main(args, gateway=gw) == monitor.EXIT_MALFORMED
+            outputs.append(capsys.readouterr().out)
+        sent = len(fake.requests)
+    assert sent == 10  # the day's ten readable rows, once
+    for out in outputs:
+        assert "10 queries logged" in out
+        for row_id, ts in unreadable.items():
+            assert f"malformed: row {row_id}: timestamp {ts!r}" in out
