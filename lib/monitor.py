@@ -12,6 +12,9 @@ found the argmax grade of this model collapsing onto one value), or the written 
 returns no logprobs (``scored_by`` says which). ``report`` prints the trend over the last days.
 
 * Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
+* The sample of a day is fixed by its first run that finds rows on the day (⌈rate·n⌉ of the n rows logged then,
+  stored with its rate and seed in the ``samples`` table): a later run judges the same rows, whatever its
+  ``--sample-rate`` and ``--seed``, and says how many rows were logged since; those are never sampled.
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
 * A malformed log row (missing text, contexts not a JSON list of strings) is named by its row id, stored as a
   ``malformed_row`` failure, and the other rows are judged.
@@ -54,8 +57,8 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from datetime import date as Date
-from datetime import datetime
 from pathlib import Path
 from typing import Literal, NoReturn
 
@@ -99,8 +102,11 @@ CREATE TABLE IF NOT EXISTS judgments (
     query_id INTEGER PRIMARY KEY REFERENCES queries(id), day TEXT NOT NULL, ok INTEGER NOT NULL,
     groundedness REAL, relevance REAL, completeness REAL, no_hallucination REAL,
     scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
+CREATE TABLE IF NOT EXISTS samples (
+    day TEXT PRIMARY KEY, rate REAL NOT NULL, seed INTEGER NOT NULL, logged INTEGER NOT NULL,
+    ids TEXT NOT NULL, fixed_at TEXT NOT NULL);
 """
-TABLES = ("queries", "judgments")
+TABLES = ("queries", "judgments", "samples")
 TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
 # Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
 # (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
@@ -301,35 +307,76 @@ def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, sc
         (query_id, day, int(ok), *values, scored_by, failure_kind, error, model))
 
 
+@dataclass(frozen=True)
+class DaySample:
+    """A day's sample as its first run fixed it: rate, seed, the number of rows logged on the day then, the sampled
+    row ids, and when (UTC)."""
+
+    rate: float
+    seed: int
+    logged: int
+    ids: list[int]
+    fixed_at: str
+
+
+def fixed_sample(connection: sqlite3.Connection, day: str, ids: Sequence[int], rate: float, seed: int
+                 ) -> tuple[DaySample | None, bool]:
+    """The sample of ``day`` and whether an earlier run fixed it; else ⌈rate·n⌉ of the day's ``ids``
+    (:func:`sample_ids`), stored now as the day's sample. None while the day has no row: a run before the log
+    is filled fixes nothing. Call it inside a write transaction, so that two runs cannot fix two samples."""
+    stored = connection.execute("SELECT rate, seed, logged, ids, fixed_at FROM samples WHERE day = ?",
+                                (day,)).fetchone()
+    if stored is not None:
+        rate, seed, logged, sampled, fixed_at = stored
+        return DaySample(rate, seed, logged, json.loads(sampled), fixed_at), True
+    if not ids:
+        return None, False
+    sample = DaySample(rate, seed, len(ids), sample_ids(ids, rate, seed, day),
+                       datetime.now(UTC).isoformat(timespec="seconds"))
+    connection.execute("INSERT INTO samples (day, rate, seed, logged, ids, fixed_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       (day, sample.rate, sample.seed, sample.logged, json.dumps(sample.ids), sample.fixed_at))
+    return sample, False
+
+
 @dataclass
 class DayRun:
-    """What ``run`` did for one day: rows logged and sampled, newly judged, skipped (already judged), failed,
-    and the malformed rows' messages (the day's sampled rows that cannot be judged, then the log's
-    :func:`undated_rows`)."""
+    """What ``run`` did for one day: rows logged now, the day's sample (None while no row is logged) and whether
+    an earlier run fixed it, newly judged, skipped (already judged), failed, and the malformed rows' messages
+    (the day's sampled rows that cannot be judged, then the log's :func:`undated_rows`)."""
 
     day: str
     logged: int
-    sampled: int
+    sample: DaySample | None
+    fixed_earlier: bool
     judged: int
     skipped: int
     failed: int
     malformed: list[str]
 
+    @property
+    def sampled(self) -> int:
+        return len(self.sample.ids) if self.sample else 0
+
 
 def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
             chunk_size: int = CHUNK_SIZE) -> DayRun:
-    """Sample ``day``'s log rows and judge the ones without a successful judgment (module docstring), storing the
-    results of every ``chunk_size`` calls as they come back. :class:`JudgeUnavailable` when the judge stops the
+    """Judge the rows of ``day``'s sample (:func:`fixed_sample`; ``rate`` and ``seed`` fix it on the day's first
+    run) that have no successful judgment (module docstring), storing the results of every ``chunk_size`` calls
+    as they come back. :class:`JudgeUnavailable` when the judge stops the
     run; :class:`sqlite3.Error` on a database error."""
     with _write(connection):
         raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
                                  f"WHERE substr(ts, 1, 10) = ? AND {CANONICAL_TS} ORDER BY id", (day,)).fetchall()
         by_id = {r[0]: r for r in raw}
-        chosen = sample_ids(list(by_id), rate, seed, day) if by_id else []
+        sample, fixed_earlier = fixed_sample(connection, day, list(by_id), rate, seed)
+        chosen = sample.ids if sample else []
         done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
         todo, malformed = [], []
         for query_id in chosen:
             if query_id in done:
+                continue
+            if query_id not in by_id:  # deleted, or its timestamp changed, since the sample was fixed
+                malformed.append(f"row {query_id}: in the day's fixed sample but no longer logged on {day}")
                 continue
             try:
                 todo.append(parse_row(by_id[query_id]))
@@ -360,8 +407,8 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
                     _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
                            gateway.endpoint.identity)
         stored += len(chunk)
-    return DayRun(day, len(raw), len(chosen), len(todo) - failed, len(chosen) - len(todo) - len(malformed), failed,
-                  malformed + undated)
+    return DayRun(day, len(raw), sample, fixed_earlier, len(todo) - failed, len(chosen) - len(todo) - len(malformed),
+                  failed, malformed + undated)
 
 
 def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
@@ -562,9 +609,16 @@ def _judge_gateway(gateway: Gateway | None) -> AbstractContextManager[Gateway]:
 def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None) -> int:
     with _judge_gateway(gateway) as judge:
         done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
-    print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, "
-          f"seed {args.seed}); {done.judged} judged now, {done.skipped} already judged, "
-          f"{done.failed} judge failures, {len(done.malformed)} malformed rows")
+    rate, seed = (done.sample.rate, done.sample.seed) if done.sample else (args.sample_rate, args.seed)
+    print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {rate}, seed {seed}); "
+          f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
+          f"{len(done.malformed)} malformed rows")
+    if done.sample and done.fixed_earlier:
+        ignored = ("" if (rate, seed) == (args.sample_rate, args.seed)
+                   else f" (--sample-rate {args.sample_rate} --seed {args.seed} not used)")
+        print(f"  sample fixed on the day's first run ({done.sample.fixed_at}): {done.sampled} of the "
+              f"{done.sample.logged} rows logged then; {max(done.logged - done.sample.logged, 0)} rows logged since "
+              f"are not sampled{ignored}")
     for message in done.malformed:
         print(f"  malformed: {message}")
     summary = daily_summary(connection)

@@ -389,3 +389,25 @@ def test_rows_whose_timestamp_cannot_be_read_are_reported_as_malformed_on_every_
         assert "10 queries logged" in out
         for row_id, ts in unreadable.items():
             assert f"malformed: row {row_id}: timestamp {ts!r}" in out
+
+
+def test_the_sample_is_fixed_by_the_first_run_of_the_day(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-03", ["good"] * 28))
+    run = ["--db", str(path), "run", "--date", "2026-11-03"]
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        assert monitor.main([*run, "--sample-rate", "0.25", "--seed", "0"], gateway=gw) == monitor.EXIT_OK
+        with closing(sqlite3.connect(path)) as connection:  # rows logged after the night's run
+            monitor.add_queries(connection, log_rows("2026-11-03", ["good"] * 4))
+        assert monitor.main([*run, "--sample-rate", "0.25", "--seed", "0"], gateway=gw) == monitor.EXIT_OK
+        assert monitor.main([*run, "--sample-rate", "0.5", "--seed", "1"], gateway=gw) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    reruns = capsys.readouterr().out.split("2026-11-03: ")[2:]  # the second and third runs
+    assert sent == stored_judgments(path) == 7  # ⌈0.25 · 28⌉, never the ⌈0.25 · 32⌉ = 8 of a resample
+    for out in reruns:
+        assert out.startswith("32 queries logged, 7 sampled (rate 0.25, seed 0); 0 judged now, 7 already judged")
+        assert "sample fixed on the day's first run" in out and "4 rows logged since are not sampled" in out
+    assert "--sample-rate 0.5 --seed 1 not used" in reruns[1]
