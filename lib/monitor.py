@@ -15,6 +15,10 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
 * The sample of a day is fixed by its first run that finds rows on the day (⌈rate·n⌉ of the n rows logged then,
   stored with its rate and seed in the ``samples`` table): a later run judges the same rows, whatever its
   ``--sample-rate`` and ``--seed``, and says how many rows were logged since; those are never sampled.
+* One run per day at a time: a run claims its day in the ``claims`` table before its first judge call (a
+  read-only database is found there too) and releases it at the end; another run of that day meanwhile is
+  refused (exit 5). A run renews its claim with every chunk it stores; a claim not renewed for an hour
+  (:data:`CLAIM_LAPSE_S`), a killed run's, is taken over.
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
 * A malformed log row (missing text, contexts not a JSON list of strings) is named by its row id, stored as a
   ``malformed_row`` failure, and the other rows are judged.
@@ -37,9 +41,9 @@ metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found befo
 touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
 as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or every judge call of the
 day failed, so the alert could not be checked; 5 database error (locked past the busy timeout, read-only, not a
-database, missing or without the monitor's tables). Single failed judgments do not change the status when other
-items of the day have scores: they are counted in the report and retried by the next run. Errors are one line on
-stderr, ``study-monitor: ...``, never a traceback.
+database, missing or without the monitor's tables, or the day is being judged by another run). Single failed
+judgments do not change the status when other items of the day have scores: they are counted in the report and
+retried by the next run. Errors are one line on stderr, ``study-monitor: ...``, never a traceback.
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
@@ -51,13 +55,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
+import socket
 import sqlite3
 import sys
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from datetime import date as Date
 from pathlib import Path
 from typing import Literal, NoReturn
@@ -87,12 +94,14 @@ EXIT_HELP = """exit status:
      judge call of the day failed, so that the alert could not be checked (single failed judgments are
      counted in the report and retried by the next run; they do not change the status)
   5  database: --db missing or without the monitor's tables (make it with `study-monitor init`),
-     locked past --busy-timeout, read-only, or not a database
+     locked past --busy-timeout, read-only, or not a database; or the day is being judged by
+     another run (its claim lapses an hour after its last renewal)
 errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
 TOP_LOGPROBS = 5
 CHUNK_SIZE = 8  # judgments committed together: a run stopped midway has stored all its chunks but the last
 BUSY_TIMEOUT_S = 60.0  # how long a write waits for another writer's lock (the logging application's)
+CLAIM_LAPSE_S = 3600.0  # a claim not renewed for this long is a dead run's (a live one renews it with every chunk)
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -105,8 +114,11 @@ CREATE TABLE IF NOT EXISTS judgments (
 CREATE TABLE IF NOT EXISTS samples (
     day TEXT PRIMARY KEY, rate REAL NOT NULL, seed INTEGER NOT NULL, logged INTEGER NOT NULL,
     ids TEXT NOT NULL, fixed_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    day TEXT PRIMARY KEY, token TEXT NOT NULL, holder TEXT NOT NULL, claimed_at TEXT NOT NULL,
+    renewed_at TEXT NOT NULL);
 """
-TABLES = ("queries", "judgments", "samples")
+TABLES = ("queries", "judgments", "samples", "claims")
 TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
 # Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
 # (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
@@ -126,6 +138,10 @@ class MalformedRow(ValueError):
 
 class MissingDatabase(Exception):
     """``--db`` names no file, or a database without the monitor's tables: ``study-monitor init`` makes them."""
+
+
+class DayClaimed(Exception):
+    """Another run is judging the day (its claim is live), or took the day over from this run."""
 
 
 class JudgeUnavailable(Exception):
@@ -358,12 +374,59 @@ class DayRun:
         return len(self.sample.ids) if self.sample else 0
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def claim_day(connection: sqlite3.Connection, day: str, lapse_s: float = CLAIM_LAPSE_S) -> str:
+    """Claim ``day`` for this run: the claim's token, with which :func:`run_day` renews it and releases it.
+    :class:`DayClaimed` while another run's claim is live (renewed less than ``lapse_s`` seconds ago); an older
+    claim, left by a run that was killed, is taken over."""
+    token = uuid.uuid4().hex
+    with _write(connection):  # the check and the claim in one transaction: two runs cannot both find the day free
+        held = connection.execute("SELECT holder, claimed_at, renewed_at FROM claims WHERE day = ?", (day,)).fetchone()
+        if held is not None:
+            holder, claimed_at, renewed_at = held
+            if datetime.now(UTC) - datetime.fromisoformat(renewed_at) < timedelta(seconds=lapse_s):
+                raise DayClaimed(f"{day} is being judged by another run ({holder}, claimed {claimed_at}, last renewed "
+                                 f"{renewed_at}); its claim lapses {lapse_s / 60:g} min after its last renewal")
+        now = _now()
+        connection.execute("INSERT OR REPLACE INTO claims (day, token, holder, claimed_at, renewed_at) "
+                           "VALUES (?, ?, ?, ?, ?)", (day, token, f"pid {os.getpid()} on {socket.gethostname()}",
+                                                      now, now))
+    return token
+
+
+def _renew_claim(connection: sqlite3.Connection, day: str, token: str) -> None:
+    """Renew this run's claim on ``day`` (inside a write transaction); :class:`DayClaimed` if it was taken over."""
+    if not connection.execute("UPDATE claims SET renewed_at = ? WHERE day = ? AND token = ?",
+                              (_now(), day, token)).rowcount:
+        raise DayClaimed(f"this run's claim on {day} lapsed and another run took the day over; this run stops "
+                         "(what it stored before is kept)")
+
+
+def release_day(connection: sqlite3.Connection, day: str, token: str) -> None:
+    """Release this run's claim on ``day`` (a claim taken over by another run stays that run's)."""
+    with _write(connection):
+        connection.execute("DELETE FROM claims WHERE day = ? AND token = ?", (day, token))
+
+
 def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
-            chunk_size: int = CHUNK_SIZE) -> DayRun:
-    """Judge the rows of ``day``'s sample (:func:`fixed_sample`; ``rate`` and ``seed`` fix it on the day's first
-    run) that have no successful judgment (module docstring), storing the results of every ``chunk_size`` calls
-    as they come back. :class:`JudgeUnavailable` when the judge stops the
-    run; :class:`sqlite3.Error` on a database error."""
+            chunk_size: int = CHUNK_SIZE, claim_lapse_s: float = CLAIM_LAPSE_S) -> DayRun:
+    """Claim ``day`` (:func:`claim_day`) and judge the rows of its sample (:func:`fixed_sample`; ``rate`` and
+    ``seed`` fix it on the day's first run) that have no successful judgment (module docstring), storing the
+    results of every ``chunk_size`` calls as they come back; the claim is released at the end.
+    :class:`DayClaimed` when another run holds the day, :class:`JudgeUnavailable` when the judge stops the run,
+    :class:`sqlite3.Error` on a database error."""
+    token = claim_day(connection, day, claim_lapse_s)
+    try:
+        return _judge_claimed_day(connection, gateway, day, rate, seed, chunk_size, token)
+    finally:
+        release_day(connection, day, token)
+
+
+def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
+                       chunk_size: int, token: str) -> DayRun:
     with _write(connection):
         raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
                                  f"WHERE substr(ts, 1, 10) = ? AND {CANONICAL_TS} ORDER BY id", (day,)).fetchall()
@@ -398,6 +461,7 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
             raise JudgeUnavailable(f"{exc} ({stored} of the {len(todo)} judgments of {day} due were stored "
                                    "before; a rerun judges the rest)") from exc
         with _write(connection):
+            _renew_claim(connection, day, token)
             for row, result in zip(chunk, results, strict=True):
                 if result.ok:
                     scores, scored_by = read_scores(result.value, result.logprobs)
@@ -581,7 +645,7 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
             if args.command == "report":
                 return _report(connection, args)
             return _run(connection, args, gateway)
-    except (sqlite3.Error, MissingDatabase) as exc:
+    except (sqlite3.Error, MissingDatabase, DayClaimed) as exc:
         return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
     except JudgeUnavailable as exc:
         return _fail(EXIT_JUDGE, f"judge: {exc}")

@@ -291,8 +291,7 @@ def test_database_errors_are_exit_5_in_one_line_naming_the_database(trouble, db,
     lines = error_lines(capsys.readouterr().err)
     assert status == 5  # EXIT_DATABASE
     assert len(lines) == 1 and str(db) in lines[0]
-    if trouble != "read_only":  # a read-only database is found at the first store, after one chunk of calls
-        assert sent == 0  # found before the first judge call
+    assert sent == 0  # found before the first judge call (a read-only database was found after the last)
 
 
 def test_a_lock_held_by_the_logging_application_is_waited_for_and_nothing_is_lost(db, tmp_path, capsys):
@@ -411,3 +410,44 @@ def test_the_sample_is_fixed_by_the_first_run_of_the_day(tmp_path, capsys):
         assert out.startswith("32 queries logged, 7 sampled (rate 0.25, seed 0); 0 judged now, 7 already judged")
         assert "sample fixed on the day's first run" in out and "4 rows logged since are not sampled" in out
     assert "--sample-rate 0.5 --seed 1 not used" in reruns[1]
+
+
+def test_a_day_claimed_by_a_live_run_is_refused_and_a_lapsed_claim_taken_over(db, tmp_path, capsys):
+    with closing(sqlite3.connect(db)) as connection:
+        monitor.claim_day(connection, "2026-11-01")  # another run, still judging
+    args = ["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"]
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_DATABASE
+        lines = error_lines(capsys.readouterr().err)
+        assert len(lines) == 1 and "being judged by another run" in lines[0] and not fake.requests
+        with closing(sqlite3.connect(db)) as connection:  # that run was killed: its claim is no longer renewed
+            connection.execute("UPDATE claims SET renewed_at = '2026-01-01T00:00:00+00:00'")
+            connection.commit()
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("SELECT count(*) FROM claims").fetchone() == (0,)  # released at the end
+    assert sent == 10
+
+
+def test_two_simultaneous_runs_with_separate_caches_judge_each_row_once(db, tmp_path, capsys):
+    def slow_judge(body, n):
+        time.sleep(0.05)
+        return judge(body, n)
+
+    statuses: list[int] = []
+    with FakeOpenAI(slow_judge) as fake:
+        def run(cache: str) -> None:
+            gateway = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / cache)
+            statuses.append(monitor.main(["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                                         gateway=gateway))
+
+        runs = [threading.Thread(target=run, args=(f"cache-{k}",)) for k in range(2)]
+        for thread in runs:
+            thread.start()
+        for thread in runs:
+            thread.join()
+        sent = len(fake.requests)
+    assert sent == stored_judgments(db) == 10
+    assert sorted(statuses) in ([0, 0], [0, 5])  # the second waits for nothing or is refused
