@@ -323,6 +323,10 @@ def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, sc
         (query_id, day, int(ok), *values, scored_by, failure_kind, error, model))
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True)
 class DaySample:
     """A day's sample as its first run fixed it: rate, seed, the number of rows logged on the day then, the sampled
@@ -347,8 +351,7 @@ def fixed_sample(connection: sqlite3.Connection, day: str, ids: Sequence[int], r
         return DaySample(rate, seed, logged, json.loads(sampled), fixed_at), True
     if not ids:
         return None, False
-    sample = DaySample(rate, seed, len(ids), sample_ids(ids, rate, seed, day),
-                       datetime.now(UTC).isoformat(timespec="seconds"))
+    sample = DaySample(rate, seed, len(ids), sample_ids(ids, rate, seed, day), _now())
     connection.execute("INSERT INTO samples (day, rate, seed, logged, ids, fixed_at) VALUES (?, ?, ?, ?, ?, ?)",
                        (day, sample.rate, sample.seed, sample.logged, json.dumps(sample.ids), sample.fixed_at))
     return sample, False
@@ -372,10 +375,6 @@ class DayRun:
     @property
     def sampled(self) -> int:
         return len(self.sample.ids) if self.sample else 0
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def claim_day(connection: sqlite3.Connection, day: str, lapse_s: float = CLAIM_LAPSE_S) -> str:
