@@ -1,7 +1,9 @@
 """Nightly LLM-judge monitoring of a RAG assistant's query log: the ``study-monitor`` command.
 
-The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) with a ``queries`` table
-(id, ts ISO timestamp, system, query, contexts as a JSON list of strings, answer). ``run`` samples a day's
+The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) made by ``init``
+(:func:`init_database`), with a ``queries`` table (id, ts, system, query, contexts as a JSON list of strings,
+answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
+or lacks the monitor's tables (exit 5), so that a mistyped path is not a new empty log. ``run`` samples a day's
 queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on four metrics in one
 schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``), stores the judgments in
 the same database and prints the day's report. Each metric's stored score is the probability-weighted score
@@ -10,14 +12,38 @@ found the argmax grade of this model collapsing onto one value), or the written 
 returns no logprobs (``scored_by`` says which). ``report`` prints the trend over the last days.
 
 * Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
+* The sample of a day is fixed by its first run that finds rows on the day (⌈rate·n⌉ of the n rows logged then,
+  stored with its rate and seed in the ``samples`` table): a later run judges the same rows, whatever its
+  ``--sample-rate`` and ``--seed``, and says how many rows were logged since; those are never sampled.
+* One run per day at a time: a run claims its day in the ``claims`` table before its first judge call (a
+  read-only database is found there too) and releases it at the end; another run of that day meanwhile is
+  refused (exit 5). A run renews its claim with every chunk it stores; a claim not renewed for an hour
+  (:data:`CLAIM_LAPSE_S`), a killed run's, is taken over.
 * A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
-* A malformed log row (missing text, contexts not a JSON list of strings, bad timestamp) is named by its row
-  id, stored as a ``malformed_row`` failure, and the other rows are judged.
-* Exit status of ``run``: 0 all well; 1 alert (the day's overall mean, the mean of the four metric means, is
-  below ``--alert-overall``, default 0.7); 3 no alert but malformed rows. The items with groundedness below
-  ``--alert-groundedness`` (0.7) or relevance below ``--alert-relevance`` (0.6) are listed. Per-metric targets
-  (defaults groundedness 0.9, relevance 0.8, completeness 0.7, no_hallucination 0.95; ``--target
-  metric=value``) mark the report.
+* A malformed log row (missing text, contexts not a JSON list of strings) is named by its row id, stored as a
+  ``malformed_row`` failure, and the other rows are judged.
+* Timestamps: a row's day is the date of its ``ts``, which is stored as ``YYYY-MM-DDTHH:MM:SS`` (the log's local
+  time). :func:`add_queries` turns any ISO 8601 date and time without a UTC offset into that form
+  (``2026-11-03 10:00`` → ``2026-11-03T10:00:00``) and refuses a batch with a timestamp it cannot read, naming the
+  rows: ``11/03/2026 10:00`` or ``03.11.2026 09:00`` could put the day or the month first and are not guessed. A
+  row written in another form by other means (SQL) belongs to no day: every ``run`` names it as malformed
+  (exit 3) until it is corrected.
+* Judgments are stored as they come back: the calls go to the judge in chunks of :data:`CHUNK_SIZE`, each
+  chunk's results committed in one short transaction, so a run stopped by the judge keeps what it received.
+  A database locked by another writer (the logging application) is waited for up to ``--busy-timeout``
+  seconds (default 60); no transaction is held open while the judge works.
+* The day's report: the items with groundedness below ``--alert-groundedness`` (0.7) or relevance below
+  ``--alert-relevance`` (0.6) are listed; per-metric targets (defaults groundedness 0.9, relevance 0.8,
+  completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
+
+Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of the four
+metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found before the database or the judge is
+touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
+as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or every judge call of the
+day failed, so the alert could not be checked; 5 database error (locked past the busy timeout, read-only, not a
+database, missing or without the monitor's tables, or the day is being judged by another run). Single failed
+judgments do not change the status when other items of the day have scores: they are counted in the report and
+retried by the next run. Errors are one line on stderr, ``study-monitor: ...``, never a traceback.
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
@@ -29,22 +55,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
+import socket
 import sqlite3
 import sys
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from datetime import date as Date
-from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 import pandas as pd
 from pydantic import BaseModel
 
 from lib import paths
 from lib.judges.logprobs import weighted_fields
+from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
@@ -52,9 +82,26 @@ METRICS = ("groundedness", "relevance", "completeness", "no_hallucination")
 DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "relevance": 0.8, "completeness": 0.7,
                                      "no_hallucination": 0.95}
 DEFAULT_DB = paths.OUTPUTS / "monitor" / "monitor.sqlite"
-EXIT_OK, EXIT_ALERT, EXIT_MALFORMED = 0, 1, 3
+EXIT_OK, EXIT_ALERT, EXIT_USAGE, EXIT_MALFORMED, EXIT_JUDGE, EXIT_DATABASE = 0, 1, 2, 3, 4, 5
+EXIT_HELP = """exit status:
+  0  ok: the day judged, no alert
+  1  alert: the day's overall mean is below --alert-overall (wins over 3 and 4)
+  2  usage: a bad option or value, found before the database or the judge is touched
+  3  malformed rows, no alert: sampled rows that cannot be judged, and log rows whose
+     timestamp is not YYYY-MM-DDTHH:MM:SS (they belong to no day), each named by row id
+  4  judge: the endpoint is unreachable or hung, refuses the request (an HTTP 4xx such as 401), is not
+     configured, or a replay misses its cache; the judgments received before are kept. Also when every
+     judge call of the day failed, so that the alert could not be checked (single failed judgments are
+     counted in the report and retried by the next run; they do not change the status)
+  5  database: --db missing or without the monitor's tables (make it with `study-monitor init`),
+     locked past --busy-timeout, read-only, or not a database; or the day is being judged by
+     another run (its claim lapses an hour after its last renewal)
+errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
 TOP_LOGPROBS = 5
+CHUNK_SIZE = 8  # judgments committed together: a run stopped midway has stored all its chunks but the last
+BUSY_TIMEOUT_S = 60.0  # how long a write waits for another writer's lock (the logging application's)
+CLAIM_LAPSE_S = 3600.0  # a claim not renewed for this long is a dead run's (a live one renews it with every chunk)
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -64,7 +111,18 @@ CREATE TABLE IF NOT EXISTS judgments (
     query_id INTEGER PRIMARY KEY REFERENCES queries(id), day TEXT NOT NULL, ok INTEGER NOT NULL,
     groundedness REAL, relevance REAL, completeness REAL, no_hallucination REAL,
     scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
+CREATE TABLE IF NOT EXISTS samples (
+    day TEXT PRIMARY KEY, rate REAL NOT NULL, seed INTEGER NOT NULL, logged INTEGER NOT NULL,
+    ids TEXT NOT NULL, fixed_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    day TEXT PRIMARY KEY, token TEXT NOT NULL, holder TEXT NOT NULL, claimed_at TEXT NOT NULL,
+    renewed_at TEXT NOT NULL);
 """
+TABLES = ("queries", "judgments", "samples", "claims")
+TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
+# Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
+# (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
+CANONICAL_TS = "(ts IS strftime('%Y-%m-%dT%H:%M:%S', julianday(ts)))"
 
 
 class MonitorScores(BaseModel):
@@ -75,7 +133,19 @@ class MonitorScores(BaseModel):
 
 
 class MalformedRow(ValueError):
-    """A log row that cannot be judged; the message starts with its row id."""
+    """A log row that cannot be judged or stored; the message names the row."""
+
+
+class MissingDatabase(Exception):
+    """``--db`` names no file, or a database without the monitor's tables: ``study-monitor init`` makes them."""
+
+
+class DayClaimed(Exception):
+    """Another run is judging the day (its claim is live), or took the day over from this run."""
+
+
+class JudgeUnavailable(Exception):
+    """The judge stopped the run (see :data:`EXIT_HELP`, code 4); the message says what was stored before."""
 
 
 @dataclass(frozen=True)
@@ -88,20 +158,81 @@ class LogRow:
     answer: str
 
 
-def connect(db: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the monitoring database with its tables."""
+def init_database(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Create the monitoring database ``db`` with its tables (``study-monitor init``); to an existing database (the
+    logging application's, or one made by an older version) add the tables it lacks, keeping its data."""
     db.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(db)
-    connection.executescript(SCHEMA_SQL)
+    with closing(sqlite3.connect(db, timeout=busy_timeout_s)) as connection:
+        connection.executescript(SCHEMA_SQL)
+
+
+def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """Open the existing monitoring database ``db`` (:func:`init_database`); a statement waits up to
+    ``busy_timeout_s`` for a lock held by another connection. :class:`MissingDatabase` when there is no file at
+    ``db`` or it lacks the monitor's tables (nothing is created); :class:`sqlite3.Error` when it is not a database
+    or stays locked."""
+    if not db.is_file():
+        raise MissingDatabase(f"no such file; create the database with `study-monitor init --db {db}`")
+    connection = sqlite3.connect(db, timeout=busy_timeout_s)
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [table for table in TABLES if table not in tables]
+        if missing:
+            raise MissingDatabase(f"not a study-monitor database, or one made by an older version (no table "
+                                  f"{', '.join(missing)}): `study-monitor init --db {db}` adds the tables and keeps "
+                                  "the data")
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
+@contextmanager
+def _write(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, committed at the end. It takes the write lock at its start (BEGIN IMMEDIATE), where
+    a busy database is waited for up to the busy timeout: a transaction that reads first and writes later may
+    instead fail at its first write without waiting."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.rollback()
+        raise
+    connection.commit()
+
+
+def canonical_timestamp(value: object) -> str:
+    """``value`` (an ISO 8601 date and time without a UTC offset, as text or a datetime) as YYYY-MM-DDTHH:MM:SS,
+    a fraction of a second dropped. ValueError for anything else: a form such as 11/03/2026 could put the day or
+    the month first, and an offset would leave open which day the row belongs to."""
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        raise ValueError(f"timestamp {value!r} is not ISO 8601 (YYYY-MM-DD HH:MM:SS); day-first and month-first "
+                         "forms are not guessed") from None
+    if moment.tzinfo is not None:
+        raise ValueError(f"timestamp {value!r} has a UTC offset: log the local time, without one")
+    return moment.replace(microsecond=0).isoformat()
+
+
 def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping]) -> None:
-    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id)."""
+    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id), each ts stored as
+    YYYY-MM-DDTHH:MM:SS (:func:`canonical_timestamp`). A batch with a timestamp that cannot be read is refused
+    whole, with a :class:`MalformedRow` naming each such row, so that no row is stored where no day finds it."""
+    stamps, unreadable = [], []
+    for position, row in enumerate(rows):
+        try:
+            stamps.append(canonical_timestamp(row["ts"]))
+        except ValueError as exc:
+            named = f"row {position} of the batch" + ("" if row.get("id") is None else f" (id {row['id']})")
+            unreadable.append(f"{named}: {exc}")
+    if unreadable:
+        raise MalformedRow(f"{len(unreadable)} of {len(rows)} rows have a timestamp that cannot be read, so none was "
+                           "added: " + "; ".join(unreadable))
     connection.executemany(
         "INSERT INTO queries (id, ts, system, query, contexts, answer) VALUES (?, ?, ?, ?, ?, ?)",
-        [(r.get("id"), r["ts"], r["system"], r["query"], json.dumps(list(r["contexts"]), ensure_ascii=False),
-          r["answer"]) for r in rows])
+        [(r.get("id"), ts, r["system"], r["query"], json.dumps(list(r["contexts"]), ensure_ascii=False),
+          r["answer"]) for r, ts in zip(rows, stamps, strict=True)])
     connection.commit()
 
 
@@ -136,12 +267,9 @@ def simulated_log(answers: pd.DataFrame, days: Sequence[str], per_day: int, degr
 
 
 def parse_row(raw: tuple) -> LogRow:
-    """Check one ``queries`` row; :class:`MalformedRow` names the row id and what is wrong."""
+    """Check one ``queries`` row of a day (its timestamp was checked by the day's query, :data:`CANONICAL_TS`);
+    :class:`MalformedRow` names the row id and what is wrong."""
     row_id, ts, system, query, contexts, answer = raw
-    try:
-        datetime.fromisoformat(str(ts))
-    except ValueError:
-        raise MalformedRow(f"row {row_id}: timestamp {ts!r} is not ISO 8601") from None
     for name, value in (("system", system), ("query", query), ("answer", answer)):
         if not isinstance(value, str) or not value.strip():
             raise MalformedRow(f"row {row_id}: {name} is empty or not text")
@@ -152,6 +280,13 @@ def parse_row(raw: tuple) -> LogRow:
     if not isinstance(parsed, list) or not all(isinstance(c, str) and c.strip() for c in parsed):
         raise MalformedRow(f"row {row_id}: contexts must be a JSON list of non-empty strings")
     return LogRow(row_id, ts, system, query, parsed, answer)
+
+
+def undated_rows(connection: sqlite3.Connection) -> list[str]:
+    """A message for each log row whose timestamp is not YYYY-MM-DDTHH:MM:SS (written around
+    :func:`add_queries`): it belongs to no day, so no run samples it, and every run reports it."""
+    return [f"row {row_id}: timestamp {ts!r} is not {TS_FORMAT}, so the row belongs to no day and is never sampled"
+            for row_id, ts in connection.execute(f"SELECT id, ts FROM queries WHERE NOT {CANONICAL_TS} ORDER BY id")]
 
 
 def sample_ids(ids: Sequence[int], rate: float, seed: int, day: str) -> list[int]:
@@ -188,50 +323,155 @@ def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, sc
         (query_id, day, int(ok), *values, scored_by, failure_kind, error, model))
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class DaySample:
+    """A day's sample as its first run fixed it: rate, seed, the number of rows logged on the day then, the sampled
+    row ids, and when (UTC)."""
+
+    rate: float
+    seed: int
+    logged: int
+    ids: list[int]
+    fixed_at: str
+
+
+def fixed_sample(connection: sqlite3.Connection, day: str, ids: Sequence[int], rate: float, seed: int
+                 ) -> tuple[DaySample | None, bool]:
+    """The sample of ``day`` and whether an earlier run fixed it; else ⌈rate·n⌉ of the day's ``ids``
+    (:func:`sample_ids`), stored now as the day's sample. None while the day has no row: a run before the log
+    is filled fixes nothing. Call it inside a write transaction, so that two runs cannot fix two samples."""
+    stored = connection.execute("SELECT rate, seed, logged, ids, fixed_at FROM samples WHERE day = ?",
+                                (day,)).fetchone()
+    if stored is not None:
+        rate, seed, logged, sampled, fixed_at = stored
+        return DaySample(rate, seed, logged, json.loads(sampled), fixed_at), True
+    if not ids:
+        return None, False
+    sample = DaySample(rate, seed, len(ids), sample_ids(ids, rate, seed, day), _now())
+    connection.execute("INSERT INTO samples (day, rate, seed, logged, ids, fixed_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       (day, sample.rate, sample.seed, sample.logged, json.dumps(sample.ids), sample.fixed_at))
+    return sample, False
+
+
 @dataclass
 class DayRun:
-    """What ``run`` did for one day: rows logged and sampled, newly judged, skipped (already judged), failed,
-    and the malformed rows' messages."""
+    """What ``run`` did for one day: rows logged now, the day's sample (None while no row is logged) and whether
+    an earlier run fixed it, newly judged, skipped (already judged), failed, and the malformed rows' messages
+    (the day's sampled rows that cannot be judged, then the log's :func:`undated_rows`)."""
 
     day: str
     logged: int
-    sampled: int
+    sample: DaySample | None
+    fixed_earlier: bool
     judged: int
     skipped: int
     failed: int
     malformed: list[str]
 
+    @property
+    def sampled(self) -> int:
+        return len(self.sample.ids) if self.sample else 0
 
-def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int) -> DayRun:
-    """Sample ``day``'s log rows and judge the ones without a successful judgment (module docstring)."""
-    raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries WHERE substr(ts, 1, 10) = ? "
-                             "ORDER BY id", (day,)).fetchall()
-    by_id = {r[0]: r for r in raw}
-    chosen = sample_ids(list(by_id), rate, seed, day) if by_id else []
-    done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
-    todo, malformed = [], []
-    for query_id in chosen:
-        if query_id in done:
-            continue
+
+def claim_day(connection: sqlite3.Connection, day: str, lapse_s: float = CLAIM_LAPSE_S) -> str:
+    """Claim ``day`` for this run: the claim's token, with which :func:`run_day` renews it and releases it.
+    :class:`DayClaimed` while another run's claim is live (renewed less than ``lapse_s`` seconds ago); an older
+    claim, left by a run that was killed, is taken over."""
+    token = uuid.uuid4().hex
+    with _write(connection):  # the check and the claim in one transaction: two runs cannot both find the day free
+        held = connection.execute("SELECT holder, claimed_at, renewed_at FROM claims WHERE day = ?", (day,)).fetchone()
+        if held is not None:
+            holder, claimed_at, renewed_at = held
+            if datetime.now(UTC) - datetime.fromisoformat(renewed_at) < timedelta(seconds=lapse_s):
+                raise DayClaimed(f"{day} is being judged by another run ({holder}, claimed {claimed_at}, last renewed "
+                                 f"{renewed_at}); its claim lapses {lapse_s / 60:g} min after its last renewal")
+        now = _now()
+        connection.execute("INSERT OR REPLACE INTO claims (day, token, holder, claimed_at, renewed_at) "
+                           "VALUES (?, ?, ?, ?, ?)", (day, token, f"pid {os.getpid()} on {socket.gethostname()}",
+                                                      now, now))
+    return token
+
+
+def _renew_claim(connection: sqlite3.Connection, day: str, token: str) -> None:
+    """Renew this run's claim on ``day`` (inside a write transaction); :class:`DayClaimed` if it was taken over."""
+    if not connection.execute("UPDATE claims SET renewed_at = ? WHERE day = ? AND token = ?",
+                              (_now(), day, token)).rowcount:
+        raise DayClaimed(f"this run's claim on {day} lapsed and another run took the day over; this run stops "
+                         "(what it stored before is kept)")
+
+
+def release_day(connection: sqlite3.Connection, day: str, token: str) -> None:
+    """Release this run's claim on ``day`` (a claim taken over by another run stays that run's)."""
+    with _write(connection):
+        connection.execute("DELETE FROM claims WHERE day = ? AND token = ?", (day, token))
+
+
+def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
+            chunk_size: int = CHUNK_SIZE, claim_lapse_s: float = CLAIM_LAPSE_S) -> DayRun:
+    """Claim ``day`` (:func:`claim_day`) and judge the rows of its sample (:func:`fixed_sample`; ``rate`` and
+    ``seed`` fix it on the day's first run) that have no successful judgment (module docstring), storing the
+    results of every ``chunk_size`` calls as they come back; the claim is released at the end.
+    :class:`DayClaimed` when another run holds the day, :class:`JudgeUnavailable` when the judge stops the run,
+    :class:`sqlite3.Error` on a database error."""
+    token = claim_day(connection, day, claim_lapse_s)
+    try:
+        return _judge_claimed_day(connection, gateway, day, rate, seed, chunk_size, token)
+    finally:
+        release_day(connection, day, token)
+
+
+def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
+                       chunk_size: int, token: str) -> DayRun:
+    with _write(connection):
+        raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
+                                 f"WHERE substr(ts, 1, 10) = ? AND {CANONICAL_TS} ORDER BY id", (day,)).fetchall()
+        by_id = {r[0]: r for r in raw}
+        sample, fixed_earlier = fixed_sample(connection, day, list(by_id), rate, seed)
+        chosen = sample.ids if sample else []
+        done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
+        todo, malformed = [], []
+        for query_id in chosen:
+            if query_id in done:
+                continue
+            if query_id not in by_id:  # deleted, or its timestamp changed, since the sample was fixed
+                malformed.append(f"row {query_id}: in the day's fixed sample but no longer logged on {day}")
+                continue
+            try:
+                todo.append(parse_row(by_id[query_id]))
+            except MalformedRow as bad:
+                malformed.append(str(bad))
+                _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
+        undated = undated_rows(connection)
+    chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
+    stored = failed = 0
+    for number, chunk in enumerate(chunks, start=1):
+        calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
+                         top_logprobs=TOP_LOGPROBS) for row in chunk]
         try:
-            todo.append(parse_row(by_id[query_id]))
-        except MalformedRow as bad:
-            malformed.append(str(bad))
-            _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
-    calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
-                     top_logprobs=TOP_LOGPROBS) for row in todo]
-    failed = 0
-    for row, result in zip(todo, gateway.complete_many(calls, desc=f"monitor {day}"), strict=True):
-        if result.ok:
-            scores, scored_by = read_scores(result.value, result.logprobs)
-            _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
-        else:
-            failed += 1
-            _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
-                   gateway.endpoint.identity)
-    connection.commit()
-    return DayRun(day, len(raw), len(chosen), len(todo) - failed, len(chosen) - len(todo) - len(malformed), failed,
-                  malformed)
+            results = gateway.complete_many(
+                calls, desc=f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
+        # The gateway's run-stopping errors (a replay miss, an unreachable or hung endpoint, a 4xx answer) are
+        # RuntimeErrors; a damaged cache entry in replay mode is a CorruptEntry. The next call would fail too.
+        except (RuntimeError, CorruptEntry) as exc:
+            raise JudgeUnavailable(f"{exc} ({stored} of the {len(todo)} judgments of {day} due were stored "
+                                   "before; a rerun judges the rest)") from exc
+        with _write(connection):
+            _renew_claim(connection, day, token)
+            for row, result in zip(chunk, results, strict=True):
+                if result.ok:
+                    scores, scored_by = read_scores(result.value, result.logprobs)
+                    _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
+                else:
+                    failed += 1
+                    _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
+                           gateway.endpoint.identity)
+        stored += len(chunk)
+    return DayRun(day, len(raw), sample, fixed_earlier, len(todo) - failed, len(chosen) - len(todo) - len(malformed),
+                  failed, malformed + undated)
 
 
 def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
@@ -291,15 +531,52 @@ def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
     return "\n".join(lines)
 
 
-def _targets(pairs: Sequence[str]) -> dict[str, float]:
-    targets = dict(DEFAULT_TARGETS)
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        if name not in METRICS or not value:
-            raise argparse.ArgumentTypeError(f"--target expects metric=value with metric in {', '.join(METRICS)}; "
-                                             f"got {pair!r}")
-        targets[name] = float(value)
-    return targets
+def _target(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    if name not in METRICS:
+        raise argparse.ArgumentTypeError(f"expects metric=value with metric in {', '.join(METRICS)}; got {text!r}")
+    return name, _share(value)
+
+
+def _share(text: str) -> float:
+    """A threshold on the 0–1 scores."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < math.inf:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def _day(text: str) -> str:
@@ -309,66 +586,121 @@ def _day(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (argparse's default puts the usage text before it) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.")
+    p = _Parser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.",
+                epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"SQLite log and judgments (default {DEFAULT_DB})")
-    p.add_argument("--target", action="append", default=[], metavar="METRIC=VALUE",
+    p.add_argument("--busy-timeout", type=_seconds, default=BUSY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"wait this long for a database locked by another writer (default {BUSY_TIMEOUT_S:g})")
+    p.add_argument("--target", action="append", type=_target, default=[], metavar="METRIC=VALUE",
                    help="per-metric target marked in reports (default "
                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report")
+    init = sub.add_parser("init", help="create the database with its tables (or add those an existing one lacks)")
+    run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report",
+                         epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
-    run.add_argument("--sample-rate", type=float, default=0.1, help="share of the day's queries judged (default 0.1)")
+    run.add_argument("--sample-rate", type=_rate, default=0.1,
+                     help="share of the day's queries judged, in (0, 1] (default 0.1)")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    run.add_argument("--alert-overall", type=float, default=0.7,
+    run.add_argument("--alert-overall", type=_share, default=0.7,
                      help="alert when the day's overall mean is below (0.7)")
-    run.add_argument("--alert-groundedness", type=float, default=0.7, help="list items with groundedness below (0.7)")
-    run.add_argument("--alert-relevance", type=float, default=0.6, help="list items with relevance below (0.6)")
+    run.add_argument("--alert-groundedness", type=_share, default=0.7, help="list items with groundedness below (0.7)")
+    run.add_argument("--alert-relevance", type=_share, default=0.6, help="list items with relevance below (0.6)")
     report = sub.add_parser("report", help="print the trend table of the last days")
-    report.add_argument("--days", type=int, default=7, help="days shown, ending at --end (default 7)")
+    report.add_argument("--days", type=_positive, default=7, help="days shown, ending at --end (default 7)")
     report.add_argument("--end", type=_day, default=None, help="last day shown (default: the last judged day)")
+    for command in (init, run, report):  # `study-monitor init --db PATH` as well as `study-monitor --db PATH init`
+        command.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database (as --db before it)")
     return p
 
 
+def _fail(status: int, message: str) -> int:
+    """Print ``message`` as one line on stderr and return ``status``."""
+    print("study-monitor: " + " ".join(message.split()), file=sys.stderr)
+    return status
+
+
 def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> int:
-    """Entry point of ``study-monitor``; returns the exit status (module docstring). ``gateway``: the judge to
-    use (default: ``Gateway.from_env(notebook="monitor", role="judge")``)."""
+    """Entry point of ``study-monitor``; returns the exit status (:data:`EXIT_HELP`), except for a usage error,
+    which argparse raises as ``SystemExit(2)`` before any work. ``gateway``: the judge to use (default:
+    ``Gateway.from_env(notebook="monitor", role="judge")``)."""
     args = parser().parse_args(argv)
     try:
-        targets = _targets(args.target)
-    except argparse.ArgumentTypeError as exc:
-        parser().error(str(exc))
-    connection = connect(args.db)
+        if args.command == "init":
+            init_database(args.db, args.busy_timeout)
+        with closing(connect(args.db, args.busy_timeout)) as connection:
+            if args.command == "init":
+                logged = connection.execute("SELECT count(*) FROM queries").fetchone()[0]
+                print(f"{args.db}: ready, {logged} queries logged")
+                return EXIT_OK
+            if args.command == "report":
+                return _report(connection, args)
+            return _run(connection, args, gateway)
+    except (sqlite3.Error, MissingDatabase, DayClaimed) as exc:
+        return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
+    except JudgeUnavailable as exc:
+        return _fail(EXIT_JUDGE, f"judge: {exc}")
+
+
+def _report(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
+    summary = daily_summary(connection)
+    if args.end is not None:
+        summary = summary[summary.day <= args.end]
+    print(trend_text(summary.tail(args.days), {**DEFAULT_TARGETS, **dict(args.target)}) if not summary.empty
+          else "no judged days yet")
+    return EXIT_OK
+
+
+def _judge_gateway(gateway: Gateway | None) -> AbstractContextManager[Gateway]:
+    """The caller's gateway, left open for the caller; else one made from the environment, closed after the run."""
+    if gateway is not None:
+        return nullcontext(gateway)
     try:
-        if args.command == "report":
-            summary = daily_summary(connection)
-            if args.end is not None:
-                summary = summary[summary.day <= args.end]
-            print(trend_text(summary.tail(args.days), targets) if not summary.empty else "no judged days yet")
-            return EXIT_OK
-        # A gateway made here is closed here (its open connections); a caller's stays the caller's to close.
-        with nullcontext(gateway) if gateway else Gateway.from_env(notebook="monitor", role="judge") as judge:
-            done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
-        print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {args.sample_rate}, "
-              f"seed {args.seed}); {done.judged} judged now, {done.skipped} already judged, "
-              f"{done.failed} judge failures, {len(done.malformed)} malformed rows")
-        for message in done.malformed:
-            print(f"  malformed: {message}")
-        summary = daily_summary(connection)
-        today = summary[summary.day == done.day]
-        print(trend_text(today, targets))
-        status = EXIT_MALFORMED if done.malformed else EXIT_OK
-        overall = today.overall.iloc[0] if len(today) else float("nan")
-        if pd.notna(overall) and overall < args.alert_overall:
-            print(f"ALERT {done.day}: overall mean {overall:.2f} is below {args.alert_overall}")
-            status = EXIT_ALERT
-        low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
-        for r in low.itertuples():
-            print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
-                  f"relevance {r.relevance:.2f}: {r.query[:80]}")
-        return status
-    finally:
-        connection.close()
+        return Gateway.from_env(notebook="monitor", role="judge")
+    except ValueError as exc:  # an endpoint variable missing or not valid
+        raise JudgeUnavailable(f"the judge endpoint is not configured: {exc}") from exc
+
+
+def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None) -> int:
+    with _judge_gateway(gateway) as judge:
+        done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
+    rate, seed = (done.sample.rate, done.sample.seed) if done.sample else (args.sample_rate, args.seed)
+    print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {rate}, seed {seed}); "
+          f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
+          f"{len(done.malformed)} malformed rows")
+    if done.sample and done.fixed_earlier:
+        ignored = ("" if (rate, seed) == (args.sample_rate, args.seed)
+                   else f" (--sample-rate {args.sample_rate} --seed {args.seed} not used)")
+        print(f"  sample fixed on the day's first run ({done.sample.fixed_at}): {done.sampled} of the "
+              f"{done.sample.logged} rows logged then; {max(done.logged - done.sample.logged, 0)} rows logged since "
+              f"are not sampled{ignored}")
+    for message in done.malformed:
+        print(f"  malformed: {message}")
+    summary = daily_summary(connection)
+    today = summary[summary.day == done.day]
+    print(trend_text(today, {**DEFAULT_TARGETS, **dict(args.target)}))
+    status = EXIT_MALFORMED if done.malformed else EXIT_OK
+    overall = today.overall.iloc[0] if len(today) else float("nan")
+    if pd.notna(overall) and overall < args.alert_overall:
+        print(f"ALERT {done.day}: overall mean {overall:.2f} is below {args.alert_overall}")
+        status = EXIT_ALERT
+    elif pd.isna(overall) and done.failed:
+        print(f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert could not be checked; "
+              "a rerun retries them")
+        status = EXIT_JUDGE
+    low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
+    for r in low.itertuples():
+        print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
+              f"relevance {r.relevance:.2f}: {r.query[:80]}")
+    return status
 
 
 def cli() -> None:

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import threading
+import time
+from contextlib import closing
 from typing import Any
 
 import pandas as pd
@@ -10,7 +14,7 @@ import pytest
 
 from lib import monitor
 from lib.llm.gateway import Endpoint, Gateway
-from tests.fakes import FakeOpenAI, Reply
+from tests.fakes import FakeOpenAI, Reply, free_port
 
 
 def gateway_for(fake, tmp_path):
@@ -27,8 +31,20 @@ def judge(body, n):
 
 
 def log_rows(day, answers):
-    return [{"ts": f"{day}T{9 + i:02d}:00:00", "system": "rag-v1", "query": f"question {i}?",
+    """One row a minute from 09:00."""
+    return [{"ts": f"{day}T{9 + i // 60:02d}:{i % 60:02d}:00", "system": "rag-v1", "query": f"question {i}?",
              "contexts": [f"context {i}"], "answer": a} for i, a in enumerate(answers)]
+
+
+def error_lines(err: str) -> list[str]:
+    """The command's own lines on stderr (the progress bars of the judge calls are there too)."""
+    assert "Traceback" not in err
+    return [line for line in err.splitlines() if line.startswith("study-monitor")]
+
+
+def stored_judgments(path) -> int:
+    with closing(sqlite3.connect(path)) as connection:
+        return connection.execute("SELECT count(*) FROM judgments WHERE ok = 1").fetchone()[0]
 
 
 @pytest.fixture
@@ -154,7 +170,10 @@ def test_installed_console_script_runs(tmp_path):
     from pathlib import Path
     script = Path(sys.executable).parent / "study-monitor"
     assert script.exists(), f"{script} is not installed: run `make install` (pip install -e . declares it)"
-    done = subprocess.run([str(script), "--db", str(tmp_path / "m.sqlite"), "report"], capture_output=True, text=True)
+    db = str(tmp_path / "m.sqlite")
+    made = subprocess.run([str(script), "init", "--db", db], capture_output=True, text=True)
+    assert made.returncode == 0 and made.stdout.strip() == f"{db}: ready, 0 queries logged"
+    done = subprocess.run([str(script), "--db", db, "report"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "no judged days yet"
 
 
@@ -188,3 +207,247 @@ def test_release_comparison_pairs_the_same_queries_across_releases():
     table, difference = monitor.release_comparison(pd.DataFrame(rows), broken_day="d3", fixed_day="d5")
     assert table.index.tolist() == ["q1"]
     assert difference.index.tolist() == list(monitor.METRICS) and difference.to_numpy() == pytest.approx([0.4] * 4)
+
+
+# Exit codes: one per kind of trouble, one line on stderr, no traceback (issue 4).
+
+@pytest.mark.parametrize("args", [
+    ["--target", "groundedness=abc", "report"],
+    ["--target", "groundedness=1.5", "report"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "0"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "1.5"],
+    ["run", "--date", "2026-11-01", "--sample-rate", "nan"],
+    ["run", "--date", "2026-11-01", "--alert-overall", "nan"],
+    ["run", "--date", "2026-11-01", "--alert-relevance", "-0.1"],
+    ["report", "--days", "0"],
+])
+def test_option_errors_are_usage_errors_before_any_database_or_judge_work(args, tmp_path, capsys):
+    missing = tmp_path / "never-created.sqlite"
+    with FakeOpenAI(judge) as fake, pytest.raises(SystemExit) as exit_info:
+        monitor.main(["--db", str(missing), *args], gateway=gateway_for(fake, tmp_path))
+    lines = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith("study-monitor") and ": error: " in lines[0]
+    assert not missing.exists() and not fake.requests
+
+
+@pytest.mark.parametrize("trouble", ["http_401", "replay_miss", "unreachable"])
+def test_a_judge_that_stops_the_run_is_exit_4_in_one_line_and_what_was_judged_is_kept(trouble, tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-01", ["good"] * 10))
+    refused = Reply(status=401, error_body="invalid API key\nsee the documentation")
+    with FakeOpenAI(lambda body, n: judge(body, n) if n < 8 else refused) as fake:
+        url = f"http://127.0.0.1:{free_port()}/v1" if trouble == "unreachable" else fake.base_url
+        gateway = Gateway(Endpoint(url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache",
+                          mode="replay" if trouble == "replay_miss" else "live")
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                              gateway=gateway)
+    lines = error_lines(capsys.readouterr().err)
+    says, kept = {"http_401": ("HTTP 401: invalid API key see the documentation", 8),
+                  "replay_miss": ("replay mode", 0), "unreachable": ("cannot reach", 0)}[trouble]
+    assert status == 4  # EXIT_JUDGE
+    assert len(lines) == 1 and says in lines[0]
+    # the answers received before the failure are stored: one chunk of 8
+    assert stored_judgments(path) == kept and monitor.CHUNK_SIZE == 8
+
+
+def test_a_day_where_every_judge_call_failed_is_exit_4_not_ok(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-03", ["GARBLED", "GARBLED"]))
+    with FakeOpenAI(judge) as fake:
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-03", "--sample-rate", "1"],
+                              gateway=gateway_for(fake, tmp_path))
+    assert status == 4  # EXIT_JUDGE
+    assert "2 judge failures" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("trouble", ["not_a_database", "read_only", "locked"])
+def test_database_errors_are_exit_5_in_one_line_naming_the_database(trouble, db, tmp_path, capsys, monkeypatch):
+    blocker, options = None, []
+    if trouble == "not_a_database":
+        db.write_bytes(b"a text file, not SQLite " * 10)
+    elif trouble == "read_only":
+        # as for a user without write permission (the tests may run as root, who can write any file)
+        open_database = sqlite3.connect
+        monkeypatch.setattr(sqlite3, "connect",
+                            lambda path, **kw: open_database(f"file:{path}?mode=ro", uri=True, **kw))
+    else:
+        blocker = sqlite3.connect(db)
+        blocker.execute("BEGIN EXCLUSIVE")  # held past the run's busy timeout
+        options = ["--busy-timeout", "0.2"]
+    try:
+        with FakeOpenAI(judge) as fake:
+            status = monitor.main(["--db", str(db), *options, "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                                  gateway=gateway_for(fake, tmp_path))
+            sent = len(fake.requests)
+    finally:
+        if blocker is not None:
+            blocker.rollback()
+            blocker.close()
+    lines = error_lines(capsys.readouterr().err)
+    assert status == 5  # EXIT_DATABASE
+    assert len(lines) == 1 and str(db) in lines[0]
+    assert sent == 0  # found before the first judge call (a read-only database was found after the last)
+
+
+def test_a_lock_held_by_the_logging_application_is_waited_for_and_nothing_is_lost(db, tmp_path, capsys):
+    locked = threading.Event()
+
+    def log_for_a_while() -> None:  # the logging application holding the write lock
+        with closing(sqlite3.connect(db)) as application:
+            application.execute("BEGIN IMMEDIATE")
+            locked.set()
+            time.sleep(1.5)
+            application.commit()
+
+    writer = threading.Thread(target=log_for_a_while)
+
+    def judge_while_locked(body, n):
+        if n == 0:
+            writer.start()
+            locked.wait()
+        return judge(body, n)
+
+    with FakeOpenAI(judge_while_locked) as fake:
+        status = monitor.main(["--db", str(db), "--busy-timeout", "10", "run", "--date", "2026-11-01",
+                               "--sample-rate", "1"], gateway=gateway_for(fake, tmp_path))
+    writer.join()
+    assert status == monitor.EXIT_OK and stored_judgments(db) == 10
+
+
+def test_help_lists_the_exit_codes(capsys):
+    for args in (["--help"], ["run", "--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            monitor.main(args)
+        out = capsys.readouterr().out
+        assert exit_info.value.code == 0
+        for code, name in [(0, "ok"), (1, "alert"), (2, "usage"), (3, "malformed"), (4, "judge"), (5, "database")]:
+            assert re.search(rf"^\s+{code}\s+{name}", out, re.MULTILINE), (code, out)
+
+# No row lost unseen, one sample per day, one run per day (issue 5).
+
+def test_a_missing_database_is_refused_not_created_and_init_makes_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LLM_MODE", "replay")
+    typo = tmp_path / "monitr.sqlite"
+    for command in (["run", "--date", "2026-11-01"], ["report"]):
+        assert monitor.main(["--db", str(typo), *command]) == 5
+        lines = error_lines(capsys.readouterr().err)
+        assert len(lines) == 1 and str(typo) in lines[0] and "study-monitor init" in lines[0]
+    assert not typo.exists()
+    other = tmp_path / "other.sqlite"  # an SQLite file of something else
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE t (x)")
+    assert monitor.main(["--db", str(other), "report"]) == monitor.EXIT_DATABASE
+    assert "study-monitor init" in error_lines(capsys.readouterr().err)[0]
+    assert monitor.main(["init", "--db", str(typo)]) == monitor.EXIT_OK
+    assert monitor.main(["--db", str(typo), "report"]) == monitor.EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == "no judged days yet"
+
+
+def test_add_queries_stores_one_timestamp_form_and_refuses_what_it_cannot_read(tmp_path):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        rows = log_rows("2026-11-03", ["a", "b", "c", "d"])
+        for row, ts in zip(rows, ["2026-11-03 10:00", "2026-11-03T10:00:00.250", "20261103T100500", "2026-11-03"],
+                           strict=True):
+            row["ts"] = ts
+        monitor.add_queries(connection, rows)
+        assert [ts for (ts,) in connection.execute("SELECT ts FROM queries ORDER BY id")] == [
+            "2026-11-03T10:00:00", "2026-11-03T10:00:00", "2026-11-03T10:05:00", "2026-11-03T00:00:00"]
+        for unreadable in (["11/03/2026 10:00", "03.11.2026 09:00"], ["2026-11-03T10:00:00+01:00"]):
+            batch = log_rows("2026-11-04", ["e"] * (len(unreadable) + 1))
+            for row, ts in zip(batch[1:], unreadable, strict=True):
+                row["ts"] = ts
+            with pytest.raises(ValueError, match=".*".join(map(re.escape, unreadable))):
+                monitor.add_queries(connection, batch)
+        assert connection.execute("SELECT count(*) FROM queries").fetchone() == (4,)  # no row of those batches
+
+
+def test_rows_whose_timestamp_cannot_be_read_are_reported_as_malformed_on_every_run(db, tmp_path, capsys):
+    unreadable = {31: "11/03/2026 10:00", 32: "03.11.2026 09:00", 33: "2026-02-30T10:00:00",
+                  34: "2026-11-01 10:00:00.123456"}
+    with closing(sqlite3.connect(db)) as connection:  # written by another application, not through add_queries
+        connection.executemany("INSERT INTO queries (id, ts, system, query, contexts, answer) "
+                               "VALUES (?, ?, 'rag-v1', 'q?', '[\"c\"]', 'good')", unreadable.items())
+        connection.commit()
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        args = ["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"]
+        outputs = []
+        for _ in range(2):
+            assert monitor.main(args, gateway=gw) == monitor.EXIT_MALFORMED
+            outputs.append(capsys.readouterr().out)
+        sent = len(fake.requests)
+    assert sent == 10  # the day's ten readable rows, once
+    for out in outputs:
+        assert "10 queries logged" in out
+        for row_id, ts in unreadable.items():
+            assert f"malformed: row {row_id}: timestamp {ts!r}" in out
+
+
+def test_the_sample_is_fixed_by_the_first_run_of_the_day(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL)
+        monitor.add_queries(connection, log_rows("2026-11-03", ["good"] * 28))
+    run = ["--db", str(path), "run", "--date", "2026-11-03"]
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        assert monitor.main([*run, "--sample-rate", "0.25", "--seed", "0"], gateway=gw) == monitor.EXIT_OK
+        with closing(sqlite3.connect(path)) as connection:  # rows logged after the night's run
+            monitor.add_queries(connection, log_rows("2026-11-03", ["good"] * 4))
+        assert monitor.main([*run, "--sample-rate", "0.25", "--seed", "0"], gateway=gw) == monitor.EXIT_OK
+        assert monitor.main([*run, "--sample-rate", "0.5", "--seed", "1"], gateway=gw) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    reruns = capsys.readouterr().out.split("2026-11-03: ")[2:]  # the second and third runs
+    assert sent == stored_judgments(path) == 7  # ⌈0.25 · 28⌉, never the ⌈0.25 · 32⌉ = 8 of a resample
+    for out in reruns:
+        assert out.startswith("32 queries logged, 7 sampled (rate 0.25, seed 0); 0 judged now, 7 already judged")
+        assert "sample fixed on the day's first run" in out and "4 rows logged since are not sampled" in out
+    assert "--sample-rate 0.5 --seed 1 not used" in reruns[1]
+
+
+def test_a_day_claimed_by_a_live_run_is_refused_and_a_lapsed_claim_taken_over(db, tmp_path, capsys):
+    with closing(sqlite3.connect(db)) as connection:
+        monitor.claim_day(connection, "2026-11-01")  # another run, still judging
+    args = ["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"]
+    with FakeOpenAI(judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_DATABASE
+        lines = error_lines(capsys.readouterr().err)
+        assert len(lines) == 1 and "being judged by another run" in lines[0] and not fake.requests
+        with closing(sqlite3.connect(db)) as connection:  # that run was killed: its claim is no longer renewed
+            connection.execute("UPDATE claims SET renewed_at = '2026-01-01T00:00:00+00:00'")
+            connection.commit()
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("SELECT count(*) FROM claims").fetchone() == (0,)  # released at the end
+    assert sent == 10
+
+
+def test_two_simultaneous_runs_with_separate_caches_judge_each_row_once(db, tmp_path, capsys):
+    def slow_judge(body, n):
+        time.sleep(0.05)
+        return judge(body, n)
+
+    statuses: list[int] = []
+    with FakeOpenAI(slow_judge) as fake:
+        def run(cache: str) -> None:
+            gateway = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / cache)
+            statuses.append(monitor.main(["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                                         gateway=gateway))
+
+        runs = [threading.Thread(target=run, args=(f"cache-{k}",)) for k in range(2)]
+        for thread in runs:
+            thread.start()
+        for thread in runs:
+            thread.join()
+        sent = len(fake.requests)
+    assert sent == stored_judgments(db) == 10
+    assert sorted(statuses) in ([0, 0], [0, 5])  # the second waits for nothing or is refused

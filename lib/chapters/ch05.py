@@ -9,6 +9,7 @@ Vocabulary: a *topic* is a TREC RAG25 query (``qid``), a *variant* the answer wr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,7 +292,8 @@ def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesi
     the exit status per day (printed as it goes)."""
     if db.exists():
         db.unlink()  # the simulation starts from an empty log on every run
-    with monitor.connect(db) as connection:
+    monitor.init_database(db)
+    with closing(monitor.connect(db)) as connection:
         monitor.add_queries(connection, monitor.simulated_log(answers, design.days, design.per_day, design.degraded,
                                                               recheck_day=design.recheck))
     statuses = {}
