@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -142,7 +143,7 @@ def component_radar(means: pd.DataFrame, systems: Sequence[str]) -> go.Figure:
     return fig
 
 
-def correlation_scatter(points: pd.DataFrame, x: str, y: str, correlation: dict[str, float], systems: Sequence[str],
+def correlation_scatter(points: pd.DataFrame, x: str, y: str, correlation: Mapping[str, Any], systems: Sequence[str],
                         x_label: str, y_label: str) -> go.Figure:
     """Paired values per session coloured by system, with Spearman's ρ and its CI
     (:func:`lib.analysis.stats.correlation_ci`) in the title."""

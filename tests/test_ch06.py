@@ -12,7 +12,7 @@ def test_judgment_counts_name_each_failure_kind():
     assert ch06.judgment_counts(rows) == "conversations: judged 2, invalid_json 1"
 
 
-def _correlation(r: float, n: int) -> dict[str, float]:
+def _correlation(r: float, n: int) -> dict[str, object]:
     return {"r": r, "ci_low": r - 0.2, "ci_high": r + 0.2, "n": n, "ci_over": "12 users"}
 
 

@@ -265,7 +265,7 @@ def interval_over_text(result: Mapping[str, Any], digits: int = 2, signed: bool 
     return f"{interval}, {result['ci_over']}" if interval else f"no interval: {result['ci_over']}"
 
 
-def correlation_text(correlation: Mapping[str, float], symbol: str = "ρ") -> str:
+def correlation_text(correlation: Mapping[str, Any], symbol: str = "ρ") -> str:
     """A :func:`correlation_ci` result in words: "ρ = 0.42 (95% CI 0.10 to 0.68, 12 users), n = 23"
     (:func:`interval_over_text`); an undefined coefficient is said to be undefined rather than printed as nan."""
     n = int(correlation["n"])

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -158,7 +159,7 @@ class ImportanceAgreement:
     """The judge's importance labels against NIST's (1 = vital), on the nuggets the judge labelled."""
     nist: list[int]
     judge: list[int]
-    agreement: dict[str, float]
+    agreement: dict[str, Any]
 
     def table(self) -> pd.DataFrame:
         """κ, exact agreement and their CIs (the weighted κ is left out: two categories)."""

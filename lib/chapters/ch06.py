@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -43,7 +44,7 @@ class Results:
     summary: pd.DataFrame
     orders: pd.DataFrame
     sessions: pd.DataFrame
-    tas_judge: Mapping[str, float]
+    tas_judge: Mapping[str, Any]
     judge_levels: pd.DataFrame
     judge_vs: pd.DataFrame
     segmentation: pd.DataFrame

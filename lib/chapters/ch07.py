@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -155,11 +156,11 @@ class TestResult:
     grades: pd.DataFrame
     rows: CardRows
     chosen_column: str
-    lift: dict[str, float]
+    lift: dict[str, Any]
     agreement: pd.DataFrame
     dev_majority: int
     best_baseline: str
-    baseline_gap: dict[str, float]
+    baseline_gap: dict[str, Any]
 
 
 def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], chosen: calibration.Method,
@@ -304,8 +305,8 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
 
 
 def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int,
-              test_card: pd.DataFrame, lift: Mapping[str, float], grades: pd.DataFrame, dev_majority: int,
-              gap: Mapping[str, float], best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
+              test_card: pd.DataFrame, lift: Mapping[str, Any], grades: pd.DataFrame, dev_majority: int,
+              gap: Mapping[str, Any], best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
     """The DL19 bullets: the dev choice (and whether it rested on quality or on cost,
     :func:`lib.analysis.calibration.tied_with_best`), the test κ_w of every frozen method, the chosen method's
     lift over the plain judge, and the trivial and non-LLM baselines beside it.
@@ -382,7 +383,7 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     return f"**What the study can lean on**: {relevance_part}; {geval_part}; {system_part}."
 
 
-def chapter03(chosen_is_reference: bool, lift: Mapping[str, float]) -> str:
+def chapter03(chosen_is_reference: bool, lift: Mapping[str, Any]) -> str:
     """Whether the chosen method goes back into chapter 03: only when it is not the plain judge and beats it on
     test by more than the interval of the paired difference (``lift``, chosen − plain)."""
     adopt = not chosen_is_reference and lift["ci_low"] > 0
@@ -467,7 +468,7 @@ def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: f
             + "Pointwise: " + "; ".join(parts) + "." + reading)
 
 
-def crs(tas_judge: Mapping[str, float], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
+def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
         segment_tests: pd.DataFrame, ablations: pd.DataFrame, alpha: float) -> str:
     """Chapter 06's metrics: the conversation judge against TAS at the pooled, within-system and system levels
     (``levels``: :func:`lib.crs.summaries.judge_levels` for TAS; the system level over 5 systems is given without an
