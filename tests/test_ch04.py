@@ -198,3 +198,12 @@ def test_perturbation_text_at_zero_disagreement_says_nothing_was_tested():
                              "sys_x", "NDCG@3")
     assert text.startswith("No perturbation check: the chosen label's (`grade`) measured repeat disagreement is 0%")
     assert "100%" not in text
+
+
+def test_a_comparison_over_too_few_units_says_no_interval_bounds_it():
+    few = {**row(primary=True, family_size=1), "ci_low": float("nan"), "ci_high": float("nan"),
+           "ci_over": "4 entries", "ci_low_persona": float("nan"), "ci_high_persona": float("nan"),
+           "ci_over_persona": "3 personas"}
+    text = comparison_paragraph(pd.DataFrame([few]))
+    assert "(no 95% CI (4 entries, 3 personas: fewer than 10 units))" in text
+    assert "No interval bounds the difference at this size" in text and "anywhere in the CI" not in text

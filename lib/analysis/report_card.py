@@ -455,7 +455,7 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} "
-                     f"over n = {int(r['n'])} ({r['ci_over']}).")
+                     f"over n = {int(r['n'])}.")
     lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
                  f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
                  f"won on dev can lose on test by chance. Every interval resamples the groups the items are nested "

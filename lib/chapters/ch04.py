@@ -82,6 +82,8 @@ def _compatibility(row: Mapping) -> str:
         return (f"The 95% CI {' and '.join(excluding)} excludes 0 although the exact test does not reject: "
                 f"percentile-bootstrap intervals run narrow at this n (and the persona one rests on few clusters), "
                 f"so the evidence is borderline, not a finding")
+    if not (np.isfinite(row["ci_low"]) or np.isfinite(row["ci_low_persona"])):
+        return "No interval bounds the difference at this size"
     return "The data are compatible with no difference and with differences anywhere in the CI"
 
 
