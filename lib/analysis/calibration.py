@@ -17,8 +17,9 @@ Cuts c_1 ≤ … ≤ c_{K−1} on scores s give the grade g(s) = g_0 + #{k : s �
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,17 +162,35 @@ class Method:
     calls: int
 
 
+def group_folds(groups: Sequence[Any], k: int, seed: int) -> dict[Any, int]:
+    """Each group's fold for K-fold cross-fitting: the groups in :func:`lib.analysis.stats.nested_sample` order
+    (seeded; independent of the order ``groups`` come in), dealt round-robin into ``k`` folds of sizes that
+    differ by at most one."""
+    from lib.analysis.stats import nested_sample
+
+    distinct = list(dict.fromkeys(groups))
+    if not 2 <= k <= len(distinct):
+        raise ValueError(f"{k} folds for {len(distinct)} groups: need 2 ≤ k ≤ groups")
+    return {g: position % k for position, g in enumerate(nested_sample(distinct, len(distinct), seed))}
+
+
 def out_of_fold_grades(dev: pd.DataFrame, group: str, score: str, human: str, scale: Sequence[int],
-                       fit: Callable[..., tuple[float, ...]] = fit_thresholds) -> pd.Series:
-    """Leave one group out: the grades of each dev group from cuts fit (``fit``) on the other dev groups, so
-    a fitted method is scored on dev without grading the rows its cuts were fit on (index of ``dev``;
-    nullable Int64). Needs at least two groups."""
-    groups = sorted(set(dev[group]))
-    if len(groups) < 2:
-        raise ValueError(f"{len(groups)} dev group(s): leave-one-group-out needs at least two")
+                       fit: Callable[..., tuple[float, ...]] = fit_thresholds,
+                       folds: Mapping[Any, int] | None = None) -> pd.Series:
+    """Cross-fitting by group: the grades of each fold's rows from cuts fit (``fit``) on the other folds' rows, so
+    a fitted method is scored without grading the rows its cuts were fit on (index of ``dev``; nullable Int64).
+    ``folds`` maps each group to its fold (:func:`group_folds`); without it every group is its own fold (leave one
+    group out). Needs at least two folds."""
+    fold_of = folds if folds is not None else {g: k for k, g in enumerate(sorted(set(dev[group])))}
+    missing = set(dev[group]) - set(fold_of)
+    if missing:
+        raise ValueError(f"no fold for groups {sorted(missing)[:5]}")
+    row_fold = dev[group].map(fold_of).to_numpy()
+    if len(set(row_fold)) < 2:
+        raise ValueError(f"{len(set(row_fold))} fold(s): cross-fitting needs at least two")
     out = pd.Series(pd.array([None] * len(dev), dtype="Int64"), index=dev.index)
-    for held_out in groups:
-        held = (dev[group] == held_out).to_numpy()
+    for held_out in sorted(set(row_fold)):
+        held = row_fold == held_out
         cuts = fit(dev.loc[~held, score].to_numpy(), dev.loc[~held, human].to_numpy(), scale)
         out[held] = apply_thresholds(dev.loc[held, score].to_numpy(), cuts, scale)
     return out

@@ -149,7 +149,8 @@ class Interval:
     independent units called ``unit`` (plural, e.g. "queries"). ``undefined_share``: the share of resamples
     where the statistic was undefined (dropped before taking percentiles; a large share is a warning).
     ``low``/``high`` are NaN when there is no interval (fewer than :data:`MIN_CI_UNITS` units, an undefined
-    value, or every resample undefined)."""
+    value, or every resample undefined). ``se``: the standard deviation of the defined resample values, the
+    bootstrap standard error a sample-size plan starts from (:mod:`lib.analysis.power`), NaN likewise."""
 
     value: float
     low: float
@@ -157,6 +158,7 @@ class Interval:
     unit: str
     units: int
     undefined_share: float = 0.0
+    se: float = float("nan")
 
     @property
     def ci_over(self) -> str:
@@ -221,7 +223,8 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
     if not len(finite):
         return Interval(value, nan, nan, unit, len(names), undefined_share)
     low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(value, float(low), float(high), unit, len(names), undefined_share)
+    se = float(finite.std(ddof=1)) if len(finite) > 1 else float("nan")
+    return Interval(value, float(low), float(high), unit, len(names), undefined_share, se)
 
 
 def nested_sample(ids: Iterable[Hashable], n: int, seed: int, first: Sequence[Hashable] = ()) -> list[Hashable]:

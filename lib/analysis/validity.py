@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import MeasurementLevel, cohen_kappa, krippendorff_alpha, unit_bootstrap
+from lib.analysis.stats import Interval, MeasurementLevel, cohen_kappa, krippendorff_alpha, unit_bootstrap
 from lib.design import GRADES
 
 # Label definition -> the labels-table column that holds it; chapter 03 chooses among them (choose_label).
@@ -255,6 +255,16 @@ def document_correlations(frame: pd.DataFrame, group: str, x: str, y: str, coeff
     values = {name: float(func(g[x], g[y]).statistic) for name, g in frame.groupby(group, sort=True)
               if g[x].nunique() > 1 and g[y].nunique() > 1}
     return pd.Series(values, dtype=float, name=f"{coefficient}({x}, {y})").rename_axis(group)
+
+
+def within_unit_correlation(frame: pd.DataFrame, unit: str, x: str, y: str, coefficient: str, seed: int,
+                            n_resamples: int = 2000, unit_name: str = "queries") -> Interval:
+    """The correlation of x and y inside each unit (query), averaged over the units where neither side is
+    constant (:func:`document_correlations`; G-Eval's per-document protocol), with a percentile bootstrap
+    interval over those units (:func:`lib.analysis.stats.unit_bootstrap`). Kendall's τ within queries is what a
+    ranking evaluation relies on: it ignores how a judge's scale sits between queries."""
+    per_unit = document_correlations(frame, unit, x, y, coefficient)
+    return unit_bootstrap(np.mean, [per_unit.to_numpy()], per_unit.index.to_numpy(), unit_name, seed, n_resamples)
 
 
 def per_group_correlation(frame: pd.DataFrame, group: str, x: str, y: str, coefficient: str = "spearman"
@@ -494,9 +504,8 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, unit: str, human: str =
                              present[unit], "queries", seed, n_resamples)
         out |= {"expected_rho": rho.value, "expected_n": len(present), "expected_rho_ci_low": rho.low,
                 "expected_rho_ci_high": rho.high}
-        per_unit = document_correlations(present, unit, expected, human)
-        within = unit_bootstrap(np.mean, [per_unit.to_numpy()], per_unit.index, "queries", seed, n_resamples)
-        out |= {"expected_rho_within": within.value, "expected_groups": len(per_unit),
+        within = within_unit_correlation(present, unit, expected, human, "spearman", seed, n_resamples)
+        out |= {"expected_rho_within": within.value, "expected_groups": within.units,
                 "expected_rho_within_ci_low": within.low, "expected_rho_within_ci_high": within.high}
     return out
 

@@ -521,3 +521,73 @@ def judge_report_card(tables: Tables) -> str:
     return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On held-out TREC "
             f"DL19 queries the relevance method chosen on dev ({method}) has {said(relevance)}; G-Eval on held-out "
             f"SummEval documents has a summary-level {said(geval)}.")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Relevance on every TREC DL19 query: one pointwise call per passage, every reading of it cross-fitted by query.
+
+POINTWISE_READINGS = (calibration.Method("pointwise, argmax", "pointwise_grade", fit=False, calls=1),
+                      calibration.Method("pointwise, rounded E[g]", "pointwise_rounded", fit=False, calls=1),
+                      calibration.Method("pointwise, E[g] thresholds cross-fitted", "pointwise_expected", fit=True,
+                                         calls=1))
+CONSTANT_JUDGE = "constant (majority grade of the other folds)"
+
+
+def relevance_sample(dl19: pd.DataFrame, per_query: int, seed: int, judged: pd.DataFrame) -> pd.DataFrame:
+    """``per_query`` judged passages of every DL19 query, drawn by :func:`lib.analysis.stats.nested_sample` from
+    the query's passages with those already judged (``judged``: columns qid, docid) first, so a larger sample
+    only adds passages and every earlier judgment is kept. Rows in query order, then draw order."""
+    from lib.analysis.stats import nested_sample
+
+    chosen = []
+    for qid, passages in dl19.groupby("qid", sort=True):
+        first = [d for d in judged.loc[judged.qid == qid, "docid"] if d in set(passages.docid)]
+        docids = nested_sample(passages.docid, min(max(per_query, len(first)), len(passages)), seed, first=first)
+        chosen.append(passages.set_index("docid").loc[docids].reset_index())
+    return pd.concat(chosen, ignore_index=True)[list(dl19.columns)]
+
+
+def cross_fitted_grades(frame: pd.DataFrame, readings: Sequence[calibration.Method], folds: Mapping[Any, int],
+                        human: str = "human_grade", scale: Sequence[int] = SCALE) -> pd.DataFrame:
+    """Each reading's grades of every row, nothing graded by what was fit on it: a reading as written (argmax,
+    rounded E[g]) as it is; a fitted one (thresholds on E[g], BM25, the MiniLM cosine) from cuts fit on the
+    other folds' queries (:func:`lib.analysis.calibration.out_of_fold_grades`); and the constant judge, the
+    most frequent human grade of the other folds (the smallest on a tie). Columns named by the readings."""
+    grades = {r.name: (calibration.out_of_fold_grades(frame, "qid", r.column, human, scale, folds=folds) if r.fit
+                       else pd.Series(pd.array(frame[r.column], dtype="Int64"), index=frame.index))
+              for r in readings}
+    row_fold = frame["qid"].map(folds)
+    constant = pd.Series(pd.array([None] * len(frame), dtype="Int64"), index=frame.index)
+    for fold in sorted(set(row_fold)):
+        held = row_fold == fold
+        constant[held] = int(frame.loc[~held, human].mode().min())
+    return pd.DataFrame({**grades, CONSTANT_JUDGE: constant})
+
+
+def relevance_agreement_table(frame: pd.DataFrame, grades: pd.DataFrame, scores: Mapping[str, str | None],
+                              seed: int, n_resamples: int) -> pd.DataFrame:
+    """Per reading (a column of ``grades``): κ, κ_w, binary κ (relevant from grade 2), α and exact agreement
+    with the NIST grades (:func:`lib.analysis.validity.relevance_agreement`), and Kendall's τ-b within queries
+    of the score the reading ranks by (``scores``: reading → column, None for a reading without one), averaged
+    over the queries; every interval resamples the queries. One row per reading."""
+    rows = {}
+    for name in grades.columns:
+        judged = frame.assign(**{name: grades[name]})
+        agreement = validity.relevance_agreement(judged, name, "qid", expected=None, scale=SCALE, relevant_from=2,
+                                                 seed=seed, n_resamples=n_resamples)
+        score = scores.get(name)
+        within = (validity.within_unit_correlation(frame, "qid", score, "human_grade", "kendall", seed, n_resamples)
+                  if score else None)
+        rows[name] = {**agreement, "tau_within": within.value if within else np.nan,
+                      "tau_within_ci_low": within.low if within else np.nan,
+                      "tau_within_ci_high": within.high if within else np.nan,
+                      "tau_queries": within.units if within else 0}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("reading")
+
+
+def verdict(low: float, high: float, target: float) -> str:
+    """What a 95% interval says about a target: "reached" (the whole interval at or above it), "not reached"
+    (wholly below), "undetermined" (it straddles the target, or there is no interval)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "undetermined"
+    return "reached" if low >= target else "not reached" if high < target else "undetermined"

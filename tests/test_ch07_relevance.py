@@ -1,0 +1,86 @@
+"""Chapter 07's relevance section on every DL19 query: nested passage samples, folds by query, cross-fitted
+readings of one pointwise call, the agreement table and the verdict against a target — on hand-made frames."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kendalltau
+
+from lib.analysis import calibration
+from lib.analysis.stats import unit_bootstrap
+from lib.chapters import ch07
+
+
+def dl19_like(queries: int = 12, per_query: int = 8, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = [{"qid": f"q{q:02d}", "query": f"query {q}", "docid": f"d{q:02d}-{k}", "passage": f"passage {k}",
+             "human_grade": int(rng.integers(0, 4))} for q in range(queries) for k in range(per_query)]
+    frame = pd.DataFrame(rows)
+    frame["pointwise_expected"] = frame.human_grade * 0.3 + 1.2 + rng.normal(scale=0.2, size=len(frame))
+    frame["pointwise_grade"] = pd.array(np.full(len(frame), 2), dtype="Int64")  # the collapse onto one grade
+    frame["pointwise_rounded"] = pd.array(np.floor(frame.pointwise_expected + 0.5).astype(int), dtype="Int64")
+    return frame
+
+
+def test_the_passage_sample_grows_by_nesting_and_keeps_what_was_judged():
+    data = dl19_like(queries=3, per_query=8)
+    judged = pd.DataFrame({"qid": ["q01", "q01"], "docid": ["d01-7", "d01-5"]})
+    small = ch07.relevance_sample(data, 3, seed=4, judged=judged)
+    large = ch07.relevance_sample(data, 5, seed=4, judged=judged)
+    assert small.groupby("qid").size().tolist() == [3, 3, 3] and list(small.columns) == list(data.columns)
+    for qid in ("q00", "q01", "q02"):
+        assert large[large.qid == qid].docid.tolist()[:3] == small[small.qid == qid].docid.tolist()
+    assert small[small.qid == "q01"].docid.tolist()[:2] == ["d01-7", "d01-5"]
+
+
+def test_folds_deal_the_queries_evenly_whatever_their_order():
+    qids = [f"q{k}" for k in range(43)]
+    folds = calibration.group_folds(qids, 5, seed=0)
+    assert sorted(pd.Series(folds).value_counts().tolist()) == [8, 8, 9, 9, 9]
+    assert folds == calibration.group_folds(list(reversed(qids)), 5, seed=0)
+    with pytest.raises(ValueError, match="2 ≤ k"):
+        calibration.group_folds(qids[:3], 4, seed=0)
+
+
+def test_cross_fitted_grades_never_grade_a_row_with_what_was_fit_on_it():
+    frame = pd.DataFrame({"qid": ["a", "a", "b", "b", "c", "c"], "human_grade": [0, 3, 0, 3, 3, 3],
+                          "pointwise_expected": [0.0, 3.0, 0.0, 3.0, 0.0, 0.1],  # query c disagrees with a and b
+                          "pointwise_grade": [2, 2, 2, 2, 2, 2], "pointwise_rounded": [0, 3, 0, 3, 0, 0]})
+    folds = {"a": 0, "b": 0, "c": 1}
+    grades = ch07.cross_fitted_grades(frame, ch07.POINTWISE_READINGS, folds, scale=(0, 1, 2, 3))
+    fitted = grades["pointwise, E[g] thresholds cross-fitted"]
+    # c's cuts come from a and b (0 → 0, 3 → 3), so c's scores 0.0 and 0.1 fall on grade 0: κ fit on c would not
+    assert fitted.tolist()[4:] == [0, 0]
+    assert grades["pointwise, argmax"].tolist() == [2] * 6
+    # the constant judge answers the other fold's most frequent human grade: fold 0's rows get c's 3; c's rows
+    # get fold 0's tie of 0 and 3 (twice each), broken towards the smaller grade
+    assert grades[ch07.CONSTANT_JUDGE].tolist() == [3, 3, 3, 3, 0, 0]
+
+
+def test_the_agreement_table_reads_within_query_tau_over_the_queries():
+    frame = dl19_like()
+    folds = calibration.group_folds(frame.qid, 4, seed=1)
+    grades = ch07.cross_fitted_grades(frame, ch07.POINTWISE_READINGS, folds)
+    scores = {"pointwise, E[g] thresholds cross-fitted": "pointwise_expected"}
+    table = ch07.relevance_agreement_table(frame, grades, scores, seed=0, n_resamples=200)
+    assert list(table.index) == [*(r.name for r in ch07.POINTWISE_READINGS), ch07.CONSTANT_JUDGE]
+    assert table.loc["pointwise, argmax", "kappa"] == 0 and np.isnan(table.loc["pointwise, argmax", "kappa_ci_low"])
+    per_query = [kendalltau(g.pointwise_expected, g.human_grade).statistic for _, g in frame.groupby("qid")]
+    row = table.loc["pointwise, E[g] thresholds cross-fitted"]
+    assert row.tau_within == pytest.approx(np.mean(per_query)) and row.tau_queries == 12
+    assert row.tau_within_ci_low < row.tau_within < row.tau_within_ci_high and row.ci_over == "12 queries"
+    assert np.isnan(table.loc["pointwise, argmax", "tau_within"])
+
+
+def test_a_verdict_needs_the_whole_interval_on_one_side_of_the_target():
+    assert ch07.verdict(0.45, 0.60, 0.40) == "reached"
+    assert ch07.verdict(0.05, 0.30, 0.40) == "not reached"
+    assert ch07.verdict(0.30, 0.50, 0.40) == "undetermined"
+    assert ch07.verdict(float("nan"), float("nan"), 0.40) == "undetermined"
+
+
+def test_an_interval_carries_its_bootstrap_standard_error():
+    values = np.random.default_rng(0).normal(size=40)
+    interval = unit_bootstrap(np.mean, [values], np.arange(40), "queries", seed=2, n_resamples=4000)
+    assert interval.se == pytest.approx(values.std(ddof=1) / np.sqrt(40), rel=0.1)
