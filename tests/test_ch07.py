@@ -8,32 +8,6 @@ from lib.analysis import report_card as rc
 from lib.chapters import ch07
 
 
-def dev_table():
-    return pd.DataFrame({"calls": [1, 1, 3, 0], "n": [16] * 4, "weighted_kappa": [0.22, 0.225, 0.10, 0.6],
-                         "weighted_kappa_ci_low": [0.0, -0.3, -0.2, 0.3],
-                         "weighted_kappa_ci_high": [0.5, 0.6, 0.4, 0.8]},
-                        index=pd.Index(["plain", "rounded", "criteria", "bm25"], name="method"))
-
-
-def test_relevance_bullets_say_the_choice_rested_on_cost_and_name_the_baselines():
-    test_card = pd.DataFrame({"value": [0.05, 0.11, 0.55], "ci_low": [-0.06, 0.0, 0.16], "ci_high": [0.16, 0.24, 0.82],
-                              "n": [24, 24, 24]}, index=["plain", "rounded" + rc.CHOSEN, "MiniLM cosine, thresholds"])
-    grades = pd.DataFrame({"exact_agreement": [0.25, 0.625, 0.5], "grades used": ["1:2 2:21 3:1", "0:13 2:11", "0:24"]},
-                          index=["rounded" + rc.CHOSEN, "MiniLM cosine, thresholds", "always 0"])
-    lines = ch07.relevance(dev_table(), "rounded", "plain", 4, 6, test_card,
-                                {"difference": 0.06, "ci_low": -0.07, "ci_high": 0.2}, grades, 0,
-                                {"difference": 0.44, "ci_low": 0.09, "ci_high": 0.71}, "MiniLM cosine, thresholds",
-                                pd.DataFrame({"judge": ["plain", "plain", "BM25"], "value": [0.41, -0.2, 0.27],
-                                              "statistic": [rc.EXPECTED_RHO, rc.EXPECTED_RHO_WITHIN,
-                                                            rc.EXPECTED_RHO_WITHIN]}))
-    assert "3 of 3 LLM methods are within the best one's interval on dev, so the rule chose by cost" in lines[0]
-    assert "rounded (chosen on dev) κ_w 0.11 (0.00 to 0.24)" in lines[1] and "+0.06 (95% CI -0.07 to +0.20)" in lines[1]
-    assert "agrees exactly on 0.25 of them, always answering the dev majority grade 0 on 0.50" in lines[2]
-    assert "against the same ρ pooled over queries): plain -0.20 (pooled 0.41); BM25 0.27 (pooled nan)." in lines[3]
-    assert ("MiniLM cosine, thresholds minus the chosen method: κ_w +0.44 (95% CI +0.09 to +0.71); it uses the grades "
-            "0:13 2:11, its dev cuts leaving the others unreachable") in lines[2]
-
-
 def test_lean_on_says_undetermined_without_system_intervals():
     targets = pd.DataFrame({"reached_by_interval": [False, False], "ci_low": [0.0, np.nan], "value": [0.1, 0.29],
                             "goal": [0.4, 0.3], "n": [24, 4]})
@@ -87,17 +61,6 @@ def test_crs_bullet_states_each_familys_holm_floor():
     assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "
             "this size) and in 0 of 1 within-vs-across tests (the smallest Holm-adjusted p this family could reach is "
             "0.03)") in text
-
-
-def test_frozen_table_shows_cuts_or_a_dash():
-    from lib.analysis.calibration import Frozen, Method
-
-    table = ch07.frozen_table({"plain": Frozen(Method("plain", "pointwise_grade", False, 1), None),
-                               "E[g] cuts": Frozen(Method("E[g] cuts", "pointwise_expected", True, 1),
-                                                   (0.5, 1.25, 2.0))})
-    assert table.loc["plain", "cuts (grades 1, 2, 3 from)"] == "—"
-    assert table.loc["E[g] cuts", "cuts (grades 1, 2, 3 from)"] == "0.500, 1.250, 2.000"
-    assert table.loc["E[g] cuts", "column"] == "pointwise_expected"
 
 
 def test_prp_text_counts_complete_and_consistent_pairs():

@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from lib.analysis import calibration
+from lib.analysis import report_card as rc
 from lib.analysis.stats import unit_bootstrap
 from lib.chapters import ch07
 
@@ -84,3 +85,29 @@ def test_an_interval_carries_its_bootstrap_standard_error():
     values = np.random.default_rng(0).normal(size=40)
     interval = unit_bootstrap(np.mean, [values], np.arange(40), "queries", seed=2, n_resamples=4000)
     assert interval.se == pytest.approx(values.std(ddof=1) / np.sqrt(40), rel=0.1)
+
+
+def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
+    from lib.analysis import power
+
+    frame = dl19_like(queries=12, per_query=6)
+    frame["bm25"] = frame.human_grade + np.random.default_rng(3).normal(size=len(frame))
+    folds = calibration.group_folds(frame.qid, 4, seed=0)
+    readings = [*ch07.POINTWISE_READINGS, calibration.Method("BM25, thresholds", "bm25", fit=True, calls=0)]
+    primary = ch07.POINTWISE_READINGS[2]
+    result = ch07.relevance_section(frame, readings, primary, folds, ["q00", "q01"], 0.40, "m", seed=0,
+                                    n_resamples=200)
+    assert result.outside_pilot["units"] == 10 and result.verdict in {"reached", "not reached", "undetermined"}
+    assert list(result.differences.index) == ["pointwise, argmax", "pointwise, rounded E[g]", "BM25, thresholds",
+                                              ch07.CONSTANT_JUDGE]
+    chosen_rows = [r for r in result.rows if str(r["judge"]).endswith(rc.CHOSEN)]
+    assert {r["statistic"] for r in chosen_rows} >= {rc.WEIGHTED_KAPPA, rc.KAPPA}
+    assert chosen_rows[0]["ci_over"] == "12 queries"
+    plan = power.Plan("Does it reach κ_w ≥ 0.40?", "query", 12, 30, "a basis")
+    lines = ch07.relevance_bullets(result, primary.name, plan, 0.40, 4)
+    row = result.table.loc[primary.name]
+    assert f"{primary.name} κ_w {row.weighted_kappa:.2f} (95% CI" in lines[0] and "12 queries" in lines[0]
+    assert f"**{result.verdict}**" in lines[0] and "needs 30 queries" in lines[0] and "On the 10 queries" in lines[0]
+    assert "The primary minus each: pointwise, argmax" in lines[1] and "MS MARCO" in lines[1]
+    assert f"κ {row.kappa:.2f} and binary κ" in lines[2]
+    assert "BM25, thresholds" in lines[3] and f"{primary.name} {row.tau_within:.2f}" in lines[3]

@@ -93,14 +93,15 @@ def test_report_card_refuses_an_unknown_statistic():
 def test_threats_are_written_from_the_numbers():
     bias = pd.DataFrame([{"bias": "position", "statistic": "position consistency", "value": 0.4, "ci_low": 0.3,
                           "ci_high": 0.5, "n": 30, "ci_over": "12 queries"}])
-    text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", dev_groups=10,
-                                  test_groups=20, crs_sessions=6)
+    text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", queries=43, folds=5,
+                                  pilot_queries=10, crs_sessions=6)
     assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60)" in text  # the one LLM number whose CI spans 0
     assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16 " \
         "(12 questions)" in text
     assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30" in text
-    assert "10 dev groups" in text and "20 disjoint test groups" in text and "6 simulated conversations" in text
-    no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 1, 1)
+    assert "a pilot of 10 of the 43 queries" in text and "(5 folds of queries)" in text
+    assert "6 simulated conversations" in text
+    no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 43, 5, 10)
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
 
 
@@ -109,7 +110,7 @@ def test_threats_name_the_intervals_that_resample_few_units():
             for d in ("coherence", "fluency")]
     rows.append(rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.KAPPA, "item", 24, -0.3, -0.5, -0.1,
                         "24 passages"))
-    text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 1, 1)
+    text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 43, 5, 10)
     assert ("2 numbers rest on too few queries, documents, questions or users to resample — "
             "*G-Eval, study steps, weighted* on SummEval (2 rows, over 3 documents).") in text
     assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]

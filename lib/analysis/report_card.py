@@ -403,8 +403,8 @@ def value_with_interval(row: Mapping) -> str:
             else f"{number_text(row['value'])} (CI undefined)")
 
 
-def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_groups: int, test_groups: int,
-                        crs_sessions: int | None = None) -> str:
+def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, queries: int, folds: int,
+                        pilot_queries: int, crs_sessions: int | None = None) -> str:
     """Markdown list of the threats to chapter 07's conclusions, every number taken from the tables passed in:
     the judge models (``model`` and those of the card's LLM rows, ``describe_model``) beside the anchors' models;
     the card rows whose CI includes 0, grouped by judge and data set, and the widest CI with its n; the bias
@@ -456,10 +456,12 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, dev_
         form = f", {r['form']}" if "form" in r else ""
         lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} "
                      f"over n = {int(r['n'])}.")
-    lines.append(f"- **Chosen on dev, reported once on test.** Methods were compared on {dev_groups} dev groups and "
-                 f"the chosen one reported on {test_groups} disjoint test groups; with so few groups a method that "
-                 f"won on dev can lose on test by chance. Every interval resamples the groups the items are nested "
-                 f"in (queries, documents, questions, users), so none exists over fewer than {MIN_CI_UNITS} of them.")
+    lines.append(f"- **Declared after a pilot, scored out of fold.** The primary way of reading the relevance calls "
+                 f"was declared before the run but after a pilot of {pilot_queries} of the {queries} queries, which "
+                 f"stays in the sample (the chapter also reports the queries outside it); every fitted reading is "
+                 f"scored on queries its cuts were not fit on ({folds} folds of queries). Every interval resamples "
+                 f"the groups the items are nested in (queries, documents, questions, users), so none exists over "
+                 f"fewer than {MIN_CI_UNITS} of them.")
     if crs_sessions is not None:
         lines.append(f"- **Synthetic users.** The CRS metrics are validated against the same small judge on "
                      f"{crs_sessions} simulated conversations, not against people: convergent validity with an "

@@ -39,9 +39,7 @@ SCALE = judge_relevance.PASSAGE_4POINT_PROMPTS.scale  # TREC DL19's grades 0–3
 class Samples:
     """Every split and sample of the chapter, drawn from ids before anything is judged."""
     dl19: pd.DataFrame
-    split: calibration.Split
-    sampled: pd.DataFrame
-    examples: pd.DataFrame
+    pilot: pd.DataFrame
     prp_qids: list[str]
     summeval: pd.DataFrame
     summeval_split: calibration.Split
@@ -57,13 +55,11 @@ class Samples:
 
     def table(self) -> pd.DataFrame:
         """Per data set and part: the groups (queries or documents) and the number of items."""
-        split, summeval_split = self.split, self.summeval_split
-        rows = [("TREC DL19", "dev (methods compared)", split.dev, len(split.dev_rows(self.sampled))),
-                ("TREC DL19", "test (chosen method, once)", split.test, len(split.test_rows(self.sampled))),
-                ("TREC DL19", "test queries ranked by PRP", self.prp_qids,
-                 int(self.sampled.qid.isin(self.prp_qids).sum())),
-                ("TREC DL19", "few-shot examples (dev queries, not scored)", list(self.examples.qid),
-                 len(self.examples)),
+        summeval_split = self.summeval_split
+        rows = [("TREC DL19", "pilot (judged by earlier runs; part of the sample)", sorted(self.pilot.qid.unique()),
+                 len(self.pilot)),
+                ("TREC DL19", "pilot queries ranked by PRP", self.prp_qids,
+                 int(self.pilot.qid.isin(self.prp_qids).sum())),
                 ("SummEval", "seen in chapter 03 (coherence replayed)", summeval_split.dev,
                  len(summeval_split.dev_rows(self.summeval))),
                 ("SummEval", "test (G-Eval as declared)", summeval_split.test,
@@ -74,21 +70,20 @@ class Samples:
 
 
 def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
-                 test_queries: int, passages_per_query: int, split_seed: int, prp_queries: int, example_seed: int,
+                 test_queries: int, passages_per_query: int, split_seed: int, prp_queries: int,
                  chapter03_summeval_docs: int, chapter03_summeval_seed: int, summeval_test_docs: int,
                  summeval_test_seed: int, nocot_docs: int, chapter03_noveleval_queries: int,
                  chapter03_noveleval_seed: int, chapter03_passage_chars: int, swap_pools: int,
                  self_consistency_items: int, verbosity_items: int, injection_items: int, bias_seed: int) -> Samples:
-    """The DL19 dev/test split by query and its passage sample (with BM25 and MiniLM scores), the few-shot
-    examples (dev passages not scored), the PRP queries, the SummEval documents of chapter 03 and the unseen test
-    documents, chapter 03's NovelEval sample (same seeds, so its calls replay) and the bias battery's samples."""
+    """DL19 with BM25 scores and the pilot: the passages earlier runs of this chapter judged (a split of whole
+    queries, ``passages_per_query`` each; kept as the start of every larger sample), with its PRP queries; the
+    SummEval documents of chapter 03 and the unseen test documents, chapter 03's NovelEval sample (same seeds, so
+    its calls replay) and the bias battery's samples."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
     split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
     sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
                                            passages_per_query, split_seed)
     sampled = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(), sampled["passage"].tolist()))
-    examples = methods.fewshot_examples(split.dev_rows(dl19).drop(index=split.dev_rows(sampled).index), SCALE,
-                                        example_seed)
     chapter03_docs = validity.sample_ids(summeval.doc_id, chapter03_summeval_docs, chapter03_summeval_seed)
     unseen = summeval[~summeval.doc_id.isin(chapter03_docs)]
     summeval_split = calibration.Split(
@@ -100,7 +95,7 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
     novel_pools = make_pools(novel_items, novel.qid, size=5)
     return Samples(
-        dl19, split, sampled, examples, validity.sample_ids(split.test, prp_queries, split_seed), summeval,
+        dl19, sampled, validity.sample_ids(split.test, prp_queries, split_seed), summeval,
         summeval_split, list(summeval_split.test[:nocot_docs]), novel, novel_queries, novel_items, novel_pools,
         validity.sample_ids(range(len(novel_pools)), swap_pools, bias_seed),
         validity.sample_ids(novel.index, self_consistency_items, bias_seed),
@@ -130,66 +125,6 @@ def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tup
                               sessions.judge_model.dropna().iloc[0], "CRS simulation", str(metric),
                               failed=int((~sessions.judge_ok).sum()))
     return levels, rows
-
-
-def freeze_methods(candidates: Sequence[calibration.Method], chosen_name: str, dev: pd.DataFrame
-                   ) -> tuple[calibration.Method, dict[str, calibration.Frozen]]:
-    """The chosen method and, frozen on every dev passage, the methods reported on test: the reference (the plain
-    judge), the chosen one (its name marked ``rc.CHOSEN``) and the non-LLM baselines."""
-    chosen = next(m for m in candidates if m.name == chosen_name)
-    frozen = {m.name + (rc.CHOSEN if m == chosen else ""): calibration.freeze(m, dev, "human_grade", SCALE)
-              for m in dict.fromkeys([methods.REFERENCE_METHOD, chosen, *baselines.RELEVANCE_BASELINES])}
-    return chosen, frozen
-
-
-def frozen_table(frozen: Mapping[str, calibration.Frozen]) -> pd.DataFrame:
-    """What each frozen method learnt on dev: its column, calls per item and cuts."""
-    return pd.DataFrame([{"method": name, "column": f.method.column, "calls per item": f.method.calls,
-                          "cuts (grades 1, 2, 3 from)": ("—" if f.cuts is None
-                                                         else ", ".join(f"{c:.3f}" for c in f.cuts))}
-                         for name, f in frozen.items()]).set_index("method")
-
-
-@dataclass(frozen=True)
-class TestResult:
-    """DL19 test, once: the grades of every frozen method, their card rows and the comparisons the summary reads."""
-    grades: pd.DataFrame
-    rows: CardRows
-    chosen_column: str
-    lift: dict[str, Any]
-    agreement: pd.DataFrame
-    dev_majority: int
-    best_baseline: str
-    baseline_gap: dict[str, Any]
-
-
-def judge_test(test: pd.DataFrame, frozen: Mapping[str, calibration.Frozen], chosen: calibration.Method,
-               dev: pd.DataFrame, model: str, seed: int, n_resamples: int) -> TestResult:
-    """Every frozen method's grades on the judged test passages, with card rows (Spearman of E[g] once per call
-    kind: a property of the calls, not of the grading rule), the chosen method against the reference and the
-    best non-LLM baseline against the chosen method (paired κ_w differences), and the constant judge fixed on dev."""
-    grades = pd.DataFrame({name: f.grades(test, SCALE) for name, f in frozen.items()})
-    grades = grades.join(test[["human_grade", "qid"]])
-    rows: CardRows = []
-    expected_shown: set[str | None] = set()
-    for name, f in frozen.items():
-        expected: str | None = methods.expected_column(f.method) or f.method.column  # a baseline's own score
-        expected = None if expected in expected_shown else expected
-        expected_shown.add(expected)
-        agreement = validity.relevance_agreement(test.join(grades[[name]]), name, expected=expected, scale=SCALE,
-                                                 relevant_from=2, seed=seed, n_resamples=n_resamples, unit="qid")
-        rows += rc.agreement_rows(agreement, name, model if f.method.calls else "—", "TREC DL19")
-    chosen_column = chosen.name + rc.CHOSEN
-    reference_column = next(name for name, f in frozen.items() if f.method == methods.REFERENCE_METHOD)
-    lift = validity.weighted_kappa_difference(grades, chosen_column, reference_column, "qid", categories=SCALE,
-                                              seed=seed, n_resamples=n_resamples)
-    dev_majority = int(dev.human_grade.mode().min())  # the constant judge is fixed on dev, like every other method
-    agreement_table = validity.grade_agreement_table(grades, list(frozen), categories=SCALE, constant=dev_majority)
-    best_baseline = max((name for name, f in frozen.items() if not f.method.calls),
-                        key=lambda name: agreement_table.at[name, "weighted_kappa"])
-    gap = validity.weighted_kappa_difference(grades, best_baseline, chosen_column, "qid", categories=SCALE,
-                                             seed=seed, n_resamples=n_resamples)
-    return TestResult(grades, rows, chosen_column, lift, agreement_table, dev_majority, best_baseline, gap)
 
 
 def prp_text(pairs: Sequence[methods.PairJudgment]) -> str:
@@ -304,56 +239,6 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
     return forests
 
 
-def relevance(dev_table: pd.DataFrame, chosen: str, reference: str, dev_queries: int, test_queries: int,
-              test_card: pd.DataFrame, lift: Mapping[str, Any], grades: pd.DataFrame, dev_majority: int,
-              gap: Mapping[str, Any], best_baseline: str, rho_rows: pd.DataFrame) -> list[str]:
-    """The DL19 bullets: the dev choice (and whether it rested on quality or on cost,
-    :func:`lib.analysis.calibration.tied_with_best`), the test κ_w of every frozen method, the chosen method's
-    lift over the plain judge, and the trivial and non-LLM baselines beside it.
-
-    ``dev_table``: :func:`lib.analysis.calibration.compare_on_dev`; ``test_card``: the card's DL19 κ_w rows
-    indexed by judge; ``lift``/``gap``: :func:`lib.analysis.validity.weighted_kappa_difference` results (chosen −
-    plain; ``best_baseline`` − chosen); ``reference``: the plain judge's name in ``dev_table``; ``grades``:
-    :func:`lib.analysis.validity.grade_agreement_table` on test with the row "always <dev_majority>"; ``rho_rows``:
-    the card's DL19 rows of Spearman's ρ of E[g] (or of a baseline's score), pooled and within queries."""
-    from lib.analysis.calibration import tied_with_best
-
-    row, plain = dev_table.loc[chosen], dev_table.loc[reference]
-    tied = tied_with_best(dev_table)
-    llm = int((dev_table["calls"] > 0).sum())
-    chosen_test = test_card[test_card.index.str.endswith(rc.CHOSEN)].iloc[0]
-    chosen_grades = grades.loc[chosen_test.name]
-    constant = grades.loc[f"always {dev_majority}"]
-    return [
-        f"**Chosen on dev**: {chosen} ({int(row.calls)} call{'s' if row.calls > 1 else ''} per passage), dev κ_w "
-        f"{row.weighted_kappa:.2f} ({interval_text(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high)}) against "
-        f"the plain judge's {plain.weighted_kappa:.2f}, over {int(row.n)} dev passages of {dev_queries} queries. "
-        f"{len(tied)} of {llm} LLM methods are within the best one's interval on dev, so the rule "
-        + ("chose by cost (fewest calls), not by a measured difference in quality." if len(tied) > 1
-           else "had a single candidate."),
-        f"**On test** ({test_queries} queries, {int(chosen_test.n)} passages): "
-        + "; ".join(f"{name} κ_w {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')})"
-                    for name, r in test_card.iterrows())
-        + f". The chosen method minus the plain judge: {lift['difference']:+.2f} "
-        f"({interval_text(lift['ci_low'], lift['ci_high'], signed=True)}).",
-        f"**Baselines on the same test passages**: the chosen method agrees exactly on "
-        f"{chosen_grades.exact_agreement:.2f} of them, always answering the dev majority grade {dev_majority} on "
-        f"{constant.exact_agreement:.2f}; it uses the grades {chosen_grades['grades used']} (grade:passages). "
-        f"{best_baseline} minus the chosen method: κ_w {gap['difference']:+.2f} "
-        f"({interval_text(gap['ci_low'], gap['ci_high'], signed=True)}); it uses the grades "
-        f"{grades.loc[best_baseline, 'grades used']}, its dev cuts leaving the others unreachable. Its embedding model "
-        f"(all-MiniLM-L6-v2) was trained on pairs that include MS MARCO, DL19's corpus, so it is a strong baseline "
-        f"here, not a trivial one.",
-        "**Ranking within a query** (Spearman ρ of the score with the NIST grade, averaged over the test queries, "
-        "against the same ρ pooled over queries): "
-        + "; ".join(f"{judge} {part.set_index('statistic').value.get(rc.EXPECTED_RHO_WITHIN, np.nan):.2f} "
-                    f"(pooled {part.set_index('statistic').value.get(rc.EXPECTED_RHO, np.nan):.2f})"
-                    for judge, part in rho_rows.groupby("judge", sort=False))
-        + ". Pooled over queries, ρ also credits telling easy queries from hard ones; ranking a query's passages "
-          "is what chapter 04 uses.",
-    ]
-
-
 def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
     """One bullet per use the study makes of a judge, with the verdict of :func:`rc.supported_uses`."""
     return [f"**{what[0].upper() + what[1:]}**: {verdict}"
@@ -383,15 +268,15 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     return f"**What the study can lean on**: {relevance_part}; {geval_part}; {system_part}."
 
 
-def chapter03(chosen_is_reference: bool, lift: Mapping[str, Any]) -> str:
-    """Whether the chosen method goes back into chapter 03: only when it is not the plain judge and beats it on
-    test by more than the interval of the paired difference (``lift``, chosen − plain)."""
-    adopt = not chosen_is_reference and lift["ci_low"] > 0
-    return ("**Chapter 03**: " + ("the chosen method beats the plain judge on test by more than its interval, so "
-                                  "chapter 03 should adopt it as a method (its cuts refit on NovelEval's 0–2 dev rows, "
-                                  "never taken from DL19)." if adopt else
-                                  "the chosen method does not beat the plain judge on test by more than its interval, "
-                                  "so chapter 03's label stays as it is."))
+def chapter03(lift: Mapping[str, Any]) -> str:
+    """Whether the primary reading goes back into chapter 03: only when it beats the plain argmax of the same calls
+    by more than the interval of the paired difference (``lift``, primary − argmax, by query)."""
+    adopt = bool(np.isfinite(lift["ci_low"]) and lift["ci_low"] > 0)
+    return ("**Chapter 03**: " + ("the primary reading beats the plain argmax by more than its interval, so chapter "
+                                  "03 should adopt it (its cuts refit on NovelEval's 0–2 grades, never taken from "
+                                  "DL19)." if adopt else
+                                  "the primary reading does not beat the plain argmax by more than its interval, so "
+                                  "chapter 03's label stays as it is."))
 
 
 def geval_ablations(card: pd.DataFrame, with_steps: float, without_steps: float, nocot_docs: int) -> str:
@@ -591,3 +476,127 @@ def verdict(low: float, high: float, target: float) -> str:
     if not (np.isfinite(low) and np.isfinite(high)):
         return "undetermined"
     return "reached" if low >= target else "not reached" if high < target else "undetermined"
+
+
+def pilot_plan(pilot: pd.DataFrame, primary: calibration.Method, folds: int, seed: int, queries: int,
+               half_width: float, target: float, n_resamples: int) -> tuple[Any, Any]:
+    """The sample-size plan of the primary question from the pilot (the passages judged before this run, cache
+    hits): the primary reading's κ_w on the pilot with its bootstrap SE over the pilot's queries, the queries a
+    ±``half_width`` interval needs (:func:`lib.analysis.power.units_for_interval`), and the half-width to expect
+    with all ``queries``. Returns (the pilot's :class:`~lib.analysis.stats.Interval`, the
+    :class:`~lib.analysis.power.Plan`)."""
+    from lib.analysis import power
+    from lib.analysis.stats import cohen_kappa, unit_bootstrap
+
+    fold_of = calibration.group_folds(pilot.qid, folds, seed)
+    grades = cross_fitted_grades(pilot, [primary], fold_of)[primary.name]
+    both = grades.notna()
+    pilot_kappa = unit_bootstrap(lambda h, g: cohen_kappa(h, g, SCALE, weights="quadratic"),
+                                 [pilot.loc[both, "human_grade"].to_numpy(), grades[both].astype(int).to_numpy()],
+                                 pilot.loc[both, "qid"], "queries", seed, n_resamples)
+    needed = power.units_for_interval(pilot_kappa.se, pilot_kappa.units, half_width)
+    expected = 1.96 * pilot_kappa.se * np.sqrt(pilot_kappa.units / queries)
+    basis = (f"a 95% interval of ±{half_width:.2f}; pilot κ_w {pilot_kappa.value:.2f}, bootstrap SE "
+             f"{pilot_kappa.se:.3f} over its {pilot_kappa.units} queries; with {queries} queries expect about "
+             f"±{expected:.2f}")
+    plan = power.Plan(f"Does {primary.name} reach κ_w ≥ {target:.2f} against the NIST grades?", "query", queries,
+                      needed, basis)
+    return pilot_kappa, plan
+
+
+@dataclass(frozen=True)
+class RelevanceResult:
+    """The relevance section on every DL19 query: the judged sample, each reading's cross-fitted grades, the
+    agreement table, the card rows, the primary reading minus each other (κ_w by query), the primary's verdict
+    against the target, and the primary on the queries outside the pilot."""
+    judged: pd.DataFrame
+    grades: pd.DataFrame
+    table: pd.DataFrame
+    rows: CardRows
+    differences: pd.DataFrame
+    verdict: str
+    outside_pilot: dict[str, Any]
+
+
+def relevance_section(judged: pd.DataFrame, readings: Sequence[calibration.Method], primary: calibration.Method,
+                      folds: Mapping[Any, int], pilot_qids: Sequence[str], target: float, model: str, seed: int,
+                      n_resamples: int) -> RelevanceResult:
+    """Every reading of the judged sample (pointwise columns, bm25, cosine) cross-fitted by query; the table with
+    within-query τ of each reading's score; card rows (κ, κ_w, binary κ, α, Spearman ρ of the score pooled and
+    within queries); κ_w of the primary minus each other reading, by query; the verdict; and the primary's κ_w on
+    the queries that were not in the pilot (the pilot was seen before the primary was declared)."""
+    scores = {r.name: (r.column if r.fit else None) for r in readings}
+    grades = cross_fitted_grades(judged, readings, folds)
+    table = relevance_agreement_table(judged, grades, scores, seed, n_resamples)
+    rows: CardRows = []
+    for r in readings:
+        score = r.column if r.fit else None
+        agreement = validity.relevance_agreement(judged.assign(**{r.name: grades[r.name]}), r.name, "qid",
+                                                 expected=score, scale=SCALE, relevant_from=2, seed=seed,
+                                                 n_resamples=n_resamples)
+        rows += rc.agreement_rows(agreement, r.name + (rc.CHOSEN if r == primary else ""),
+                                  model if r.calls else "—", "TREC DL19")
+    both = grades.join(judged[["human_grade", "qid"]])
+    differences = pd.DataFrame({other: validity.weighted_kappa_difference(both, primary.name, other, "qid",
+                                                                          categories=SCALE, seed=seed,
+                                                                          n_resamples=n_resamples)
+                                for other in grades.columns if other != primary.name}).T.rename_axis("reading")
+    row = table.loc[primary.name]
+    outside = both[~both.qid.isin(pilot_qids)]
+    rest = validity.relevance_agreement(outside, primary.name, "qid", expected=None, scale=SCALE, seed=seed,
+                                        n_resamples=n_resamples)
+    return RelevanceResult(judged, grades, table, rows, differences,
+                           verdict(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high, target), rest)
+
+
+def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
+    """:func:`lib.analysis.stats.interval_over_text` of loose ends."""
+    from lib.analysis.stats import interval_over_text
+
+    return interval_over_text({"ci_low": low, "ci_high": high, "ci_over": over}, signed=signed)
+
+
+def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: float, folds: int) -> list[str]:
+    """The DL19 bullets, each figure from ``result``'s tables: the declared primary reading against the target
+    with its verdict and plan, the same figure on the queries outside the pilot, every other reading of the same
+    calls and the baselines (κ_w and the primary minus each), κ and binary κ beside the anchors that use them,
+    ranking within a query (Kendall τ), and α read as agreement including calibration."""
+    table, differences = result.table, result.differences
+
+    def kappa_w(name: str) -> str:
+        r = table.loc[name]
+        return f"κ_w {r.weighted_kappa:.2f} ({_interval(r.weighted_kappa_ci_low, r.weighted_kappa_ci_high, r.ci_over)})"
+
+    def grades_used(name: str) -> str:
+        used = result.grades[name].dropna().astype(int).value_counts().sort_index()
+        return " ".join(f"{g}:{c}" for g, c in used.items())
+
+    row, rest = table.loc[primary], result.outside_pilot
+    queries, passages = result.judged.qid.nunique(), len(result.judged)
+    others = [name for name in table.index if name != primary]
+    tau = table[table.tau_queries > 0]
+    rest_interval = _interval(rest["weighted_kappa_ci_low"], rest["weighted_kappa_ci_high"], rest["ci_over"])
+    return [
+        f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
+        f"folds of queries for each query): {primary} {kappa_w(primary)} against the target {target:.2f} over "
+        f"{passages} passages of {queries} queries: **{result.verdict}**. {plan.text()} On the "
+        f"{rest['units']} queries outside the pilot (seen before the declaration): κ_w {rest['weighted_kappa']:.2f} "
+        f"({rest_interval}).",
+        "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
+        + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
+        + ". The primary minus each: "
+        + "; ".join(f"{name} {d.difference:+.2f} ({_interval(d.ci_low, d.ci_high, d.ci_over, signed=True)})"
+                    for name, d in differences.iterrows())
+        + ". MiniLM's embedding model was trained on pairs that include MS MARCO, DL19's corpus: a strong baseline "
+          "here, not a trivial one.",
+        f"**Like with like**: the anchors UMBRELA and LLMJudge report unweighted or binary κ; here the primary reads "
+        f"κ {row.kappa:.2f} and binary κ (relevant from grade 2) {row.binary_kappa:.2f} (intervals in the card).",
+        "**Ranking within a query** (Kendall τ-b of the score with the NIST grade inside each query, averaged over "
+        "the queries: what chapter 04 relies on): "
+        + "; ".join(f"{name} {r.tau_within:.2f} "
+                    f"({_interval(r.tau_within_ci_low, r.tau_within_ci_high, f'{int(r.tau_queries)} queries')})"
+                    for name, r in tau.iterrows()) + ".",
+        f"**Krippendorff's α** ({row.alpha:.2f} for the primary) pools both raters' grade distributions, so it "
+        f"measures agreement including calibration: a judge that orders passages like the assessors on a shifted "
+        f"scale scores low on α and well on τ.",
+    ]
