@@ -22,7 +22,7 @@ from lib import baselines
 from lib.analysis import calibration, validity
 from lib.analysis import report_card as rc
 from lib.analysis.comparisons import holm_floor
-from lib.analysis.stats import correlation_text, interval_text
+from lib.analysis.stats import correlation_text, interval_text, nested_sample
 from lib.chapters.headline import Tables, headline
 from lib.crs import summaries as crs_summaries
 from lib.judges import bias as judge_bias
@@ -72,13 +72,15 @@ class Samples:
 def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
                  test_queries: int, passages_per_query: int, split_seed: int, prp_queries: int,
                  chapter03_summeval_docs: int, chapter03_summeval_seed: int, summeval_test_docs: int,
-                 summeval_test_seed: int, nocot_docs: int, chapter03_noveleval_queries: int,
+                 summeval_test_seed: int, summeval_judged_docs: Sequence[str], nocot_docs: int,
+                 chapter03_noveleval_queries: int,
                  chapter03_noveleval_seed: int, chapter03_passage_chars: int, swap_pools: int,
                  self_consistency_items: int, verbosity_items: int, injection_items: int, bias_seed: int) -> Samples:
     """DL19 with BM25 scores and the pilot: the passages earlier runs of this chapter judged (a split of whole
     queries, ``passages_per_query`` each; kept as the start of every larger sample), with its PRP queries; the
-    SummEval documents of chapter 03 and the unseen test documents, chapter 03's NovelEval sample (same seeds, so
-    its calls replay) and the bias battery's samples."""
+    SummEval documents of chapter 03 and the unseen test documents (``summeval_judged_docs``, those earlier runs
+    judged, first), chapter 03's NovelEval sample (same seeds, so its calls replay) and the bias battery's
+    samples."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
     split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
     sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
@@ -86,9 +88,12 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     sampled = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(), sampled["passage"].tolist()))
     chapter03_docs = validity.sample_ids(summeval.doc_id, chapter03_summeval_docs, chapter03_summeval_seed)
     unseen = summeval[~summeval.doc_id.isin(chapter03_docs)]
+    # the test documents grow by nesting: those earlier runs judged first, in the order they were drawn
     summeval_split = calibration.Split(
-        "doc_id", tuple(chapter03_docs), tuple(validity.sample_ids(unseen.doc_id, summeval_test_docs,
-                                                                   summeval_test_seed)), summeval_test_seed)
+        "doc_id", tuple(chapter03_docs), tuple(str(d) for d in nested_sample(unseen.doc_id.unique(), summeval_test_docs,
+                                                                             summeval_test_seed,
+                                                                             first=summeval_judged_docs)),
+        summeval_test_seed)
     novel_queries = validity.sample_ids(novel.qid, chapter03_noveleval_queries, chapter03_noveleval_seed, key=int)
     novel = novel[novel.qid.isin(novel_queries)].reset_index(drop=True)
     novel["passage_shown"] = [judge_relevance.truncate(t, chapter03_passage_chars) for t in novel.passage]
