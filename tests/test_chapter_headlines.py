@@ -79,7 +79,8 @@ def test_headline_07_states_both_targets_with_their_intervals():
     assert entry.tables == ("report_card",)
     sentence = entry.sentence({"report_card": rc.report_card(rows)})
     assert sentence.startswith("Report card of 3 judges and baselines in 3 rows.")
-    assert ("the relevance method chosen on dev (criteria, thresholds on the mean) has quadratic-weighted κ = 0.52 "
+    assert ("the relevance reading declared primary (criteria, thresholds on the mean, scored out of fold) has "
+            "quadratic-weighted κ = 0.52 "
             "(95% CI 0.41 to 0.70, n = 24) against a target of 0.40: it reaches it;") in sentence
     assert sentence.endswith("summary-level Spearman ρ = 0.35 (95% CI 0.12 to 0.58, n = 12) against a target of 0.30: "
                              "it reaches it by the estimate, not by the interval.")

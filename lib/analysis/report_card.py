@@ -54,9 +54,9 @@ from lib.llm.server import describe_model
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
                 "ci_over", "failed")
 
-# Judge names the targets and the headline look up: the relevance method chosen on dev carries CHOSEN after its
-# name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
-CHOSEN = " (chosen on dev)"
+# Judge names the targets and the headline look up: the relevance reading declared primary before the run carries
+# CHOSEN after its name; GEVAL_WEIGHTED is G-Eval as declared before the run (study steps, probability-weighted).
+CHOSEN = " (declared primary)"
 GEVAL_WEIGHTED = "G-Eval, study steps, weighted"
 GEVAL_ARGMAX = "G-Eval, study steps, argmax digit (ablation)"
 GEVAL_NO_STEPS = "G-Eval, no evaluation steps, weighted (ablation)"

@@ -408,9 +408,9 @@ def judge_report_card(tables: Tables) -> str:
 
     relevance, geval = targets.iloc[0], targets.iloc[1]
     method = relevance["judge"].removesuffix(rc.CHOSEN)
-    return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On held-out TREC "
-            f"DL19 queries the relevance method chosen on dev ({method}) has {said(relevance)}; G-Eval on held-out "
-            f"SummEval documents has a summary-level {said(geval)}.")
+    return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On the TREC DL19 "
+            f"queries the relevance reading declared primary ({method}, scored out of fold) has {said(relevance)}; "
+            f"G-Eval on held-out SummEval documents has a summary-level {said(geval)}.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
