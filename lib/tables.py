@@ -213,8 +213,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "by_design": "why the expectation cannot fail (a check of the code, not of the metric), else empty",
     },
     "report_card": {
-        "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', 'G-Eval, study steps, "
-                 "weighted', 'BM25, thresholds' (lib.analysis.report_card)",
+        "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', "
+                 "'G-Eval, study steps, weighted', 'BM25, thresholds' (lib.analysis.report_card)",
         "model": "judge model identity; '—' for a non-LLM baseline",
         "dataset": "TREC DL19 (test queries), NovelEval (chapter 03's queries), SummEval (test documents), ALCE, "
                    "RAG monitor, CRS simulation",
