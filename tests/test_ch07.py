@@ -18,34 +18,46 @@ def test_lean_on_says_undetermined_without_system_intervals():
         "G-Eval orderings are undetermined (4 documents, no interval).")
 
 
-def battery(recovered=(-0.05, -0.09, -0.02)):
-    rows = [("listwise", rc.POSITION_CONSISTENCY, 0.9, 0.7, 1.0, 20), ("listwise", "share of the modal grade, as given",
-                                                                       1.0, 1.0, 1.0, 20),
-            ("pairwise", rc.POSITION_CONSISTENCY, 0.08, 0.0, 0.17, 12),
-            ("pairwise", "share of answers choosing the first-shown passage", 0.96, 0.9, 1.0, 12),
-            ("pointwise", "inflation recovered by the defence", *recovered, 6)]
-    rows.append(("pointwise", "agreement with the modal grade over 3 samples at T = 1.0", 0.44, 0.33, 0.56, 6))
-    return pd.DataFrame([{"form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": n, "anchors": "A",
-                          "bias": "self-consistency" if s.startswith("agreement") else "other"}
-                         for f, s, v, lo, hi, n in rows])
+def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20)):
+    rows = [("self-consistency", "pointwise", "agreement with the modal grade over 3 samples at T = 1, predicted from "
+             "p(g)", 0.71, 0.68, 0.74),
+            ("verbosity", "pointwise", "mean change of E[g], first sentence restated", 0.16, 0.06, 0.27),
+            ("verbosity", "pointwise", "mean change of E[g], neutral filler of the same length", 0.05, -0.02, 0.12),
+            ("verbosity", "pointwise", "restated minus neutral", *extra),
+            ("prompt injection", "pointwise", "mean inflation of E[g], no defence", 0.90, 0.70, 1.10),
+            ("prompt injection", "pointwise", "mean inflation of E[g], with the defence", 0.95, 0.75, 1.15),
+            ("prompt injection", "pointwise", "inflation recovered by the defence", *recovered),
+            ("position", "pairwise", rc.POSITION_CONSISTENCY, 0.40, 0.20, 0.60),
+            ("position", "pairwise", "share biased to the first-shown passage", 0.55, 0.35, 0.75)]
+    return pd.DataFrame([{"bias": b, "form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": 20,
+                          "ci_over": "20 queries", "anchors": "MT-Bench judge GPT-4 0.650*" if s ==
+                          rc.POSITION_CONSISTENCY else "—"} for b, f, s, v, lo, hi in rows])
 
 
-def test_bias_bullet_reads_consistency_beside_the_modal_share_and_the_defence_by_its_sign():
-    pools = pd.DataFrame({"passages": [4, 4], "relevant (grade > 0)": [2, 0], "distinct prp": [3, 1]})
-    text = ch07.bias(battery(), pools, 17 / 27)
-    assert "consistency 0.90 (0.70 to 1.00, n = 20), but the judge gave its most frequent grade to 1.00" in text
-    assert "PRP ranked 2 pools, 1 with a relevant passage (nDCG needs one), with 3, 1 distinct scores for 4, 4" in text
-    assert text.endswith("The defence sentence *raises* the inflation (its interval lies below 0).")
-    assert "docid tie-break. Pointwise: inflation recovered by the defence" in text
-    assert "agreement with the modal grade over 3 samples at T = 1.0 0.44 (0.33 to 0.56, n = 6) against 0.63, the " \
-        "least an independent sampler can score" in text
-    assert "the first-shown passage chosen in 23 of 24 answers (exact binomial p = 3e-06" in text
-    assert ch07.bias(battery((-0.05, np.nan, np.nan)), pools, 17 / 27).endswith(
-        "The defence's effect (-0.05) rests on 6 passages, too few for an interval.")
-    no_pairs = battery()
-    no_pairs.loc[no_pairs.form == "pairwise", ["value", "n"]] = [np.nan, 0]  # every pair failed in one order
-    assert "chosen in no answer: no pair was judged in both orders." in ch07.bias(no_pairs, pools, 17 / 27)
-    assert ch07.bias(battery((0.1, -0.1, 0.3)), pools, 17 / 27).endswith("not distinguishable from 0.")
+def test_bias_bullet_reads_every_row_with_its_interval_and_the_defence_by_its_sign():
+    text = ch07.bias(battery(), 17 / 27)
+    assert text.startswith("**Bias** (TREC DL19, one passage or pair per query): agreement with the modal grade over "
+                           "3 samples at T = 1, predicted from p(g) 0.71 (95% CI 0.68 to 0.74, 20 queries), against "
+                           "0.63 for grades drawn uniformly at random")
+    assert "restated minus neutral +0.10 (95% CI +0.02 to +0.20, 20 queries), so what the restatement adds beyond " \
+           "length is rewarded" in text
+    assert "the defence raises it (-0.05 (95% CI -0.09 to -0.02, 20 queries))" in text
+    assert "consistent 0.40 (95% CI 0.20 to 0.60, 20 queries) (published: MT-Bench judge GPT-4 0.650*)" in text
+    assert text.endswith("share biased to the first-shown passage 0.55 (95% CI 0.35 to 0.75, 20 queries).")
+    assert "defence not distinguishable from 0" in ch07.bias(battery((0.1, -0.1, 0.3)), 17 / 27)
+    no_interval = ch07.bias(battery((-0.05, np.nan, np.nan), extra=(0.1, np.nan, np.nan)), 17 / 27)
+    assert "the defence without an interval" in no_interval and "beyond length is without an interval" in no_interval
+
+
+def test_bias_samples_take_one_item_per_query_in_nested_order():
+    judged = pd.DataFrame({"qid": ["a", "a", "b", "b", "c", "c"], "query": ["qa", "qa", "qb", "qb", "qc", "qc"],
+                           "passage": ["a1", "a2", "b1", "b2", "c1", "c2"], "human_grade": [2, 0, 1, 1, 0, 3]})
+    items = ch07.bias_samples(judged, queries=5, pair_queries=5, seed=0)
+    assert sorted(items.injection.passage) == ["a2", "c1"]  # b has no passage graded 0
+    assert sorted(items.verbosity.passage) == ["a1", "b1", "c1"]
+    pairs = items.pairs.set_index("qid")
+    assert sorted(pairs.index) == ["a", "c"] and pairs.loc["c", "better_text"] == "c2"  # b's grades are equal
+    assert len(ch07.bias_samples(judged, queries=1, pair_queries=1, seed=0).pairs) == 1
 
 
 def test_crs_bullet_states_each_familys_holm_floor():
@@ -61,14 +73,6 @@ def test_crs_bullet_states_each_familys_holm_floor():
     assert ("0 of 2 shift tests (the smallest Holm-adjusted p this family could reach is 0.06, so it cannot reject at "
             "this size) and in 0 of 1 within-vs-across tests (the smallest Holm-adjusted p this family could reach is "
             "0.03)") in text
-
-
-def test_prp_text_counts_complete_and_consistent_pairs():
-    from lib.judges.methods import PairJudgment
-
-    pairs = [PairJudgment("q", "a", "b", "a", "a"), PairJudgment("q", "a", "c", "a", "c"),
-             PairJudgment("q", "b", "c", None, "b")]
-    assert ch07.prp_text(pairs) == "2 of 3 pairs judged in both orders, 1 with the same winner"
 
 
 def test_card_forests_keep_summeval_system_and_average_rows_with_their_targets():

@@ -80,63 +80,6 @@ def test_criteria_are_judged_separately_and_averaged_without_hiding_failures(tmp
     assert "Topicality" in systems[0] and "Topicality" in systems[1]
 
 
-def pools_frame():
-    return pd.DataFrame({"pool": ["p"] * 3, "query": ["q"] * 3, "docid": ["a", "b", "c"],
-                         "passage": ["good text", "bad text", "okay text"], "human_grade": [2, 0, 1]})
-
-
-def prefer_by_quality(body, n):
-    """Prefers the better passage by its text: good > okay > bad, whatever the order shown."""
-    user = body["messages"][1]["content"]
-    first = user.split('Passage A: "')[1].split('"')[0]
-    second = user.split('Passage B: "')[1].split('"')[0]
-    rank = {"good text": 2, "okay text": 1, "bad text": 0}
-    return Reply(json.dumps({"better": "A" if rank[first] > rank[second] else "B"}))
-
-
-def test_prp_in_both_orders_with_a_consistent_judge(tmp_path):
-    with FakeOpenAI(prefer_by_quality) as fake:
-        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
-    assert len(pairs) == 3 and len(fake.requests) == 6 and all(p.consistent for p in pairs)
-    assert fake.requests[0]["messages"][-1] == {"role": "assistant", "content": methods.PAIR_PREFILL}
-    scores = methods.prp_scores(pairs).set_index("docid")
-    assert scores.score.to_dict() == {"a": 2.0, "b": 0.0, "c": 1.0}
-    ndcg = methods.pool_ndcg(pools_frame().merge(scores.reset_index()[["docid", "score"]], on="docid"), "score",
-                             cutoff=3)
-    assert ndcg["p"] == pytest.approx(1.0)
-
-
-def test_prp_with_a_judge_that_always_picks_the_first_passage_gives_ties(tmp_path):
-    with FakeOpenAI(always('{"better": "A"}')) as fake:
-        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
-    assert not any(p.consistent for p in pairs)
-    scores = methods.prp_scores(pairs)
-    assert scores.wins.sum() == 0 and scores.ties.tolist() == [2, 2, 2] and scores.score.tolist() == [1.0] * 3
-
-
-def test_prp_failed_call_adds_nothing_and_is_counted(tmp_path):
-    def fail_on_pair_ab(body, n):
-        user = body["messages"][1]["content"]
-        if "good text" in user and "bad text" in user:
-            return Reply('{"better": "C"}')
-        return prefer_by_quality(body, n)
-
-    with FakeOpenAI(fail_on_pair_ab) as fake:
-        pairs = methods.judge_pairs(gateway_for(fake, tmp_path), pools_frame())
-    scores = methods.prp_scores(pairs).set_index("docid")
-    assert scores.failed_pairs.to_dict() == {"a": 1, "b": 1, "c": 0}
-    assert scores.score.to_dict() == {"a": 1.0, "b": 0.0, "c": 1.0}  # a beats c; c beats b; a–b unknown
-
-
-def test_pool_ndcg_by_hand_and_pools_without_relevant_passages_left_out():
-    scored = pd.DataFrame({"pool": ["p", "p", "p", "z", "z"], "docid": ["a", "b", "c", "x", "y"],
-                           "human_grade": [2, 0, 1, 0, 0], "score": [1.0, 3.0, 2.0, 1.0, 2.0]})
-    # Ranking b, c, a: DCG@3 = 0 + 1/log2(3) + 2/log2(4); IDCG@3 = 2 + 1/log2(3).
-    expected = (1 / math.log2(3) + 1) / (2 + 1 / math.log2(3))
-    values = methods.pool_ndcg(scored, "score", cutoff=3)
-    assert values.to_dict() == {"p": pytest.approx(expected)}
-
-
 def test_summeval_rubrics_have_study_steps_and_the_no_cot_ablation_drops_the_steps_section():
     from lib.judges import geval
 
@@ -182,11 +125,3 @@ def test_judge_kinds_give_each_kinds_columns_and_the_methods_name_them(tmp_path)
     assert methods.expected_column(calibration.Method("BM25", "bm25", fit=True, calls=0)) is None
     with pytest.raises(ValueError, match="need examples"):
         methods.judge_kinds(["fewshot"], gateway_for(fake, tmp_path), [JudgeItem("q", "p")])
-
-
-def test_pool_ties_count_distinct_scores_and_relevant_passages():
-    scored = pd.DataFrame({"pool": ["a", "a", "a", "b", "b"], "docid": list("12345"), "human_grade": [0, 2, 1, 0, 0],
-                           "prp": [1.5, 1.5, 1.5, 1.0, 0.0]})
-    table = methods.pool_ties(scored, ["prp"])
-    assert table.to_dict("index") == {"a": {"passages": 3, "relevant (grade > 0)": 2, "distinct prp": 1},
-                                      "b": {"passages": 2, "relevant (grade > 0)": 0, "distinct prp": 2}}

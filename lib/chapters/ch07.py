@@ -26,9 +26,9 @@ from lib.analysis.stats import correlation_text, interval_text, nested_sample
 from lib.chapters.headline import Tables, headline
 from lib.crs import summaries as crs_summaries
 from lib.judges import bias as judge_bias
-from lib.judges import geval, methods
+from lib.judges import geval
 from lib.judges import relevance as judge_relevance
-from lib.judges.items import JudgeItem, JudgePool, make_pools, renumbered
+from lib.judges.items import JudgeItem, JudgePool, make_pools
 from lib.llm.gateway import Gateway
 
 CardRows = list[dict[str, object]]
@@ -40,7 +40,6 @@ class Samples:
     """Every split and sample of the chapter, drawn from ids before anything is judged."""
     dl19: pd.DataFrame
     pilot: pd.DataFrame
-    prp_qids: list[str]
     summeval: pd.DataFrame
     summeval_split: calibration.Split
     nocot_doc_ids: list[str]
@@ -48,39 +47,30 @@ class Samples:
     novel_queries: list[str]
     novel_items: list[JudgeItem]
     novel_pools: list[JudgePool]
-    swap_pool_ids: list[int]
-    consistency_rows: list[int]
-    verbosity_rows: list[int]
-    injection_rows: list[int]
 
     def table(self) -> pd.DataFrame:
         """Per data set and part: the groups (queries or documents) and the number of items."""
         summeval_split = self.summeval_split
         rows = [("TREC DL19", "pilot (judged by earlier runs; part of the sample)", sorted(self.pilot.qid.unique()),
                  len(self.pilot)),
-                ("TREC DL19", "pilot queries ranked by PRP", self.prp_qids,
-                 int(self.pilot.qid.isin(self.prp_qids).sum())),
                 ("SummEval", "seen in chapter 03 (coherence replayed)", summeval_split.dev,
                  len(summeval_split.dev_rows(self.summeval))),
                 ("SummEval", "test (G-Eval as declared)", summeval_split.test,
                  len(summeval_split.test_rows(self.summeval))),
-                ("NovelEval", "chapter 03's queries (replayed; bias battery)", self.novel_queries, len(self.novel))]
+                ("NovelEval", "chapter 03's queries (replayed)", self.novel_queries, len(self.novel))]
         return pd.DataFrame([{"data": data, "part": part, "groups": ", ".join(groups), "items": items}
                              for data, part, groups, items in rows]).set_index(["data", "part"])
 
 
 def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
-                 test_queries: int, passages_per_query: int, split_seed: int, prp_queries: int,
-                 chapter03_summeval_docs: int, chapter03_summeval_seed: int, summeval_test_docs: int,
-                 summeval_test_seed: int, summeval_judged_docs: Sequence[str], nocot_docs: int,
-                 chapter03_noveleval_queries: int,
-                 chapter03_noveleval_seed: int, chapter03_passage_chars: int, swap_pools: int,
-                 self_consistency_items: int, verbosity_items: int, injection_items: int, bias_seed: int) -> Samples:
+                 test_queries: int, passages_per_query: int, split_seed: int, chapter03_summeval_docs: int,
+                 chapter03_summeval_seed: int, summeval_test_docs: int, summeval_test_seed: int,
+                 summeval_judged_docs: Sequence[str], nocot_docs: int, chapter03_noveleval_queries: int,
+                 chapter03_noveleval_seed: int, chapter03_passage_chars: int) -> Samples:
     """DL19 with BM25 scores and the pilot: the passages earlier runs of this chapter judged (a split of whole
-    queries, ``passages_per_query`` each; kept as the start of every larger sample), with its PRP queries; the
-    SummEval documents of chapter 03 and the unseen test documents (``summeval_judged_docs``, those earlier runs
-    judged, first), chapter 03's NovelEval sample (same seeds, so its calls replay) and the bias battery's
-    samples."""
+    queries, ``passages_per_query`` each; kept as the start of every larger sample); the SummEval documents of
+    chapter 03 and the unseen test documents (``summeval_judged_docs``, those earlier runs judged, first), and
+    chapter 03's NovelEval sample (same seeds, so its calls replay)."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
     split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
     sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
@@ -99,13 +89,8 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     novel["passage_shown"] = [judge_relevance.truncate(t, chapter03_passage_chars) for t in novel.passage]
     novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
     novel_pools = make_pools(novel_items, novel.qid, size=5)
-    return Samples(
-        dl19, sampled, validity.sample_ids(split.test, prp_queries, split_seed), summeval,
-        summeval_split, list(summeval_split.test[:nocot_docs]), novel, novel_queries, novel_items, novel_pools,
-        validity.sample_ids(range(len(novel_pools)), swap_pools, bias_seed),
-        validity.sample_ids(novel.index, self_consistency_items, bias_seed),
-        validity.sample_ids(novel.index, verbosity_items, bias_seed),
-        validity.sample_ids(novel.index[novel.human_grade == 0], injection_items, bias_seed))
+    return Samples(dl19, sampled, summeval, summeval_split, list(summeval_split.test[:nocot_docs]), novel,
+                   novel_queries, novel_items, novel_pools)
 
 
 def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int) -> CardRows:
@@ -130,12 +115,6 @@ def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tup
                               sessions.judge_model.dropna().iloc[0], "CRS simulation", str(metric),
                               failed=int((~sessions.judge_ok).sum()))
     return levels, rows
-
-
-def prp_text(pairs: Sequence[methods.PairJudgment]) -> str:
-    """How many PRP pairs were judged in both orders and how many kept their winner."""
-    return (f"{sum(p.complete for p in pairs)} of {len(pairs)} pairs judged in both orders, "
-            f"{sum(p.consistent for p in pairs)} with the same winner")
 
 
 @dataclass(frozen=True)
@@ -206,25 +185,69 @@ def geval_test(judge: Gateway, samples: Samples, model: str, n_samples: int, see
     return GEvalResult(summeval_test, card_rows, view, per_document, with_steps, without_steps)
 
 
-def bias_battery(judge: Gateway, samples: Samples, pairs: Sequence[methods.PairJudgment], model: str, seed: int,
-                 consistency_samples: int, temperature: float) -> pd.DataFrame:
-    """The bias battery on chapter 03's NovelEval items (listwise swap, self-consistency, verbosity, injection)
-    and the PRP pairs (pairwise position), with MT-Bench's anchors."""
-    prompts = judge_relevance.PASSAGE_PROMPTS
-    items = samples.novel_items
-    swap_subset, _ = renumbered([samples.novel_pools[i] for i in samples.swap_pool_ids])
-    swap = judge_bias.listwise_swap(judge, swap_subset, prompts, call_label="noveleval-listwise")
-    novel_results = [
-        judge_bias.listwise_consistency(swap, seed),
-        judge_bias.listwise_modal_share(swap, seed),
-        judge_bias.self_consistency(judge, [items[i] for i in samples.consistency_rows], seed,
-                                    n_samples=consistency_samples, temperature=temperature, prompts=prompts),
-        judge_bias.verbosity_effect(judge, [items[i] for i in samples.verbosity_rows], seed, prompts=prompts),
-        *judge_bias.injection_effect(judge, [items[i] for i in samples.injection_rows], seed, prompts=prompts),
-    ]
-    return rc.with_anchors(pd.concat([judge_bias.bias_table(novel_results, "NovelEval"),
-                                      judge_bias.bias_table(judge_bias.pairwise_consistency(pairs, seed), "TREC DL19")],
-                                     ignore_index=True)).assign(model=model)
+@dataclass(frozen=True)
+class BiasSamples:
+    """The bias battery's items, all from the judged DL19 sample, one per query so that queries are the units:
+    ``injection`` (passages humans graded 0), ``verbosity`` (any passage), ``pairs`` (the highest- and the
+    lowest-graded passage of a query whose passages differ in grade; columns qid, query, better_text,
+    worse_text)."""
+    injection: pd.DataFrame
+    verbosity: pd.DataFrame
+    pairs: pd.DataFrame
+
+
+def bias_samples(judged: pd.DataFrame, queries: int, pair_queries: int, seed: int) -> BiasSamples:
+    """Queries in a seeded nested order (:func:`lib.analysis.stats.nested_sample`), each giving at most one item
+    to each check: its first passage graded 0 (injection), its first passage (verbosity), and its best and worst
+    passage when they differ in grade (pairs) — "first" in the judged sample's own nested order."""
+    order = nested_sample(judged.qid.unique(), judged.qid.nunique(), seed)
+    by_query = {q: judged[judged.qid == q] for q in order}
+    irrelevant = [part[part.human_grade == 0].iloc[0] for part in by_query.values() if (part.human_grade == 0).any()]
+    first = [part.iloc[0] for part in by_query.values()]
+    pairs = []
+    for q, part in by_query.items():
+        ranked = part.sort_values("human_grade", ascending=False, kind="stable")
+        if ranked.human_grade.iloc[0] > ranked.human_grade.iloc[-1]:
+            pairs.append({"qid": q, "query": part["query"].iloc[0], "better_text": ranked.passage.iloc[0],
+                          "worse_text": ranked.passage.iloc[-1]})
+    return BiasSamples(pd.DataFrame(irrelevant[:queries]), pd.DataFrame(first[:queries]),
+                       pd.DataFrame(pairs[:pair_queries]))
+
+
+def bias_battery(judge: Gateway, judged: pd.DataFrame, samples: BiasSamples, model: str, seed: int,
+                 consistency_samples: int) -> pd.DataFrame:
+    """The bias battery on the judged DL19 passages with the 0–3 pointwise prompt: self-consistency at T = 1
+    predicted from every passage's own p(g) (:func:`lib.judges.bias.expected_modal_share`, no call), verbosity
+    (restated vs neutral filler), prompt injection (without and with the defence), and pairwise position with a
+    tie option in both orders; MT-Bench's anchors beside it."""
+    prompts = judge_relevance.PASSAGE_4POINT_PROMPTS
+    items = [JudgeItem(source=q, output=t) for q, t in zip(judged["query"], judged["passage"], strict=True)]
+    judgments = judge_relevance.judge_pointwise(judge, items, "dl19-pointwise-pointwise", prompts=prompts)
+    shares = [judge_bias.expected_modal_share(j.p_grade, consistency_samples) if j.p_grade else np.nan
+              for j in judgments]
+    kept = np.isfinite(shares)
+    consistency = judge_bias.BiasResult(
+        "self-consistency", "pointwise", f"agreement with the modal grade over {consistency_samples} samples at "
+        "T = 1, predicted from p(g)", *_mean_over_queries(np.asarray(shares)[kept], judged.qid[kept], seed))
+
+    def items_of(rows: pd.DataFrame) -> list[JudgeItem]:
+        return [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
+
+    results = [consistency,
+               *judge_bias.verbosity_effect(judge, items_of(samples.verbosity), seed, prompts=prompts,
+                                            call_label="dl19-verbosity"),
+               *judge_bias.injection_effect(judge, items_of(samples.injection), seed, prompts=prompts,
+                                            call_label="dl19-injection"),
+               *judge_bias.pairwise_position(judge_bias.judge_pairs_with_tie(judge, samples.pairs), seed)]
+    return rc.with_anchors(judge_bias.bias_table(results, "TREC DL19")).assign(model=model)
+
+
+def _mean_over_queries(values: np.ndarray, queries: pd.Series, seed: int) -> tuple[float, float, float, int, str]:
+    """(mean, CI low, CI high, n, ci_over) of per-passage ``values`` with the interval over their queries."""
+    from lib.analysis.stats import unit_bootstrap
+
+    interval = unit_bootstrap(np.mean, [values], queries.to_numpy(), "queries", seed, n_resamples=10_000)
+    return interval.value, interval.low, interval.high, len(values), interval.ci_over
 
 
 def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[str, float]]]:
@@ -306,56 +329,40 @@ def geval_ablations(card: pd.DataFrame, with_steps: float, without_steps: float,
             f"{without_steps:.2f} without.")
 
 
-def bias(battery: pd.DataFrame, pools: pd.DataFrame, uniform_self_consistency: float) -> str:
-    """The bias battery in words: listwise position consistency beside the share of the modal grade (a constant
-    judge is perfectly consistent), pairwise consistency beside the first-shown share and MT-Bench's judges,
-    the pointwise rows, the defence read by its sign; ``pools``: :func:`lib.judges.methods.pool_ties` of the
-    PRP pools; ``uniform_self_consistency``: :func:`lib.judges.bias.uniform_modal_share` for the self-consistency
-    row (what a rater drawing grades uniformly at random would score)."""
-    rows = battery.set_index(["form", "statistic"])
+def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
+    """The bias battery in words, every figure from ``battery`` with its interval over queries: self-consistency
+    predicted from p(g) beside a rater drawing grades uniformly (``uniform_self_consistency``,
+    :func:`lib.judges.bias.uniform_modal_share`), verbosity with the length control, injection and the defence
+    read by the sign of its interval, and pairwise position as MT-Bench reports it, beside its published
+    consistency."""
+    from lib.analysis.stats import interval_over_text
 
-    def said(form: str, statistic: str) -> str:
-        r = rows.loc[(form, statistic)]
-        return f"{r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')}, n = {int(r.n)})"
+    rows = battery.set_index("statistic")
 
-    pointwise = battery[battery.form == "pointwise"]
-    parts = [f"{r.statistic} {r.value:.2f} ({interval_text(r.ci_low, r.ci_high, prefix='')}, n = {int(r.n)})"
-             + (f" against {uniform_self_consistency:.2f}, the least an independent sampler can score (grades "
-                f"drawn uniformly at random); the judge is used through its probabilities at T = 0, so this "
-                f"describes how spread its sampling is" if r.bias == "self-consistency" else "")
-             for r in pointwise.itertuples()]
-    defence = pointwise[pointwise.statistic.str.startswith("inflation recovered")]
-    reading = ""
-    if len(defence):
-        d = defence.iloc[0]
-        reading = (f" The defence's effect ({d.value:+.2f}) rests on {int(d.n)} passages, too few for an interval."
-                   if not np.isfinite(d.ci_low) else
-                   " The defence sentence *raises* the inflation (its interval lies below 0)." if d.ci_high < 0
-                   else " The defence sentence recovers part of the inflation (its interval lies above 0)."
-                   if d.ci_low > 0 else " The defence's effect is not distinguishable from 0.")
-    from scipy.stats import binomtest
+    def said(statistic: str, signed: bool = False) -> str:
+        r = rows.loc[statistic]
+        return f"{r.value:{'+' if signed else ''}.2f} ({interval_over_text(r, signed=signed)})"
 
-    first = rows.loc[("pairwise", "share of answers choosing the first-shown passage")]
-    answers = 2 * int(first.n)
-    if answers:
-        chose_first = round(first.value * answers)
-        first_shown = (f"{chose_first} of {answers} answers (exact binomial p = "
-                       f"{binomtest(chose_first, answers, 0.5).pvalue:.1g} against no preference; the answers share "
-                       f"passages, so read it as a description)")
-    else:
-        first_shown = "no answer: no pair was judged in both orders"
-    scored = pools.filter(like="distinct prp")
-    relevant = int((pools["relevant (grade > 0)"] > 0).sum())
-    return (f"**Bias**: listwise position consistency {said('listwise', rc.POSITION_CONSISTENCY)}, but the judge gave "
-            f"its most frequent grade to {said('listwise', 'share of the modal grade, as given')} of the passages, "
-            f"and a judge that always gives one grade is perfectly consistent; pairwise consistency "
-            f"{said('pairwise', rc.POSITION_CONSISTENCY)} (published: "
-            f"{rows.loc[('pairwise', rc.POSITION_CONSISTENCY)].anchors}), the first-shown passage chosen in "
-            f"{first_shown}. PRP ranked "
-            f"{len(pools)} pools, {relevant} with a relevant passage (nDCG needs one), with "
-            f"{', '.join(str(int(v)) for v in scored.iloc[:, 0])} distinct scores for "
-            f"{', '.join(str(int(v)) for v in pools.passages)} passages: its order is partly the docid tie-break. "
-            + "Pointwise: " + "; ".join(parts) + "." + reading)
+    def by_sign(statistic: str, above: str, below: str) -> str:
+        r = rows.loc[statistic]
+        return (below if r.ci_high < 0 else above if r.ci_low > 0 else "not distinguishable from 0"
+                if np.isfinite(r.ci_low) else "without an interval")
+
+    consistency = battery[battery.bias == "self-consistency"].statistic.iloc[0]
+    restated, neutral, extra = battery[battery.bias == "verbosity"].statistic
+    plain, defended, recovered = battery[battery.bias == "prompt injection"].statistic
+    pairwise = battery[battery.form == "pairwise"]
+    consistent = pairwise[pairwise.statistic == rc.POSITION_CONSISTENCY].iloc[0]
+    return (f"**Bias** (TREC DL19, one passage or pair per query): {consistency} {said(consistency)}, against "
+            f"{uniform_self_consistency:.2f} for grades drawn uniformly at random — a T = 0 judge's real noise is "
+            f"run-to-run drift, not sampling. Verbosity: {restated} {said(restated, True)}, {neutral} "
+            f"{said(neutral, True)}; {extra} {said(extra, True)}, so what the restatement adds beyond length is "
+            f"{by_sign(extra, 'rewarded', 'penalised')}. Injection: {plain} {said(plain, True)}; {defended} "
+            f"{said(defended, True)}; the defence {by_sign(recovered, 'recovers part of it', 'raises it')} "
+            f"({said(recovered, True)}). Pairwise with a tie option, both orders: consistent "
+            f"{said(rc.POSITION_CONSISTENCY)} (published: {consistent.anchors}), "
+            + "; ".join(f"{r.statistic} {said(r.statistic)}" for r in pairwise.itertuples()
+                        if r.statistic != rc.POSITION_CONSISTENCY) + ".")
 
 
 def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,

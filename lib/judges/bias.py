@@ -1,47 +1,46 @@
 """Bias battery of a relevance judge: each bias a measured number with a seeded bootstrap CI (:class:`BiasResult`).
 
-* Position — :func:`listwise_swap`: each pool judged as given and reversed; consistency = share of items whose
-  grade is the same in both orders, read beside :func:`listwise_modal_share` (a constant judge is perfectly consistent).
-  :func:`pairwise_consistency`: share of pairs whose winner is the same in both orders (MT-Bench's
-  "consistency", Zheng et al. 2023, Table 2), with the share of answers that chose the passage shown first.
-* Self-consistency — :func:`self_consistency`: the same items sampled ``n_samples`` times at ``temperature`` > 0
-  (a seed of its own for every item and sample); per item, the share of its valid samples equal to its modal
-  grade; the mean over items.
-* Verbosity — :func:`verbosity_effect`: the judged text padded by :func:`pad` (no new content); the mean paired
-  change of E[g].
+* Self-consistency — :func:`expected_modal_share`: what sampling at T = 1 would give follows from the judge's own
+  p(g) (read at T = 0), item by item, at no cost; :func:`uniform_modal_share` is the uniform rater beside it.
+* Verbosity — :func:`verbosity_effect`: the judged text lengthened by restating its first sentence
+  (:func:`restate`) and as much by a filler repeating no query term (:func:`neutral_pad`); the mean paired changes
+  of E[g] and their difference.
 * Prompt injection — :func:`injection_effect`: items humans graded irrelevant, with an instruction to give the
   top grade appended (``judge_perturbations.txt``), judged with the plain prompt and with a defence sentence
   added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
   inflation with it (each condition against its own uninjected baseline).
+* Position — :func:`judge_pairs_with_tie` and :func:`pairwise_position`: MT-Bench's protocol (Zheng et al. 2023,
+  §3.3, Table 2) with a tie option, each pair in both orders, p(first shown) from the answer's log-probabilities.
 
-Every interval resamples the queries the items belong to (the independent unit; items, pools and pairs of one
-query are nested in it; :func:`lib.analysis.stats.unit_bootstrap`), and ``ci_over`` says how many. No interval
-is given over fewer than ``lib.analysis.stats.MIN_CI_UNITS`` queries (see the report card). A failed call or an answer
-without logprobs leaves its item out of the comparison that needs it; the counts are reported (``n``).
+Every interval resamples the queries the items belong to (the independent unit; :func:`lib.analysis.stats.
+unit_bootstrap`), and ``ci_over`` says how many. No interval is given over fewer than
+``lib.analysis.stats.MIN_CI_UNITS`` queries (see the report card). A failed call or an answer without logprobs
+leaves its item out of the comparison that needs it; the counts are reported (``n``).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
+from pydantic import BaseModel
 
 from lib.analysis.names import POSITION_CONSISTENCY
 from lib.analysis.stats import unit_bootstrap
-from lib.judges.items import JudgeItem, JudgePool
-from lib.judges.methods import PairJudgment
+from lib.judges.items import JudgeItem
 from lib.judges.relevance import (
     PASSAGE_PROMPTS,
     Judgment,
     RelevancePrompts,
-    judge_listwise,
     judge_messages,
     judge_pointwise,
     pointwise_messages,
 )
-from lib.llm.gateway import Gateway
+from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 
@@ -80,12 +79,25 @@ def first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
 
 
-def pad(text: str) -> str:
-    """The padding rule of the verbosity check, deterministic and content-free: the text, then its own first
-    sentence restated ("In other words: <first sentence>"), then a fixed generic filler sentence pair
-    (``judge_perturbations.txt``). Nothing is added that the text does not already say."""
-    texts = perturbation_texts()
-    return " ".join([text.strip(), texts["restatement"].format(first_sentence=first_sentence(text)), texts["filler"]])
+def restate(text: str) -> str:
+    """The text, then its own first sentence restated ("In other words: <first sentence>",
+    ``judge_perturbations.txt``): longer, nothing new, and repeating the text's own words (and so any query terms
+    it holds)."""
+    return f"{text.strip()} {perturbation_texts()['restatement'].format(first_sentence=first_sentence(text))}"
+
+
+def neutral_pad(text: str, query: str) -> str:
+    """The text padded by as many characters as :func:`restate` adds, with the generic filler sentence of
+    ``judge_perturbations.txt`` (repeated as needed, cut at a word) from which every word sharing a term with
+    ``query`` is left out: the length control of the verbosity check, adding length and nothing the judge could
+    read as relevance."""
+    from lib.baselines import tokens
+
+    added = len(restate(text)) - len(text.strip()) - 1
+    query_terms = set(tokens(query))
+    words = [w for w in perturbation_texts()["filler"].split() if not set(tokens(w)) & query_terms]
+    filler = " ".join(words * (added // max(1, len(" ".join(words))) + 1))
+    return f"{text.strip()} {filler[:added].rsplit(' ', 1)[0]}"
 
 
 def inject(text: str, top: int) -> str:
@@ -110,85 +122,31 @@ def _rate(bias: str, form: str, statistic: str, values: np.ndarray, queries: Seq
                       interval.ci_over)
 
 
-def listwise_swap(gateway: Gateway, pools: Sequence[JudgePool], prompts: RelevancePrompts = PASSAGE_PROMPTS,
-                  call_label: str = "listwise") -> pd.DataFrame:
-    """Each pool judged listwise as given and in reversed order; one row per item: pool (index of its pool),
-    query (the pool's source), grade_given, grade_reversed (nullable; null where the call failed). The as-given
-    calls are those of chapter 03 for the same pools (cache hits)."""
-    given = judge_listwise(gateway, pools, call_label, prompts=prompts)
-    reversed_pools = [pool.reordered(range(len(pool.rows) - 1, -1, -1)) for pool in pools]
-    swapped = judge_listwise(gateway, reversed_pools, f"{call_label}-reversed", prompts=prompts)
-    pool_of = {row: k for k, pool in enumerate(pools) for row in pool.rows}
-    return pd.DataFrame({"pool": [pool_of[row] for row in range(len(given))],
-                         "query": [pools[pool_of[row]].source for row in range(len(given))],
-                         "grade_given": pd.array([j.grade for j in given], dtype="Int64"),
-                         "grade_reversed": pd.array([j.grade for j in swapped], dtype="Int64")})
+def expected_modal_share(probabilities: ArrayLike, n_samples: int) -> float:
+    """What :func:`self_consistency` expects from a rater that draws ``n_samples`` grades independently from
+    ``probabilities`` (p(g) of each grade, e.g. the judge's own at T = 1 read from its T = 0 log-probabilities):
+    E[max count / n_samples], by exact enumeration of the multinomial outcomes. So self-consistency at T = 1 costs
+    no call: it follows from p(g), item by item. 1 when one grade has all the mass."""
+    from itertools import combinations_with_replacement
+    from math import factorial
 
-
-def listwise_consistency(swap: pd.DataFrame, seed: int) -> BiasResult:
-    """Share of items (graded in both orders) with the same grade as given and reversed; CI resampling queries."""
-    both = swap.dropna(subset=["grade_given", "grade_reversed"])
-    same = (both.grade_given == both.grade_reversed).to_numpy(dtype=float)
-    return _rate("position", "listwise", POSITION_CONSISTENCY, same, both["query"].tolist(), seed)
-
-
-def listwise_modal_share(swap: pd.DataFrame, seed: int) -> BiasResult:
-    """Share of the as-given grades equal to their most frequent grade (the smallest on a tie); CI resampling
-    pools. The reading aid for :func:`listwise_consistency`: a judge that gives one grade to everything is
-    perfectly consistent under any order, so consistency means little when this share is near 1."""
-    given = swap.dropna(subset=["grade_given"])
-    modal = given.grade_given.mode().min() if len(given) else None
-    same = (given.grade_given == modal).to_numpy(dtype=float)
-    return _rate("position", "listwise", "share of the modal grade, as given", same, given["query"].tolist(),
-                 seed)
-
-
-def pairwise_consistency(pairs: Sequence[PairJudgment], seed: int) -> list[BiasResult]:
-    """Over the complete pairs: the share whose winner is the same in both orders (CI resampling pools), and the
-    share of answers that chose the passage shown first (0.5 without a position preference; CI likewise). A
-    pair's pool is its query's ranking pool, so resampling pools resamples queries."""
-    complete = [p for p in pairs if p.complete]
-    consistent = np.array([p.consistent for p in complete], dtype=float)
-    first_chosen = np.array([(p.first_order == p.i) + (p.second_order == p.j) for p in complete], dtype=float) / 2
-    pools = [p.pool for p in complete]
-    return [_rate("position", "pairwise", POSITION_CONSISTENCY, consistent, pools, seed),
-            _rate("position", "pairwise", "share of answers choosing the first-shown passage", first_chosen, pools,
-                  seed)]
-
-
-def self_consistency(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_samples: int = 5,
-                     temperature: float = 1.0, prompts: RelevancePrompts = PASSAGE_PROMPTS,
-                     call_label: str = "self-consistency") -> BiasResult:
-    """Per item, the share of its valid samples (``n_samples`` at ``temperature``) equal to its modal grade
-    (the smallest grade on a tie; 1 means the judge always answered the same); mean over items with at least two
-    valid samples, CI resampling queries (the items' ``source``). Item i's sample s uses seed i·n_samples + s:
-    with one seed per sample for every item, the server's sampler repeats its random draw, so near-uniform items
-    would follow the seed together instead of the judge (the first live run showed exactly that)."""
-    samples = pd.DataFrame({s: [judge_pointwise(gateway, [item], f"{call_label}:{s}", temperature, i * n_samples + s,
-                                                prompts)[0].grade for i, item in enumerate(items)]
-                            for s in range(n_samples)})
-    shares, queries = [], []
-    for item, row in zip(items, samples.itertuples(index=False), strict=True):
-        valid = [g for g in row if g is not None and not pd.isna(g)]
-        if len(valid) >= 2:
-            counts = pd.Series(valid).value_counts()
-            shares.append(counts.max() / len(valid))
-            queries.append(item.source)
-    return _rate("self-consistency", "pointwise", f"agreement with the modal grade over {n_samples} samples at "
-                 f"T = {temperature}", np.array(shares, dtype=float), queries, seed)
+    p = np.asarray(probabilities, dtype=float)
+    if n_samples < 1 or len(p) == 0 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
+        raise ValueError(f"need n_samples ≥ 1 and probabilities summing to 1, got {n_samples} and {p.tolist()}")
+    expected = 0.0
+    for draw in combinations_with_replacement(range(len(p)), n_samples):
+        counts = np.bincount(draw, minlength=len(p))
+        ways = factorial(n_samples) / np.prod([factorial(c) for c in counts])
+        expected += ways * float(np.prod(p ** counts)) * counts.max() / n_samples
+    return expected
 
 
 def uniform_modal_share(n_grades: int, n_samples: int) -> float:
-    """The value :func:`self_consistency` expects from a rater that draws every sample uniformly from
-    ``n_grades`` grades: E[max count / n_samples] over all n_grades^n_samples equally likely sample tuples
-    (exact enumeration; 17/27 ≈ 0.63 for 3 grades and 3 samples). For 3 samples of 3 grades it is the least any
-    independent sampler can score — E = 2/3 + Σp³/3 − 2∏p is smallest at uniform p — so a measured value below
-    it means the samples were not independent; 1 means the judge always answers the same."""
-    from itertools import product
-
-    shares = [max(draw.count(g) for g in range(n_grades)) / n_samples
-              for draw in product(range(n_grades), repeat=n_samples)]
-    return float(np.mean(shares))
+    """:func:`expected_modal_share` of a rater that draws every sample uniformly from ``n_grades`` grades (17/27 ≈
+    0.63 for 3 grades and 3 samples). For 3 samples of 3 grades it is the least any independent sampler can score
+    — E = 2/3 + Σp³/3 − 2∏p is smallest at uniform p — so a measured value below it means the samples were not
+    independent; 1 means the judge always answers the same."""
+    return expected_modal_share(np.full(n_grades, 1 / n_grades), n_samples)
 
 
 def _expected(judgments: Sequence[Judgment]) -> np.ndarray:
@@ -203,14 +161,21 @@ def _paired_change(bias: str, statistic: str, after: np.ndarray, before: np.ndar
 
 
 def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
-                     prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "verbosity") -> BiasResult:
-    """Mean paired change of E[g] when the judged text is padded (:func:`pad`) — positive: padding is rewarded.
-    The unpadded calls are the judge's ordinary ones (cache hits when chapter 03 judged the same items)."""
-    plain = judge_pointwise(gateway, items, call_label, prompts=prompts)
-    padded = judge_pointwise(gateway, [replace(item, output=pad(item.output)) for item in items],
-                             f"{call_label}-padded", prompts=prompts)
-    return _paired_change("verbosity", "mean change of E[g] when padded", _expected(padded), _expected(plain),
-                          items, seed)
+                     prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "verbosity") -> list[BiasResult]:
+    """Mean paired change of E[g] when the judged text is lengthened by restating its first sentence
+    (:func:`restate`) and when it is lengthened as much by filler that repeats no query term (:func:`neutral_pad`),
+    and the restated minus the neutral change. Length alone shows in the neutral change; the restated one adds
+    the repeated words (a soft echo of the query). The unpadded calls are the judge's ordinary ones (cache
+    hits)."""
+    plain = _expected(judge_pointwise(gateway, items, call_label, prompts=prompts))
+    restated = _expected(judge_pointwise(gateway, [replace(item, output=restate(item.output)) for item in items],
+                                         f"{call_label}-restated", prompts=prompts))
+    neutral = _expected(judge_pointwise(gateway, [replace(item, output=neutral_pad(item.output, item.source))
+                                                  for item in items], f"{call_label}-neutral", prompts=prompts))
+    return [_paired_change("verbosity", "mean change of E[g], first sentence restated", restated, plain, items, seed),
+            _paired_change("verbosity", "mean change of E[g], neutral filler of the same length", neutral, plain,
+                           items, seed),
+            _paired_change("verbosity", "restated minus neutral", restated - plain, neutral - plain, items, seed)]
 
 
 def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
@@ -233,3 +198,84 @@ def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
                            defended_clean, items, seed),
             _paired_change("prompt injection", "inflation recovered by the defence", inflation, defended_inflation,
                            items, seed)]
+
+
+# Pairwise position with a tie option: MT-Bench's protocol (Zheng et al. 2023, §3.3 and Table 2) on passage pairs of
+# different human grades, each asked in both orders, p(first shown) read from the answer token's log-probabilities.
+
+Verdict = Literal["A", "B", "tie"]
+PAIR_PREFILL = '{"better": "'  # the verdict is the first token the model writes
+
+
+class PreferenceOrTie(BaseModel):
+    better: Verdict
+
+
+def tie_pair_messages(source: str, first: str, second: str) -> list[dict[str, str]]:
+    system, shared, template = prompt_parts("passage_relevance_pairwise_tie", 3)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": shared.format(source=source) + "\n" + template.format(first=first,
+                                                                                           second=second)}]
+
+
+def verdict_probabilities(logprobs: list[dict] | None) -> dict[str, float] | None:
+    """p(A), p(B), p(tie) from the first answer token's top log-probabilities, renormalised over the three (a
+    token starting "t" is the tie's first piece); None without logprobs or when none of the three is listed."""
+    if not logprobs:
+        return None
+    mass = {"A": 0.0, "B": 0.0, "tie": 0.0}
+    for candidate in logprobs[0].get("top_logprobs") or []:
+        token = candidate["token"].strip()
+        key = "A" if token == "A" else "B" if token == "B" else "tie" if token[:1] in ("t", "T") else None
+        if key:
+            mass[key] += float(np.exp(candidate["logprob"]))
+    total = sum(mass.values())
+    return {k: v / total for k, v in mass.items()} if total > 0 else None
+
+
+def judge_pairs_with_tie(gateway: Gateway, pairs: pd.DataFrame, call_label: str = "pairwise-tie") -> pd.DataFrame:
+    """Each pair (columns qid, query, better_text, worse_text: the passages of higher and lower human grade) asked
+    with the better passage shown first and with it shown second (2 calls a pair, consecutive: shared prefix).
+    One row per pair: the verdict in each order mapped to "better", "worse" or "tie" (None for a failed call)
+    and p(first shown) in each order (NaN without logprobs)."""
+    calls = []
+    for r in pairs.itertuples():
+        for order, (a, b) in (("better_first", (r.better_text, r.worse_text)),
+                              ("worse_first", (r.worse_text, r.better_text))):
+            calls.append(LLMCall(tie_pair_messages(r.query, a, b), PreferenceOrTie, max_tokens=6,
+                                 prefill=PAIR_PREFILL, top_logprobs=5, call_label=f"{call_label}:{r.qid}:{order}"))
+    results = gateway.complete_many(calls, desc=call_label)
+    rows = []
+    for k, r in enumerate(pairs.itertuples()):
+        row: dict[str, Any] = {"qid": r.qid}
+        for order, result, first in (("better_first", results[2 * k], "better"),
+                                     ("worse_first", results[2 * k + 1], "worse")):
+            second = "worse" if first == "better" else "better"
+            row[order] = {"A": first, "B": second, "tie": "tie"}[result.value.better] if result.ok else None
+            p = verdict_probabilities(result.logprobs) if result.ok else None
+            row[f"p_first_{order}"] = p["A"] if p else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pairwise_position(judged: pd.DataFrame, seed: int) -> list[BiasResult]:
+    """MT-Bench's position reading of :func:`judge_pairs_with_tie` over the pairs with both answers: the share
+    consistent (the same verdict in both orders, a tie in both included), the share biased to the first-shown
+    passage (it won both times), to the second-shown one, the share whose consistent verdict is the passage humans
+    graded higher, and p(first shown) averaged over both orders (0.5 without a position preference). CIs over
+    the queries (one pair a query)."""
+    both = judged.dropna(subset=["better_first", "worse_first"])
+    queries = both["qid"].tolist()
+    first_won = ((both.better_first == "better") & (both.worse_first == "worse")).to_numpy(dtype=float)
+    second_won = ((both.better_first == "worse") & (both.worse_first == "better")).to_numpy(dtype=float)
+    consistent = (both.better_first == both.worse_first).to_numpy(dtype=float)
+    correct = ((both.better_first == "better") & (both.worse_first == "better")).to_numpy(dtype=float)
+    p_first = both[["p_first_better_first", "p_first_worse_first"]].mean(axis=1)
+    kept = p_first.notna().to_numpy()
+    return [_rate("position", "pairwise", POSITION_CONSISTENCY, consistent, queries, seed),
+            _rate("position", "pairwise", "share biased to the first-shown passage", first_won, queries, seed),
+            _rate("position", "pairwise", "share biased to the second-shown passage", second_won, queries, seed),
+            _rate("position", "pairwise", "share choosing the passage humans graded higher, in both orders", correct,
+                  queries, seed),
+            _rate("position", "pairwise", "mean p(first shown)", p_first.to_numpy()[kept],
+                  [q for q, k in zip(queries, kept, strict=True) if k], seed)]

@@ -57,12 +57,3 @@ def make_pools(items: Sequence[JudgeItem], keys: Sequence[Hashable], size: int |
         pools += [JudgePool(first.source, first.context, tuple(items[r].output for r in chunk),
                             tuple(int(r) for r in chunk)) for chunk in chunks]
     return pools
-
-
-def renumbered(pools: Sequence[JudgePool]) -> tuple[list[JudgePool], list[int]]:
-    """A subset of pools made self-contained: their rows renumbered 0..n−1 in pool order (as a listwise call
-    needs), and the original row of each new row. The outputs, and so the prompts, are unchanged."""
-    original = [row for pool in pools for row in pool.rows]
-    new_row = {row: k for k, row in enumerate(original)}
-    return ([JudgePool(p.source, p.context, p.outputs, tuple(new_row[r] for r in p.rows)) for p in pools],
-            original)

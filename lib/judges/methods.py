@@ -1,41 +1,36 @@
-"""Methods that the literature reports to help a small relevance judge, for chapter 07's dev/test comparison.
+"""Ways of grading relevance with a small judge that the literature reports to help, for users of the library
+(chapter 07 reads one pointwise call three ways: :mod:`lib.chapters.ch07`).
 
-Every method sends its calls through :func:`lib.judges.relevance.judge_messages` (pre-filled grade, logprobs) or,
-for pairs, the same gateway; a failed call is a failed judgment, never a grade.
+Every method sends its calls through :func:`lib.judges.relevance.judge_messages` (pre-filled grade, logprobs); a
+failed call is a failed judgment, never a grade.
 
 1. *Expected grade over the scale's tokens*: E[g] = Σ_g p(g)·g with p renormalised over the grade tokens among
    the top log-probabilities — what :func:`lib.judges.relevance.judge_pointwise` already returns
    (``expected_grade``); rounded (``rounded_expected``) or thresholded (2).
-2. *Ordinal thresholds on E[g]* fit on dev: :func:`lib.analysis.calibration.fit_on_dev`.
+2. *Ordinal thresholds on E[g]* fit on labelled rows: :func:`lib.analysis.calibration.fit_on_dev`, or cross-fitted
+   by group with :func:`lib.analysis.calibration.out_of_fold_grades`.
 3. *Few-shot*: :func:`fewshot_examples` draws one graded example per grade from the dev rows by a seeded rule;
    :func:`judge_fewshot` shows them before the query (the examples are the same in every call, so they are part
    of the shared prompt prefix).
 4. *Criteria decomposition*: each criterion of ``CRITERIA`` (after UMBRELA's intent-match aspect, Upadhyay et al.
    2024 / Thomas et al. 2024, and the topicality and exactness criteria of Farzi & Dietz 2024, "Best in Tau@
    LLMJudge") graded 0–3 in its own short call; :func:`combine_criteria` averages their expected grades.
-5. *Pairwise ranking prompting in both orders* (PRP, Qin et al., NAACL 2024 Findings): :func:`judge_pairs` asks
-   which of two passages is more relevant with each shown first; :func:`prp_scores` counts a win only when
-   both orders agree and half a point to each for a tie (the orders disagree), s_i = Σ_j 1[i beats j] +
-   ½·1[tie]; :func:`pool_ndcg` measures the within-pool ranking against human grades (ir_measures nDCG@k).
 
 :func:`judge_kinds` runs the calls of 1, 3 and 4 on items and returns their columns ``<kind>_grade`` (argmax),
 ``<kind>_expected`` (E[g]; the criteria mean for ``criteria``) and ``<kind>_rounded``; :func:`lifting_methods`
-names every way of grading from those columns (:class:`lib.analysis.calibration.Method`) for the dev
-comparison, and :func:`call_kind` says which calls a method needs. :class:`FrozenChoice` is the chosen method
-frozen on dev as a JSON file (chapter 07 writes it to ``CHOICE_FILE``), to grade new items without the chapter.
+names every way of grading from those columns (:class:`lib.analysis.calibration.Method`) for a dev comparison,
+and :func:`call_kind` says which calls a method needs. :class:`FrozenChoice` is a method frozen with what it
+learnt as a JSON file (chapter 07 writes its primary reading to ``CHOICE_FILE``), to grade new items without the
+chapter.
 """
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
-import ir_measures
 import numpy as np
 import pandas as pd
-from ir_measures import Qrel, ScoredDoc
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from lib import paths
@@ -50,7 +45,7 @@ from lib.judges.relevance import (
     pointwise_messages,
     truncate,
 )
-from lib.llm.gateway import Gateway, LLMCall
+from lib.llm.gateway import Gateway
 from lib.prompts import parts as prompt_parts
 
 # Criterion -> the question its call asks (graded 0–3: fully, mostly, slightly, not at all).
@@ -60,11 +55,6 @@ CRITERIA: dict[str, str] = {
     "Exactness": "does the passage state the exact answer to the query, not only related facts?",
 }
 CRITERION_SCALE = (0, 1, 2, 3)
-PAIR_PREFILL = '{"better": "'
-
-
-class Preference(BaseModel):
-    better: Literal["A", "B"]
 
 
 def fewshot_examples(dev: pd.DataFrame, scale: Sequence[int], seed: int, human: str = "human_grade",
@@ -129,107 +119,6 @@ def combine_criteria(judgments: dict[str, list[Judgment]]) -> pd.Series:
     return frame.mean(axis=1, skipna=False).rename("criteria_mean")
 
 
-def pair_messages(source: str, first: str, second: str) -> list[dict[str, str]]:
-    system, shared, template = prompt_parts("passage_relevance_pairwise", 3)
-    return [{"role": "system", "content": system},
-            {"role": "user",
-             "content": shared.format(source=source) + "\n" + template.format(first=first, second=second)}]
-
-
-@dataclass(frozen=True)
-class PairJudgment:
-    """Which passage won the pair (i, j) of a pool when i was shown first (``first_order``) and when j was
-    (``second_order``): "i", "j", or None for a failed call."""
-
-    pool: str
-    i: str
-    j: str
-    first_order: str | None
-    second_order: str | None
-
-    @property
-    def complete(self) -> bool:
-        return self.first_order is not None and self.second_order is not None
-
-    @property
-    def consistent(self) -> bool:
-        """Both orders chose the same passage."""
-        return self.complete and self.first_order == self.second_order
-
-
-def judge_pairs(gateway: Gateway, pools: pd.DataFrame, text: str = "passage", call_label: str = "prp"
-                ) -> list[PairJudgment]:
-    """Every unordered pair of passages within each pool (``pools``: columns pool, query, docid and ``text``),
-    asked in both orders (2·C(k, 2) calls for a pool of k). The calls of one pool follow each other (shared
-    query prefix)."""
-    calls, pairs = [], []
-    for pool, part in pools.groupby("pool", sort=True):
-        query = part["query"].iloc[0]
-        docs = part.sort_values("docid")
-        for (i, ti), (j, tj) in itertools.combinations(zip(docs["docid"], docs[text], strict=True), 2):
-            pairs.append((str(pool), str(i), str(j)))
-            for order, (a, b) in (("ij", (ti, tj)), ("ji", (tj, ti))):
-                calls.append(LLMCall(pair_messages(query, a, b), Preference, max_tokens=4, prefill=PAIR_PREFILL,
-                                     call_label=f"{call_label}:{pool}:{i}:{j}:{order}"))
-    results = gateway.complete_many(calls, desc=call_label)
-    judged = []
-    for k, (pool, i, j) in enumerate(pairs):
-        first, second = results[2 * k], results[2 * k + 1]
-        judged.append(PairJudgment(pool, i, j,
-                                   first_order=({"A": i, "B": j}[first.value.better] if first.ok else None),
-                                   second_order=({"A": j, "B": i}[second.value.better] if second.ok else None)))
-    return judged
-
-
-def prp_scores(pairs: Sequence[PairJudgment]) -> pd.DataFrame:
-    """PRP-Allpair scores (Qin et al. 2024): per pool and passage, wins (both orders chose it), ties (the orders
-    disagree: ½ each), score = wins + ½·ties over the complete pairs; pairs with a failed call add nothing and
-    are counted (failed_pairs). Columns pool, docid, wins, ties, failed_pairs, score."""
-    rows: dict[tuple[str, str], dict[str, float]] = {}
-    for p in pairs:
-        for doc in (p.i, p.j):
-            rows.setdefault((p.pool, doc), {"wins": 0, "ties": 0, "failed_pairs": 0})
-        if p.first_order is None or p.second_order is None:  # not complete
-            rows[(p.pool, p.i)]["failed_pairs"] += 1
-            rows[(p.pool, p.j)]["failed_pairs"] += 1
-        elif p.first_order == p.second_order:  # consistent
-            rows[(p.pool, p.first_order)]["wins"] += 1
-        else:
-            rows[(p.pool, p.i)]["ties"] += 1
-            rows[(p.pool, p.j)]["ties"] += 1
-    table = pd.DataFrame([{"pool": pool, "docid": doc, **counts} for (pool, doc), counts in rows.items()])
-    return table.assign(score=table.wins + 0.5 * table.ties)
-
-
-def pool_ndcg(scored: pd.DataFrame, score: str, human: str = "human_grade", cutoff: int = 5) -> pd.Series:
-    """nDCG@``cutoff`` (Järvelin & Kekäläinen 2002, trec_eval's linear gains; ir_measures) of each pool ranked
-    by ``score`` (higher first; rows without a score left out), the human grades as gains. ``scored``: columns
-    pool, docid, ``score``, ``human``. Ties in ``score`` are broken by trec_eval's rule (docid, descending).
-    A pool without a passage of grade > 0 has no ideal ranking (IDCG = 0) and is left out, as in
-    :mod:`lib.analysis.ranking`."""
-    scored = scored[scored.groupby("pool")[human].transform("max") > 0]
-    qrels = [Qrel(str(r.pool), str(r.docid), int(getattr(r, human))) for r in scored.itertuples()]
-    ranked = scored.dropna(subset=[score])
-    run = [ScoredDoc(str(r.pool), str(r.docid), float(getattr(r, score))) for r in ranked.itertuples()]
-    measure = ir_measures.nDCG @ cutoff
-    values = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
-    return pd.Series(values, name=f"nDCG@{cutoff} by {score}").rename_axis("pool").sort_index()
-
-
-def pool_ties(scored: pd.DataFrame, scores: Sequence[str], human: str = "human_grade") -> pd.DataFrame:
-    """Per pool: its passages, those humans graded > 0, and for each column of ``scores`` how many distinct
-    values it gave the pool's passages. A ranking with fewer distinct values than passages is decided partly by
-    the tie-break (docid, see :func:`pool_ndcg`), and a pool without a relevant passage has no nDCG at all."""
-    grouped = scored.groupby("pool")
-    table = pd.DataFrame({"passages": grouped.size(),
-                          "relevant (grade > 0)": grouped[human].apply(lambda g: int((g > 0).sum()))})
-    for score in scores:
-        table[f"distinct {score}"] = grouped[score].nunique()
-    return table
-
-
-# The kinds of calls a lifting method's grades come from; each gives the columns <kind>_grade (argmax, absent for
-# criteria), <kind>_expected and <kind>_rounded.
 CALL_KINDS = ("pointwise", "fewshot", "criteria")
 
 
