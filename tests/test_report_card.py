@@ -114,8 +114,9 @@ def test_threats_name_the_intervals_that_resample_few_units():
     assert ("2 numbers rest on too few queries, documents, questions or users to resample — "
             "*G-Eval, study steps, weighted* on SummEval (2 rows, over 3 documents).") in text
     assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
-    assert ("**Worse than chance.** 1 LLM-judge numbers have a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
-            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10)") in text
+    assert ("**Below 0.** 1 LLM-judge number has a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
+            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10). Krippendorff's α pools") in text
+    assert "a κ below 0 is disagreement beyond chance" in text
     assert rc.resampled_units("3 documents") == 3 and rc.resampled_units("—") is None
 
 

@@ -421,8 +421,11 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
     if len(below_zero):
         listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
                            f"{value_with_interval(r._asdict())}" for r in below_zero.itertuples())
-        lines.append(f"- **Worse than chance.** {len(below_zero)} LLM-judge numbers have a 95% CI entirely below 0 "
-                     f"— {listed}: the judge disagrees with the humans more than random labels would.")
+        lines.append(f"- **Below 0.** {len(below_zero)} LLM-judge number{'s' if len(below_zero) > 1 else ''} "
+                     f"ha{'ve' if len(below_zero) > 1 else 's'} a 95% CI entirely below 0 — {listed}. Krippendorff's α "
+                     f"pools both raters' grade distributions, so it measures agreement including calibration: a "
+                     f"judge whose grades sit on a shifted scale scores below 0 on α even when it orders the items "
+                     f"as the humans do (read it beside ρ and τ); a κ below 0 is disagreement beyond chance.")
     if len(spans_zero):
         listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
             f"{r.statistic} ({r.criterion}, {r.level}) {value_with_interval(r._asdict())}" for r in part.itertuples())
