@@ -179,30 +179,31 @@ def chapter06() -> list[dict[str, Any]]:
 def chapter07() -> list[dict[str, Any]]:
     from lib import baselines
     from lib.analysis import calibration
+    from lib.chapters import ch07
 
     state = notebook_state("07_validity", "ch07.draw_samples(")
     samples, scale = state["samples"], state["SCALE"]
-    sampled, split = samples.sampled, samples.split
-    dev, test = split.dev_rows(sampled), split.test_rows(sampled)
-    cuts = calibration.freeze(baselines.RELEVANCE_BASELINES[1], dev, "human_grade", scale).cuts
-    assert cuts is not None  # the cosine baseline is a fitted ranker
-    held_out = []
-    for qid in sorted(set(dev.qid)):
-        rest = dev[dev.qid != qid]
-        fold = calibration.fit_thresholds(rest.cosine.to_numpy(), rest.human_grade.to_numpy(), scale)
-        held_out.append(np.min([threshold_margin(dev[dev.qid == qid].cosine, c) for c in fold], axis=0))
+    # the judged sample and its folds, as section B draws them (no call: the cosines and the cuts need none)
+    judged = ch07.relevance_sample(samples.dl19, state["relevance_passages_per_query"], state["relevance_seed"],
+                                   samples.pilot)
+    judged = judged.assign(cosine=baselines.cosine_scores(judged["query"].tolist(), judged["passage"].tolist()))
+    folds = calibration.group_folds(judged.qid, state["crossfit_folds"], state["relevance_seed"])
+    row_fold = judged.qid.map(folds)
+    cross_fitted = []
+    for fold in sorted(set(row_fold)):
+        rest, held = judged[row_fold != fold], judged[row_fold == fold]
+        cuts = calibration.fit_thresholds(rest.cosine.to_numpy(), rest.human_grade.to_numpy(), scale)
+        cross_fitted.append(np.min([threshold_margin(held.cosine, c) for c in cuts], axis=0))
     summeval = samples.summeval_split.test_rows(samples.summeval)
     to_source = baselines.cosine_scores(summeval.system_output.tolist(), summeval.source.tolist())
-    by_query = sampled.groupby("qid").cosine
+    by_query = judged.groupby("qid").cosine
     with decimals(UNROUNDED):
         unrounded_source = baselines.cosine_scores(summeval.system_output.tolist(), summeval.source.tolist())
-        unrounded_query = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(),
-                                                                        sampled["passage"].tolist()))
-    return [row("07", "cosine baseline on test: grade by the cuts fit on dev", ", ".join(f"{c:.5f}" for c in cuts),
-                np.min([threshold_margin(test.cosine, c) for c in cuts], axis=0)),
-            row("07", "cosine baseline on dev: grade by cuts fit without the query", "per fold",
-                np.concatenate(held_out)),
-            row("07", "query–passage cosine: order within a query (Spearman ρ)", "neighbour",
+        unrounded_query = judged.assign(cosine=baselines.cosine_scores(judged["query"].tolist(),
+                                                                       judged["passage"].tolist()))
+    return [row("07", "cosine baseline: grade by cuts fit on the other folds of queries", "per fold",
+                np.concatenate(cross_fitted)),
+            row("07", "query–passage cosine: order within a query (Kendall τ)", "neighbour",
                 np.concatenate([order_margin(g) for _, g in by_query]), sum(ties(g) for _, g in by_query),
                 sum(ties(g) for _, g in unrounded_query.groupby("qid").cosine)),
             row("07", "SummEval cosine to the source: order (correlations)", "neighbour", order_margin(to_source),
