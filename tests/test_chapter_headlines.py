@@ -70,9 +70,9 @@ def test_headline_07_states_both_targets_with_their_intervals():
     from lib.analysis import report_card as rc
 
     rows = [rc._row("criteria, thresholds on the mean" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA,
-                    "item", 24, 0.52, 0.41, 0.70, "24 passages"),
+                    "item", 24, 0.52, 0.41, 0.70, "12 queries"),
             rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
-                    "24 passages"),
+                    "12 queries"),
             rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, 0.35, 0.12, 0.58,
                     "12 documents")]
     entry = HEADLINES["07_validity"]
@@ -81,11 +81,11 @@ def test_headline_07_states_both_targets_with_their_intervals():
     assert sentence.startswith("Report card of 3 judges and baselines in 3 rows.")
     assert ("the relevance reading declared primary (criteria, thresholds on the mean, scored out of fold) has "
             "quadratic-weighted κ = 0.52 "
-            "(95% CI 0.41 to 0.70, n = 24) against a target of 0.40: it reaches it;") in sentence
-    assert sentence.endswith("summary-level Spearman ρ = 0.35 (95% CI 0.12 to 0.58, n = 12) against a target of 0.30: "
-                             "it reaches it by the estimate, not by the interval.")
+            "(95% CI 0.41 to 0.70, 12 queries; n = 24) against a target of 0.40: it reaches it;") in sentence
+    assert sentence.endswith("summary-level Spearman ρ = 0.35 (95% CI 0.12 to 0.58, 12 documents; n = 12) against a "
+                             "target of 0.30: it reaches it by the estimate, not by the interval.")
     few = [*rows[:2], rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 4, 0.35, 0.12,
                               0.58, "4 documents")]
     assert entry.sentence({"report_card": rc.report_card(few)}).endswith(
-        "summary-level Spearman ρ = 0.35 (too few units for an interval, n = 4) against a target of 0.30: it "
-        "without an interval, neither reached nor missed.")
+        "summary-level Spearman ρ = 0.35 (no interval: 4 documents; n = 4) against a target of 0.30: without an "
+        "interval it is neither reached nor missed.")

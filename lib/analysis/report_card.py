@@ -304,8 +304,9 @@ TARGETS: tuple[Target, ...] = (
 
 
 def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.DataFrame:
-    """Per target: the card row it reads (judge, n, value, CI), the target, ``reached`` (the value is at least
-    the target) and ``reached_by_interval`` (the lower 95% bound is). A target without its row is an error."""
+    """Per target: the card row it reads (judge, n, value, CI and what it resampled), the target, ``reached``
+    (the value is at least the target) and ``reached_by_interval`` (the lower 95% bound is). A target without its
+    row is an error."""
     out = []
     for t in targets:
         rows = card[card["judge"].str.endswith(t.judge) & (card["dataset"] == t.dataset)
@@ -315,7 +316,8 @@ def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.
             raise ValueError(f"target {t.what!r}: {len(rows)} card rows match, expected 1")
         r = rows.iloc[0]
         out.append({"target": t.what, "judge": r["judge"], "statistic": t.statistic, "level": t.level, "n": r["n"],
-                    "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "goal": t.value,
+                    "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_over": r["ci_over"],
+                    "goal": t.value,
                     "reached": bool(r["value"] >= t.value),
                     "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value)})
     return pd.DataFrame(out)

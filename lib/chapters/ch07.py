@@ -22,7 +22,7 @@ from lib import baselines
 from lib.analysis import calibration, validity
 from lib.analysis import report_card as rc
 from lib.analysis.comparisons import holm_floor
-from lib.analysis.stats import correlation_text, interval_text, nested_sample
+from lib.analysis.stats import correlation_text, interval_over_text, nested_sample
 from lib.chapters.headline import Tables, headline
 from lib.crs import summaries as crs_summaries
 from lib.judges import bias as judge_bias
@@ -406,12 +406,11 @@ def judge_report_card(tables: Tables) -> str:
 
     def said(t: pd.Series) -> str:
         has_interval = bool(np.isfinite([t["ci_low"], t["ci_high"]]).all())
-        reached = ("reaches it" if t["reached_by_interval"] else "reaches it by the estimate, not by the interval"
-                   if t["reached"] and has_interval else "misses it" if has_interval
-                   else "without an interval, neither reached nor missed")
-        interval = interval_text(t["ci_low"], t["ci_high"], undefined="too few units for an interval")
-        return (f"{t['statistic']} = {t['value']:.2f} ({interval}, n = {int(t['n'])}) against a target of "
-                f"{t['goal']:.2f}: it {reached}")
+        reached = ("it reaches it" if t["reached_by_interval"] else "it reaches it by the estimate, not by the "
+                   "interval" if t["reached"] and has_interval else "it misses it" if has_interval
+                   else "without an interval it is neither reached nor missed")
+        return (f"{t['statistic']} = {t['value']:.2f} ({interval_over_text(t)}; n = {int(t['n'])}) against a target "
+                f"of {t['goal']:.2f}: {reached}")
 
     relevance, geval = targets.iloc[0], targets.iloc[1]
     method = relevance["judge"].removesuffix(rc.CHOSEN)
