@@ -398,6 +398,7 @@ class Gateway:
         hung_after: int = 2,
         probe_interval_s: float = 15.0,
         probe_timeout_s: float = 10.0,
+        replicate: str | None = None,
     ) -> None:
         if mode not in ("live", "replay"):
             raise ValueError(f"mode must be 'live' or 'replay', not {mode!r}")
@@ -413,6 +414,7 @@ class Gateway:
         self._timeouts_lock = threading.Lock()
         self.probe_interval_s = probe_interval_s
         self.probe_timeout_s = probe_timeout_s
+        self.replicate = replicate
         self.ledger = Ledger()
         http_client = httpx2.Client(event_hooks={"request": [lambda request: self.ledger.record_http_request()]})
         # The embedded server needs no key; the client insists on one, and a placeholder reveals nothing.
@@ -530,7 +532,13 @@ class Gateway:
     def _request(self, body: dict[str, Any], call_label: str, refresh: bool = False) -> tuple[dict[str, Any], bool]:
         """One request through the cache: (the stored response, True), or (a live answer, False) that is then
         stored — also when ``refresh`` asks the server again over a stored answer. Raises
-        :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
+        :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode.
+
+        A gateway made with ``replicate`` sends it as the request's OpenAI ``user`` field, which no server reads
+        when generating: the same request becomes a separate, separately cached measurement (run-to-run drift,
+        :mod:`lib.judges.drift`), while a gateway without it keeps every cache key as it was."""
+        if self.replicate is not None:
+            body = {**body, "user": self.replicate}
         keyed = {**body, "model": self.endpoint.identity}
 
         def compute() -> dict[str, Any]:
