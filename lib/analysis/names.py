@@ -12,5 +12,6 @@ SPEARMAN = "Spearman ρ"
 KENDALL = "Kendall τ"
 POSITION_CONSISTENCY = "position consistency"
 MARGIN = "separation margin"  # lowest score of a normal day − score of the degraded day (> 0: an alert can separate)
+DRIFT = "mean |ΔE[g]| between runs"  # the same T = 0 requests sent again on a fresh server (lib.judges.drift)
 STATISTICS = (KAPPA, WEIGHTED_KAPPA, BINARY_KAPPA, ALPHA, EXPECTED_RHO, EXPECTED_RHO_WITHIN, SPEARMAN, KENDALL,
-              POSITION_CONSISTENCY, MARGIN)
+              POSITION_CONSISTENCY, MARGIN, DRIFT)

@@ -38,6 +38,7 @@ import pandas as pd
 from lib.analysis.names import (
     ALPHA,
     BINARY_KAPPA,
+    DRIFT,
     EXPECTED_RHO,
     EXPECTED_RHO_WITHIN,
     KAPPA,
@@ -252,6 +253,13 @@ def level_rows(levels: pd.DataFrame, judge: str, model: str, dataset: str, crite
     names = {"pooled": "session", "within systems": "session, within systems", "system level": "system"}
     return [_row(judge, model, dataset, criterion, SPEARMAN, names.get(level, f"session, {level}"), r["n"], r["r"],
                  r["ci_low"], r["ci_high"], r["ci_over"], failed) for level, r in levels.iterrows()]
+
+
+def drift_rows(drift: pd.DataFrame, judge: str, model: str, dataset: str) -> list[dict[str, object]]:
+    """Card rows of a :func:`lib.judges.drift.drift_table`: per rerun, the mean absolute change of E[g] between
+    the study's run and the rerun (level "item", criterion the rerun), with its interval over queries."""
+    return [_row(judge, model, dataset, str(r["rerun"]), DRIFT, "item", r["items"], r["mean_abs_change"],
+                 r["ci_low"], r["ci_high"], r["ci_over"]) for r in drift.to_dict("records")]
 
 
 def monitor_rows(days: pd.DataFrame, judge: str, model: str, dataset: str, score: str = "overall"

@@ -250,6 +250,36 @@ def _mean_over_queries(values: np.ndarray, queries: pd.Series, seed: int) -> tup
     return interval.value, interval.low, interval.high, len(values), interval.ci_over
 
 
+def drift_section(judged: pd.DataFrame, queries: int, concurrencies: Sequence[int], model: str, seed: int,
+                  n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
+    """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`): the first judged passage of each of
+    ``queries`` queries (in the bias battery's nested order) judged again once per concurrency, on a freshly
+    started server when the run is live on the embedded model, each rerun in its own gateway and ledger
+    (``07_validity-drift-c<k>``); compared with section B's answers. Returns (the drift table, its card rows)."""
+    from lib.judges import drift
+    from lib.llm import server
+
+    rows = bias_samples(judged, queries, 0, seed).verbosity
+    items = [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
+    prompts = judge_relevance.PASSAGE_4POINT_PROMPTS
+
+    def make_gateway(concurrency: int, label: str) -> Gateway:
+        return Gateway.from_env(notebook=f"07_validity-drift-c{concurrency}", role="judge", concurrency=concurrency,
+                                replicate=label)
+
+    with Gateway.from_env(notebook="07_validity", role="judge") as judge:
+        original = judge_relevance.judge_pointwise(judge, items, "dl19-pointwise-pointwise", prompts=prompts)
+        fresh = judge.mode == "live" and judge.endpoint.embedded
+
+    def restart() -> None:
+        server.stop()
+        server.start_background(autostarted=True)
+
+    reruns = drift.rerun(make_gateway, restart if fresh else None, items, concurrencies, prompts, save_ledgers=True)
+    table = drift.drift_table(original, reruns, rows["qid"].tolist(), seed, n_resamples)
+    return table, rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", model, "TREC DL19")
+
+
 def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[str, float]]]:
     """The card's two forest plots, as (rows, title, x label, target lines): relevance judges by κ_w, and
     Spearman ρ against human ratings and TAS/CAS (SummEval at system level and the summary-level average)."""
@@ -363,6 +393,18 @@ def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
             f"{said(rc.POSITION_CONSISTENCY)} (published: {consistent.anchors}), "
             + "; ".join(f"{r.statistic} {said(r.statistic)}" for r in pairwise.itertuples()
                         if r.statistic != rc.POSITION_CONSISTENCY) + ".")
+
+
+def drift(table: pd.DataFrame) -> str:
+    """Run-to-run drift in words, per rerun (:func:`drift_section`): argmax grades changed and the mean change of
+    E[g] with its interval over queries, read as the noise floor under every difference between readings."""
+    from lib.analysis.stats import interval_over_text
+
+    parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
+             f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
+             f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
+    return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts)
+            + ". A difference between two readings smaller than this is the server's noise, not the judge's.")
 
 
 def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,

@@ -32,10 +32,10 @@ def rerun_label(concurrency: int) -> str:
 
 def rerun(make_gateway: Callable[[int, str], Gateway], restart: Callable[[], object] | None,
           items: Sequence[JudgeItem], concurrencies: Sequence[int], prompts: RelevancePrompts,
-          call_label: str = "drift") -> dict[str, list[Judgment]]:
+          call_label: str = "drift", save_ledgers: bool = False) -> dict[str, list[Judgment]]:
     """The pointwise judgments of ``items`` again, once per concurrency: ``restart`` (when given: a live embedded
-    endpoint) starts the server afresh, then ``make_gateway(concurrency, label)`` judges every item. Keyed by
-    :func:`rerun_label`."""
+    endpoint) starts the server afresh, then ``make_gateway(concurrency, label)`` judges every item (and, with
+    ``save_ledgers``, saves its ledger). Keyed by :func:`rerun_label`."""
     out = {}
     for concurrency in concurrencies:
         label = rerun_label(concurrency)
@@ -43,6 +43,8 @@ def rerun(make_gateway: Callable[[int, str], Gateway], restart: Callable[[], obj
             restart()
         with make_gateway(concurrency, label) as gateway:
             out[label] = judge_pointwise(gateway, items, f"{call_label}-c{concurrency}", prompts=prompts)
+            if save_ledgers:
+                gateway.save_ledger()
     return out
 
 
