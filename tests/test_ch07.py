@@ -86,3 +86,16 @@ def test_card_forests_keep_summeval_system_and_average_rows_with_their_targets()
     assert len(kappa_rows) == 1 and list(kappa_targets.values()) == [0.40]
     assert len(rho_rows) == 2  # the per-dimension summary-level row is left out; the average and ALCE stay
     assert list(rho_targets.values()) == [0.30]
+
+
+def test_drift_bullet_and_card_rows_read_each_rerun():
+    table = pd.DataFrame([{"rerun": "drift rerun: concurrency 1, fresh server", "items": 40, "grades_changed": 2,
+                           "share_changed": 0.05, "mean_abs_change": 0.021, "ci_low": 0.012, "ci_high": 0.033,
+                           "ci_over": "40 queries", "max_abs_change": 0.2}])
+    text = ch07.drift(table)
+    assert text.startswith("**Run-to-run drift** (the same T = 0 requests sent again): concurrency 1, fresh server: "
+                           "2 of 40 grades changed, E[g] moved by 0.021 on average (95% CI 0.012 to 0.033, 40 "
+                           "queries), at most 0.200.")
+    rows = rc.report_card(rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", "m", "TREC DL19"))
+    assert rows.statistic.tolist() == [rc.DRIFT] and rows.ci_over.tolist() == ["40 queries"]
+    assert rows.criterion.tolist() == ["drift rerun: concurrency 1, fresh server"] and rows.n.tolist() == [40]
