@@ -538,32 +538,31 @@ def _target(text: str) -> tuple[str, float]:
     return name, _share(value)
 
 
+def _number(text: str, what: str = "a number") -> float:
+    """``text`` as a float, or the usage error naming it."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
 def _share(text: str) -> float:
     """A threshold on the 0–1 scores."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if not 0 <= value <= 1:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
     return value
 
 
 def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if not 0 < value <= 1:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
     return value
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    value = _number(text, "a number of seconds")
     if not 0 <= value < math.inf:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
     return value
