@@ -9,13 +9,20 @@ from lib.chapters import ch07
 
 
 def test_lean_on_says_undetermined_without_system_intervals():
-    targets = pd.DataFrame({"reached_by_interval": [False, False], "ci_low": [0.0, np.nan], "value": [0.1, 0.29],
-                            "goal": [0.4, 0.3], "n": [24, 4]})
+    targets = pd.DataFrame({"reached_by_interval": [False, False], "missed_by_interval": [False, False],
+                            "ci_low": [0.0, np.nan], "ci_high": [0.2, np.nan], "value": [0.1, 0.29],
+                            "goal": [0.4, 0.3], "n": [24, 4], "ci_over": ["24 queries", "4 documents"]})
     card = pd.DataFrame([rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.3,
                                  np.nan, np.nan, "4 documents")])
     assert ch07.lean_on(targets, card).endswith(
-        "summary-level G-Eval scores are undetermined (0.29 against 0.30 over 4 documents, no interval); system-level "
+        "summary-level G-Eval scores are undetermined (0.29 against 0.30, no interval: 4 documents); system-level "
         "G-Eval orderings are undetermined (4 documents, no interval).")
+    # an interval on both sides of the target decides nothing; one wholly below it decides against
+    straddling = targets.assign(ci_low=[0.0, 0.18], ci_high=[0.2, 0.37], ci_over=["24 queries", "12 documents"])
+    assert ("summary-level G-Eval scores are undetermined (0.29 against 0.30, 95% CI 0.18 to 0.37, 12 documents)"
+            in ch07.lean_on(straddling, card))
+    below = straddling.assign(ci_high=[0.2, 0.28], missed_by_interval=[True, True])
+    assert "; not summary-level G-Eval scores;" in ch07.lean_on(below, card)
 
 
 def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20)):
@@ -75,16 +82,17 @@ def test_crs_bullet_states_each_familys_holm_floor():
             "0.03)") in text
 
 
-def test_card_forests_keep_summeval_system_and_average_rows_with_their_targets():
+def test_card_forests_split_kappa_and_rho_rows_with_their_targets():
     card = pd.DataFrame({"judge": ["j"] * 4, "dataset": ["TREC DL19", "SummEval", "SummEval", "ALCE"],
-                         "criterion": ["relevance", "coherence", "average", "utility"],
+                         "criterion": ["relevance", "coherence", "coherence", "utility"],
                          "statistic": [rc.WEIGHTED_KAPPA, rc.SPEARMAN, rc.SPEARMAN, rc.SPEARMAN],
-                         "level": ["item", "summary", "summary", "answer"], "model": ["m"] * 4,
+                         "level": ["item", "summary", "system", "answer"], "model": ["m"] * 4,
                          "value": [0.1, 0.2, 0.3, 0.4], "ci_low": [0.0] * 4, "ci_high": [0.5] * 4, "n": [24] * 4,
                          "anchors": ["—"] * 4})
     (kappa_rows, _, _, kappa_targets), (rho_rows, _, _, rho_targets) = ch07.card_forests(card)
     assert len(kappa_rows) == 1 and list(kappa_targets.values()) == [0.40]
-    assert len(rho_rows) == 2  # the per-dimension summary-level row is left out; the average and ALCE stay
+    assert rho_rows.label.tolist() == ["j · SummEval · coherence · summary", "j · SummEval · coherence · system",
+                                       "j · ALCE · utility · answer"]
     assert list(rho_targets.values()) == [0.30]
 
 

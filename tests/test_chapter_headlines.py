@@ -73,7 +73,7 @@ def test_headline_07_states_both_targets_with_their_intervals():
                     "item", 24, 0.52, 0.41, 0.70, "12 queries"),
             rc._row("BM25, thresholds", "—", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
                     "12 queries"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, 0.35, 0.12, 0.58,
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "summary", 12, 0.35, 0.12, 0.58,
                     "12 documents")]
     entry = HEADLINES["07_validity"]
     assert entry.tables == ("report_card",)
@@ -84,7 +84,16 @@ def test_headline_07_states_both_targets_with_their_intervals():
             "(95% CI 0.41 to 0.70, 12 queries; n = 24) against a target of 0.40: it reaches it;") in sentence
     assert sentence.endswith("summary-level Spearman ρ = 0.35 (95% CI 0.12 to 0.58, 12 documents; n = 12) against a "
                              "target of 0.30: it reaches it by the estimate, not by the interval.")
-    few = [*rows[:2], rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 4, 0.35, 0.12,
+    def with_geval(n: int, value: float, low: float, high: float, over: str) -> str:
+        geval_row = rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "summary", n, value, low,
+                            high, over)
+        return entry.sentence({"report_card": rc.report_card([*rows[:2], geval_row])})
+
+    assert with_geval(12, 0.27, 0.18, 0.37, "12 documents").endswith(
+        "ρ = 0.27 (95% CI 0.18 to 0.37, 12 documents; n = 12) against a target of 0.30: its interval includes it, so "
+        "it is neither reached nor missed.")
+    assert with_geval(12, 0.12, 0.02, 0.25, "12 documents").endswith("against a target of 0.30: it misses it.")
+    few = [*rows[:2], rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "summary", 4, 0.35, 0.12,
                               0.58, "4 documents")]
     assert entry.sentence({"report_card": rc.report_card(few)}).endswith(
         "summary-level Spearman ρ = 0.35 (no interval: 4 documents; n = 4) against a target of 0.30: without an "

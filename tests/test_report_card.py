@@ -67,7 +67,9 @@ def test_report_card_rows_and_anchors():
     binary = table[table.statistic == rc.BINARY_KAPPA].iloc[0]
     assert "0.428*" in binary.anchors and "0.520*" in binary.anchors
     coherence = table[(table.criterion == "coherence") & (table.level == "summary")].iloc[0]
-    assert coherence.anchors == "G-Eval (GPT-4) 0.582* (Liu et al.)" and coherence.anchor_unchecked
+    assert coherence.anchors == ("G-Eval (GPT-4) 0.582* (Liu et al.); G-Eval (GPT-3.5) 0.440* (Liu et al.); "
+                                 "G-Eval (GPT-3.5), argmax (no probabilities) 0.359* (Liu et al.); ROUGE-1 0.167* "
+                                 "(Liu et al.)") and coherence.anchor_unchecked
     average = table[table.criterion == "average"].iloc[0]
     assert average.anchors.split("; ")[0] == "G-Eval (GPT-4) 0.514 (Liu et al.)"
     assert "ROUGE-1 0.192*" in average.anchors
@@ -133,13 +135,13 @@ def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_norma
         rc.monitor_rows(days.assign(degraded=[True, True, False]), "monitor", "m", "RAG monitor")
 
 
-def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents"):
+def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents", geval_high=0.4):
     rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
                     "24 passages"),
             rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
                     dl19_low, 0.7, "24 passages"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "average", rc.SPEARMAN, "summary", 12, geval_value, -0.1, 0.4,
-                    documents),
+            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "summary", 12, geval_value, -0.1,
+                    geval_high, documents),
             rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8,
                     documents),
             rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6,
@@ -153,7 +155,11 @@ def test_targets_and_what_the_judge_supports():
     assert targets.reached.tolist() == [True, False] and targets.reached_by_interval.tolist() == [True, False]
     uses = rc.supported_uses(card_with_targets(), targets)
     assert uses["relevance labels on TREC DL19"].endswith("reached: the whole 95% interval clears the target.")
-    assert uses["G-Eval on SummEval, average of the four dimensions"].endswith(": not reached.")
+    assert uses["G-Eval on SummEval, coherence"].endswith(
+        ": undetermined: the estimate falls short of the target, its interval includes it.")
+    below = card_with_targets(geval_high=0.25)
+    assert rc.supported_uses(below, rc.target_table(below))["G-Eval on SummEval, coherence"].endswith(
+        ": missed: the whole 95% interval lies below the target.")
     assert uses["system level"] == (
         "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60, fluency 0.30; the 95% "
         "interval lies above 0 for 1 of 2 dimensions (coherence): there the judge orders systems better than chance, "

@@ -31,6 +31,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +61,6 @@ CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", 
 CHOSEN = " (declared primary)"
 GEVAL_WEIGHTED = "G-Eval, study steps, weighted"
 GEVAL_ARGMAX = "G-Eval, study steps, argmax digit (ablation)"
-GEVAL_NO_STEPS = "G-Eval, no evaluation steps, weighted (ablation)"
 ROUGE_BASELINE = "ROUGE-1 F to the reference"
 COSINE_BASELINE = "MiniLM cosine to the source"
 COEFFICIENT_NAMES = {"spearman": SPEARMAN, "kendall": KENDALL}
@@ -111,6 +111,8 @@ def _geval(judge: str, criterion: str, rho: float, tau: float | None, checked_rh
 _FLUENCY_NOTE = ("the study's transcription in data/human_judgments/summeval_geval/SOURCE.md reads .506/.455 for this "
                  "cell; versions of the paper may differ")
 _ISSUE_NOTE = "as given in the chapter's issue; not read in the paper's own text here"
+_TABLE_NOTE = ("Table 1 as transcribed in data/human_judgments/summeval_geval/SOURCE.md from a text copy of the "
+               "paper")
 _TRANSCRIPTION_NOTE = ("the ablation rows (-Probs, -CoT) of Table 1 as transcribed in data/human_judgments/"
                        "summeval_geval/SOURCE.md from a text copy of the paper; G-Eval-4 sampled 20 scores at "
                        "temperature 1 rather than weighting logprobs, and the paper's AVG is not the plain mean of "
@@ -118,6 +120,9 @@ _TRANSCRIPTION_NOTE = ("the ablation rows (-Probs, -CoT) of Table 1 as transcrib
 
 ANCHORS: tuple[Anchor, ...] = (
     *_geval("G-Eval (GPT-4)", "coherence", 0.582, 0.457, note=_ISSUE_NOTE),
+    *_geval("G-Eval (GPT-3.5)", "coherence", 0.440, 0.335, note=_TABLE_NOTE),
+    *_geval("G-Eval (GPT-3.5), argmax (no probabilities)", "coherence", 0.359, 0.313, note=_TABLE_NOTE),
+    *_geval("ROUGE-1", "coherence", 0.167, 0.126, note=_TABLE_NOTE),
     *_geval("G-Eval (GPT-4)", "consistency", 0.507, 0.425, note=_ISSUE_NOTE),
     *_geval("G-Eval (GPT-4)", "fluency", 0.455, 0.378, note=_FLUENCY_NOTE),
     *_geval("G-Eval (GPT-4)", "relevance", 0.547, 0.433, note=_ISSUE_NOTE),
@@ -306,15 +311,14 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("relevance labels on TREC DL19", CHOSEN, "TREC DL19", "relevance", WEIGHTED_KAPPA, "item", 0.40),
-    Target("G-Eval on SummEval, average of the four dimensions", GEVAL_WEIGHTED, "SummEval", "average", SPEARMAN,
-           "summary", 0.30),
+    Target("G-Eval on SummEval, coherence", GEVAL_WEIGHTED, "SummEval", "coherence", SPEARMAN, "summary", 0.30),
 )
 
 
 def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.DataFrame:
     """Per target: the card row it reads (judge, n, value, CI and what it resampled), the target, ``reached``
-    (the value is at least the target) and ``reached_by_interval`` (the lower 95% bound is). A target without its
-    row is an error."""
+    (the value is at least the target), ``reached_by_interval`` (the lower 95% bound is) and ``missed_by_interval``
+    (the upper 95% bound is below it). A target without its row is an error."""
     out = []
     for t in targets:
         rows = card[card["judge"].str.endswith(t.judge) & (card["dataset"] == t.dataset)
@@ -327,16 +331,18 @@ def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.
                     "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_over": r["ci_over"],
                     "goal": t.value,
                     "reached": bool(r["value"] >= t.value),
-                    "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value)})
+                    "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value),
+                    "missed_by_interval": bool(np.isfinite(r["ci_high"]) and r["ci_high"] < t.value)})
     return pd.DataFrame(out)
 
 
-def _verdict(reached: bool, by_interval: bool, has_interval: bool = True) -> str:
-    if not has_interval:
+def _verdict(target: Any) -> str:
+    if not np.isfinite(target.ci_low):
         return "undetermined: a point estimate without an interval carries no verdict either way"
-    return ("reached: the whole 95% interval clears the target" if by_interval
-            else "not established: the estimate reaches the target, its interval does not" if reached
-            else "not reached")
+    return ("reached: the whole 95% interval clears the target" if target.reached_by_interval
+            else "missed: the whole 95% interval lies below the target" if target.missed_by_interval
+            else "not established: the estimate reaches the target, its interval does not" if target.reached
+            else "undetermined: the estimate falls short of the target, its interval includes it")
 
 
 def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
@@ -345,7 +351,7 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
     uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict())} against the target {t.goal:.2f} "
-                      f"({t.level} level): {_verdict(t.reached, t.reached_by_interval, bool(np.isfinite(t.ci_low)))}."
+                      f"({t.level} level): {_verdict(t)}."
             for t in targets.itertuples()}
     system = _system_rows(card)
     above = system_level_dimensions(card)

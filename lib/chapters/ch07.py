@@ -42,7 +42,6 @@ class Samples:
     pilot: pd.DataFrame
     summeval: pd.DataFrame
     summeval_split: calibration.Split
-    nocot_doc_ids: list[str]
     novel: pd.DataFrame
     novel_queries: list[str]
     novel_items: list[JudgeItem]
@@ -53,9 +52,9 @@ class Samples:
         summeval_split = self.summeval_split
         rows = [("TREC DL19", "pilot (judged by earlier runs; part of the sample)", sorted(self.pilot.qid.unique()),
                  len(self.pilot)),
-                ("SummEval", "seen in chapter 03 (coherence replayed)", summeval_split.dev,
+                ("SummEval", "chapter 03's documents (its coherence calls replayed)", summeval_split.dev,
                  len(summeval_split.dev_rows(self.summeval))),
-                ("SummEval", "test (G-Eval as declared)", summeval_split.test,
+                ("SummEval", "this chapter's documents (nested draw from the other 94)", summeval_split.test,
                  len(summeval_split.test_rows(self.summeval))),
                 ("NovelEval", "chapter 03's queries (replayed)", self.novel_queries, len(self.novel))]
         return pd.DataFrame([{"data": data, "part": part, "groups": ", ".join(groups), "items": items}
@@ -65,12 +64,12 @@ class Samples:
 def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
                  test_queries: int, passages_per_query: int, split_seed: int, chapter03_summeval_docs: int,
                  chapter03_summeval_seed: int, summeval_test_docs: int, summeval_test_seed: int,
-                 summeval_judged_docs: Sequence[str], nocot_docs: int, chapter03_noveleval_queries: int,
+                 summeval_judged_docs: Sequence[str], chapter03_noveleval_queries: int,
                  chapter03_noveleval_seed: int, chapter03_passage_chars: int) -> Samples:
     """DL19 with BM25 scores and the pilot: the passages earlier runs of this chapter judged (a split of whole
     queries, ``passages_per_query`` each; kept as the start of every larger sample); the SummEval documents of
-    chapter 03 and the unseen test documents (``summeval_judged_docs``, those earlier runs judged, first), and
-    chapter 03's NovelEval sample (same seeds, so its calls replay)."""
+    chapter 03 and this chapter's from the other 94 (``summeval_judged_docs``, those earlier runs judged, first),
+    and chapter 03's NovelEval sample (same seeds, so its calls replay)."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
     split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
     sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
@@ -89,8 +88,7 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     novel["passage_shown"] = [judge_relevance.truncate(t, chapter03_passage_chars) for t in novel.passage]
     novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
     novel_pools = make_pools(novel_items, novel.qid, size=5)
-    return Samples(dl19, sampled, summeval, summeval_split, list(summeval_split.test[:nocot_docs]), novel,
-                   novel_queries, novel_items, novel_pools)
+    return Samples(dl19, sampled, summeval, summeval_split, novel, novel_queries, novel_items, novel_pools)
 
 
 def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int) -> CardRows:
@@ -118,71 +116,72 @@ def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tup
 
 
 @dataclass(frozen=True)
-class GEvalResult:
-    """SummEval: the test summaries with every score column, the seen documents' coherence, the card rows, the
-    Spearman view per judge and level, the per-document ρ, and coherence with vs without evaluation steps."""
-    test: pd.DataFrame
+class SummEvalResult:
+    """SummEval: every judged summary with its score columns and ``part`` (whose sample drew its document), the
+    card rows, the Spearman view per judge and level, the per-document ρ, and the plan of the question."""
+    judged: pd.DataFrame
     rows: CardRows
     view: pd.DataFrame
     per_document: pd.DataFrame
-    with_steps: float
-    without_steps: float
+    plan: Any
 
 
-def geval_test(judge: Gateway, samples: Samples, model: str, n_samples: int, seed: int, n_resamples: int
-               ) -> GEvalResult:
-    """G-Eval as declared (study steps, probability-weighted) on the four SummEval dimensions of the test
-    documents, its argmax and no-steps ablations, chapter 03's seen documents, and two non-LLM baselines (MiniLM
-    cosine to the source, ROUGE-1 to the reference), each judged at summary and system level."""
-    summeval_test = (samples.summeval_split.test_rows(samples.summeval).sort_values(["doc_id", "system_id"])
-                     .reset_index(drop=True))
-    items = [JudgeItem(source=s, output=o) for s, o in zip(summeval_test.source, summeval_test.system_output,
-                                                           strict=True)]
-    results = {dimension: geval.geval(rubric, judge, geval.evaluation_steps(rubric, "study"), items,
-                                      n_samples=n_samples)
-               for dimension, rubric in geval.SUMMEVAL_RUBRICS.items()}
-    for dimension, scored in results.items():
-        summeval_test[f"{dimension}_weighted"] = [r.score for r in scored]
-        summeval_test[f"{dimension}_argmax"] = [np.nan if r.argmax is None else float(r.argmax) for r in scored]
-    nocot_rows = summeval_test.index[summeval_test.doc_id.isin(samples.nocot_doc_ids)]
-    nocot = geval.geval(geval.COHERENCE, judge, "", [items[i] for i in nocot_rows], n_samples=n_samples)
-    summeval_test.loc[nocot_rows, "coherence_no_steps"] = [r.score for r in nocot]
-    summeval_test["cosine_to_source"] = baselines.cosine_scores(summeval_test.system_output.tolist(),
-                                                                summeval_test.source.tolist())
-    summeval_test["rouge1"] = baselines.rouge1(summeval_test.system_output.tolist(), summeval_test.reference.tolist())
-    seen = (samples.summeval_split.dev_rows(samples.summeval).sort_values(["doc_id", "system_id"])
-            .reset_index(drop=True))
-    seen_results = geval.geval(geval.COHERENCE, judge, geval.evaluation_steps(geval.COHERENCE, "study"),
-                               [JudgeItem(source=s, output=o) for s, o in zip(seen.source, seen.system_output,
-                                                                              strict=True)],
-                               n_samples=n_samples)
-    seen["coherence_weighted"] = [r.score for r in seen_results]
+def geval_section(judge: Gateway, samples: Samples, dimensions: Sequence[str], model: str, n_samples: int,
+                  seed: int, n_resamples: int, half_width: float, target: float) -> SummEvalResult:
+    """G-Eval as declared (study steps, probability-weighted) on ``dimensions`` of every SummEval document judged
+    with that configuration: chapter 03's (coherence there; cache hits) and this chapter's nested draw. The
+    configuration was fixed before either sample was judged, so both count as test documents. Beside it the
+    argmax digit of the same calls and two non-LLM baselines (MiniLM cosine to the source, ROUGE-1 to the
+    reference), each at summary and system level with intervals over documents. The plan comes from chapter 03's
+    documents, judged before this chapter's: the documents a ±``half_width`` interval of the first dimension's
+    summary-level ρ needs."""
+    from lib.analysis import power
 
-    dimensions = list(geval.SUMMEVAL_RUBRICS)
-    failed = sum(not r.ok for scored in results.values() for r in scored)
-    variants = {  # judge → (rows, human dimension → score column, model, failed items)
-        rc.GEVAL_WEIGHTED: (summeval_test, {d: f"{d}_weighted" for d in dimensions}, model, failed),
-        rc.GEVAL_ARGMAX: (summeval_test, {d: f"{d}_argmax" for d in dimensions}, model, failed),
-        rc.GEVAL_NO_STEPS: (summeval_test.loc[nocot_rows], {"coherence": "coherence_no_steps"}, model,
-                            sum(not r.ok for r in nocot)),
-        rc.GEVAL_WEIGHTED + " (chapter 03's documents, seen)": (seen, {"coherence": "coherence_weighted"}, model,
-                                                                sum(not r.ok for r in seen_results)),
-        rc.COSINE_BASELINE: (summeval_test, dict.fromkeys(dimensions, "cosine_to_source"), "—", 0),
-        rc.ROUGE_BASELINE: (summeval_test, dict.fromkeys(dimensions, "rouge1"), "—", 0),
+    split = samples.summeval_split
+    judged = (pd.concat([split.dev_rows(samples.summeval).assign(part="chapter 03"),
+                         split.test_rows(samples.summeval).assign(part="chapter 07")])
+              .sort_values(["part", "doc_id", "system_id"]).reset_index(drop=True))
+    items = [JudgeItem(source=s, output=o) for s, o in zip(judged.source, judged.system_output, strict=True)]
+    failed = 0
+    for dimension in dimensions:
+        rubric = geval.SUMMEVAL_RUBRICS[dimension]
+        scored = geval.geval(rubric, judge, geval.evaluation_steps(rubric, "study"), items, n_samples=n_samples)
+        judged[f"{dimension}_weighted"] = [r.score for r in scored]
+        judged[f"{dimension}_argmax"] = [np.nan if r.argmax is None else float(r.argmax) for r in scored]
+        failed += sum(not r.ok for r in scored)
+    judged["cosine_to_source"] = baselines.cosine_scores(judged.system_output.tolist(), judged.source.tolist())
+    judged["rouge1"] = baselines.rouge1(judged.system_output.tolist(), judged.reference.tolist())
+
+    variants = {  # judge → (human dimension → score column, model, failed items)
+        rc.GEVAL_WEIGHTED: ({d: f"{d}_weighted" for d in dimensions}, model, failed),
+        rc.GEVAL_ARGMAX: ({d: f"{d}_argmax" for d in dimensions}, model, failed),
+        rc.COSINE_BASELINE: (dict.fromkeys(dimensions, "cosine_to_source"), "—", 0),
+        rc.ROUGE_BASELINE: (dict.fromkeys(dimensions, "rouge1"), "—", 0),
     }
-    protocols = {name: validity.geval_protocol(rows, columns, seed=seed, n_resamples=n_resamples)
-                 for name, (rows, columns, _, _) in variants.items()}
+    protocols = {name: validity.geval_protocol(judged, columns, seed=seed, n_resamples=n_resamples)
+                 for name, (columns, _, _) in variants.items()}
     card_rows: CardRows = []
-    for name, (_, _, judge_model, failures) in variants.items():
+    for name, (_, judge_model, failures) in variants.items():
         card_rows += rc.protocol_rows(protocols[name], name, judge_model, "SummEval", failed=failures)
     view = (pd.concat(protocols, names=["judge"]).query("coefficient == 'spearman'")
             .pivot_table(index=["dimension", "level"], columns="judge", values="value", sort=False))
-    per_document = pd.concat({d: validity.document_correlations(summeval_test, "doc_id", d, f"{d}_weighted")
+    per_document = pd.concat({d: validity.document_correlations(judged, "doc_id", d, f"{d}_weighted")
                               for d in dimensions}, axis=1)
-    nocot_part = summeval_test.loc[nocot_rows]
-    with_steps = validity.per_group_correlation(nocot_part, "doc_id", "coherence", "coherence_weighted")[0]
-    without_steps = validity.per_group_correlation(nocot_part, "doc_id", "coherence", "coherence_no_steps")[0]
-    return GEvalResult(summeval_test, card_rows, view, per_document, with_steps, without_steps)
+    per_document.insert(0, "part", judged.groupby("doc_id").part.first().reindex(per_document.index))
+
+    first = dimensions[0]
+    # the pilot has fewer documents than an interval needs, so its SE is the plain one of a mean of independent
+    # per-document correlations, s / √n, not a bootstrap
+    pilot = per_document[per_document.part == "chapter 03"][first].dropna()
+    pilot_se = float(pilot.std(ddof=1) / np.sqrt(len(pilot)))
+    documents = judged.doc_id.nunique()
+    needed = power.units_for_interval(pilot_se, len(pilot), half_width)
+    basis = (f"a 95% interval of ±{half_width:.2f}; chapter 03's documents: mean ρ {pilot.mean():.2f}, SE "
+             f"{pilot_se:.3f} (s/√n) over {len(pilot)} documents; with {documents} documents expect about "
+             f"±{1.96 * pilot_se * np.sqrt(len(pilot) / documents):.2f}")
+    plan = power.Plan(f"Does G-Eval as declared reach summary-level Spearman ρ ≥ {target:.2f} on {first}?",
+                      "document", documents, needed, basis)
+    return SummEvalResult(judged, card_rows, view, per_document, plan)
 
 
 @dataclass(frozen=True)
@@ -282,10 +281,9 @@ def drift_section(judged: pd.DataFrame, queries: int, concurrencies: Sequence[in
 
 def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[str, float]]]:
     """The card's two forest plots, as (rows, title, x label, target lines): relevance judges by κ_w, and
-    Spearman ρ against human ratings and TAS/CAS (SummEval at system level and the summary-level average)."""
+    Spearman ρ against human ratings and TAS/CAS (SummEval at summary and system level)."""
     relevance_rows = card[card.statistic == rc.WEIGHTED_KAPPA]
-    correlation_rows = card[(card.statistic == rc.SPEARMAN) & ((card.dataset != "SummEval") | (card.level == "system")
-                                                               | (card.criterion == "average"))]
+    correlation_rows = card[card.statistic == rc.SPEARMAN]
     forests = []
     for part, title, x_label in ((relevance_rows, "Relevance judges against human grades",
                                   "quadratic-weighted κ (95% CI)"),
@@ -314,9 +312,9 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
                            "differences under this judge, not under human assessors)")
     geval = targets.iloc[1]
     geval_part = ("summary-level G-Eval scores" if geval.reached_by_interval
-                  else "not summary-level G-Eval scores" if np.isfinite(geval.ci_low)
-                  else f"summary-level G-Eval scores are undetermined ({geval.value:.2f} against {geval.goal:.2f} over "
-                       f"{int(geval.n)} documents, no interval)")
+                  else "not summary-level G-Eval scores" if geval.missed_by_interval
+                  else f"summary-level G-Eval scores are undetermined ({geval.value:.2f} against {geval.goal:.2f}, "
+                       f"{interval_over_text(geval)})")
     if len(system) and not np.isfinite(system["ci_low"]).any():
         system_part = f"system-level G-Eval orderings are undetermined ({system['ci_over'].iloc[0]}, no interval)"
     elif above:
@@ -337,26 +335,21 @@ def chapter03(lift: Mapping[str, Any]) -> str:
                                   "chapter 03's label stays as it is."))
 
 
-def geval_ablations(card: pd.DataFrame, with_steps: float, without_steps: float, nocot_docs: int) -> str:
-    """The SummEval summary-level average ρ of G-Eval as declared, its argmax ablation and the two non-LLM
-    baselines, with the G-Eval paper's anchors, and coherence with and without the evaluation steps on the
-    ``nocot_docs`` document(s) scored both ways."""
-    def average(judge: str) -> pd.Series:
-        return card[(card.judge == judge) & (card.criterion == "average") & (card.statistic == rc.SPEARMAN)
-                    & (card.level == "summary")].iloc[0]
+def summeval(card: pd.DataFrame, plan: Any, dimension: str) -> str:
+    """G-Eval on SummEval in words: the summary-level ρ on ``dimension`` as declared, its argmax digit and the two
+    non-LLM baselines, each with its interval over documents, the G-Eval paper's anchors, and the plan."""
+    def said(judge: str) -> str:
+        row = card[(card.judge == judge) & (card.criterion == dimension) & (card.statistic == rc.SPEARMAN)
+                   & (card.level == "summary")].iloc[0]
+        value = f"{row.value:.2f}" if np.isfinite(row.value) else "undefined (constant scores in every document)"
+        return f"{value} ({interval_over_text(row)})"
 
-    def value(row: pd.Series) -> str:
-        return (f"{row.value:.2f}" if np.isfinite(row.value) else
-                "undefined (on some dimension its scores are constant within every document)")
-
-    weighted, argmax = average(rc.GEVAL_WEIGHTED), average(rc.GEVAL_ARGMAX)
-    rouge, cosine = average(rc.ROUGE_BASELINE), average(rc.COSINE_BASELINE)
-    return (f"**G-Eval on SummEval** (summary-level average ρ over {int(weighted.n)} documents, "
-            f"{'no intervals' if not np.isfinite(weighted.ci_low) else 'see the card for intervals'}): as declared "
-            f"(weighted) {value(weighted)}, argmax digit {value(argmax)}; non-LLM baselines ROUGE-1 "
-            f"{value(rouge)}, MiniLM cosine to the source {value(cosine)}. Published: {weighted.anchors}. "
-            f"Coherence on {nocot_docs} document(s) without an interval: {with_steps:.2f} with the evaluation steps, "
-            f"{without_steps:.2f} without.")
+    published = card[(card.judge == rc.GEVAL_WEIGHTED) & (card.criterion == dimension)
+                     & (card.statistic == rc.SPEARMAN) & (card.level == "summary")].anchors.iloc[0]
+    return (f"**G-Eval on SummEval, {dimension}** (summary-level Spearman ρ): as declared (weighted) "
+            f"{said(rc.GEVAL_WEIGHTED)}; argmax digit of the same calls {said(rc.GEVAL_ARGMAX)}; non-LLM baselines "
+            f"ROUGE-1 {said(rc.ROUGE_BASELINE)}, MiniLM cosine to the source {said(rc.COSINE_BASELINE)}. Published: "
+            f"{published}. {plan.text()}")
 
 
 def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
@@ -365,8 +358,6 @@ def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
     :func:`lib.judges.bias.uniform_modal_share`), verbosity with the length control, injection and the defence
     read by the sign of its interval, and pairwise position as MT-Bench reports it, beside its published
     consistency."""
-    from lib.analysis.stats import interval_over_text
-
     rows = battery.set_index("statistic")
 
     def said(statistic: str, signed: bool = False) -> str:
@@ -398,8 +389,6 @@ def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
 def drift(table: pd.DataFrame) -> str:
     """Run-to-run drift in words, per rerun (:func:`drift_section`): argmax grades changed and the mean change of
     E[g] with its interval over queries, read as the noise floor under every difference between readings."""
-    from lib.analysis.stats import interval_over_text
-
     parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
              f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
              f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
@@ -448,8 +437,9 @@ def judge_report_card(tables: Tables) -> str:
 
     def said(t: pd.Series) -> str:
         has_interval = bool(np.isfinite([t["ci_low"], t["ci_high"]]).all())
-        reached = ("it reaches it" if t["reached_by_interval"] else "it reaches it by the estimate, not by the "
-                   "interval" if t["reached"] and has_interval else "it misses it" if has_interval
+        reached = ("it reaches it" if t["reached_by_interval"] else "it misses it" if t["missed_by_interval"]
+                   else "it reaches it by the estimate, not by the interval" if t["reached"] and has_interval
+                   else "its interval includes it, so it is neither reached nor missed" if has_interval
                    else "without an interval it is neither reached nor missed")
         return (f"{t['statistic']} = {t['value']:.2f} ({interval_over_text(t)}; n = {int(t['n'])}) against a target "
                 f"of {t['goal']:.2f}: {reached}")
@@ -604,8 +594,6 @@ def relevance_section(judged: pd.DataFrame, readings: Sequence[calibration.Metho
 
 def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
     """:func:`lib.analysis.stats.interval_over_text` of loose ends."""
-    from lib.analysis.stats import interval_over_text
-
     return interval_over_text({"ci_low": low, "ci_high": high, "ci_over": over}, signed=signed)
 
 
