@@ -45,8 +45,8 @@ lint: $(INSTALLED) ## ruff (lint and import order) and mypy (types) over lib and
 	$(VENV)/bin/ruff check lib tests
 	$(VENV)/bin/mypy
 
-bench: $(INSTALLED) ## throughput of the server direct vs through the gateway; notebook 01 cold vs warm
-	$(PY) -m lib.tools.bench
+bench: $(INSTALLED) ## server and gateway throughput; with COLD=07_validity also that notebook cold vs warm
+	$(PY) -m lib.tools.bench $(if $(COLD),--cold-notebook $(COLD))
 
 prune-cache: $(INSTALLED) ## replay every notebook, then delete the LLM cache entries none of them asked for
 	rm -f .cache/cache-usage.log

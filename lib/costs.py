@@ -44,3 +44,24 @@ def hosted_cost(ledgers: pd.DataFrame, prices: dict[str, tuple[float, float]] = 
     another tokenizer would count somewhat differently)."""
     return pd.DataFrame({model: (ledgers["prompt_tokens"] * p_in + ledgers["completion_tokens"] * p_out) / 1e6
                          for model, (p_in, p_out) in prices.items()})
+
+
+CHAPTER_BUDGET_MIN = 20  # the cold wall time one chapter may take on the embedded model with 2 cores
+
+
+def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
+    """One sentence on the last cold run of notebook ``name`` that ``make bench COLD=<name>`` recorded in
+    ``folder`` (:func:`lib.tools.bench.notebook_cold_warm`): its wall time against :data:`CHAPTER_BUDGET_MIN`, the
+    requests it sent, the date and the CPUs; says so when none is recorded."""
+    path = folder / f"{name}.json"
+    if not path.exists():
+        return f"No cold run of {name} is recorded ({paths.shown(path)}: make bench COLD={name})."
+    record = json.loads(path.read_text(encoding="utf-8"))
+    minutes = record["cold (live) s"] / 60
+    within = "within" if minutes <= CHAPTER_BUDGET_MIN else "over"
+    requests = int(record["requests the cold run sent"])
+    return (f"Cold run of {name} (its own calls live, earlier chapters' from the cache; make bench, {record['date']}, "
+            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min for {requests} requests, {within} the "
+            f"chapter budget of {CHAPTER_BUDGET_MIN} min; "
+            f"{int(record['cold requests not in the committed cache'])} of its requests are not in the committed "
+            f"cache.")

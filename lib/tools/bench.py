@@ -8,9 +8,10 @@ gateway and the cache cost or save. Prints tables; not a test (timings are never
 2. **Study rates** (no LLM call): from the committed cache, per notebook and call family, the prompt tokens
    served from the server's prefix cache, and the processing and generation rates the server recorded.
 3. **Gateway overhead**: the same nudge prompts straight to the server and through the gateway (empty cache).
-4. With ``--cold-notebook NAME``: that notebook executed cold (empty LLM cache, every call live, into a
-   temporary output folder) and warm (replaying that cache); the cold run's requests are checked against the
-   committed cache, so a scheduling change that altered a request would show up as new keys.
+4. With ``--cold-notebook NAME``: that notebook executed cold (its own calls live, earlier chapters' from the
+   cache, as in a cold ``make all``; into a temporary output folder) and warm (replaying that cache); the cold
+   run's requests are checked against the committed cache, so a scheduling change that altered a request would
+   show up as new keys. The figures are kept in ``outputs/bench/NAME.json``.
 """
 from __future__ import annotations
 
@@ -160,48 +161,84 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
             "gateway / direct": (g_tokens / g_time) / (d_tokens / d_time)}
 
 
+def _chapter(notebook: str) -> str:
+    """The chapter number a notebook or ledger name starts with ("07_validity-drift-c1" → "07")."""
+    return notebook.split("_", 1)[0]
+
+
+def seed_cold_run(name: str, out: Path) -> int:
+    """Fill ``out`` as ``make all`` from an empty cache would have it when it reaches notebook ``name``: every
+    committed output folder but the cache and the rendered report (earlier chapters' tables, CRS logs, monitor
+    database), and the cache entries earlier chapters wrote (their calls are cache hits for ``name``, as in a
+    cold ``make all``). Returns the number of cache entries copied."""
+    skip = {paths.LLM_CACHE.name, paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name, "bench"}
+    for folder in paths.OUTPUTS.iterdir():
+        if folder.is_dir() and folder.name not in skip:
+            shutil.copytree(folder, out / folder.name)
+    copied = 0
+    for path in paths.LLM_CACHE.glob("??/*.json"):
+        if _chapter(json.loads(path.read_text(encoding="utf-8"))["notebook"]) < _chapter(name):
+            (out / paths.LLM_CACHE.name / path.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, out / paths.LLM_CACHE.name / path.parent.name / path.name)
+            copied += 1
+    return copied
+
+
 def notebook_cold_warm(name: str) -> dict[str, float]:
-    """Wall time of one notebook with an empty LLM cache (live) and then replaying it, in a temporary output
-    folder that starts with a copy of the committed tables (earlier chapters' outputs); plus how many of the
-    cold run's requests are not in the committed cache (0 when scheduling changed no request) and the share of
-    its prompt tokens the server served from its prefix cache (from the notebook's ledger)."""
+    """Wall time of one notebook cold (every call of its own live, earlier chapters' calls from the cache:
+    :func:`seed_cold_run`) and then replaying it, in a temporary output folder; plus how many of the cold run's
+    requests are not in the committed cache (0 when scheduling changed no request), the live requests, and the
+    share of its prompt tokens the server served from its prefix cache (from the notebook's ledger). The result
+    is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
+    budget is read from."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(paths.TABLES, Path(tmp) / "tables")
-        cache = Path(tmp) / "cache"
+        cache = Path(tmp) / paths.LLM_CACHE.name
+        times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp))
         for mode in ("live", "replay"):
             env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": mode}
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "lib.tools.pipeline", "run", name], cwd=paths.ROOT, env=env,
                            check=True, capture_output=True)
-            times[f"{name} {'cold (live)' if mode == 'live' else 'warm (replay)'} s"] = time.perf_counter() - start
+            times[f"{'cold (live)' if mode == 'live' else 'warm (replay)'} s"] = time.perf_counter() - start
         new_keys = {p.name for p in cache.glob("??/*.json")} - {p.name for p in paths.LLM_CACHE.glob("??/*.json")}
         times["cold requests not in the committed cache"] = len(new_keys)
-        ledger = json.loads((Path(tmp) / "ledgers" / f"{name}.json").read_text())
-        times["cold prompt tokens served from the prefix cache, %"] = (100 * ledger["cached_prompt_tokens"]
-                                                                       / ledger["prompt_tokens"])
+        ledgers = [json.loads(p.read_text()) for p in (Path(tmp) / paths.LEDGERS.name).glob(f"{name}*.json")]
+        times["requests the cold run sent"] = sum(ledger["requests"] for ledger in ledgers)
+        times["cold prompt tokens served from the prefix cache, %"] = (
+            100 * sum(ledger["cached_prompt_tokens"] for ledger in ledgers)
+            / sum(ledger["prompt_tokens"] for ledger in ledgers))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
+    record = {"notebook": name, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+              "model": server.MODEL_NAME, **{k: round(v, 1) for k, v in times.items()}}
+    (paths.OUTPUTS / "bench").mkdir(exist_ok=True)
+    (paths.OUTPUTS / "bench" / f"{name}.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return times
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID), help="server settings to measure")
-    parser.add_argument("--prompts", type=int, default=2, help="prompts for the gateway overhead comparison")
+    parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID),
+                        help="server settings to measure (none: skip the raw rates)")
+    parser.add_argument("--prompts", type=int, default=2,
+                        help="prompts for the gateway overhead comparison (0: skip it)")
     parser.add_argument("--cold-notebook", default=None,
-                        help="also time this notebook cold and warm (e.g. 03_judge_labeling)")
+                        help="also time this notebook cold and warm (e.g. 07_validity)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     print("Study rates recorded by the server (committed cache):")
     print(study_rates().round(3).to_string(index=False))
     try:
-        print("\nRaw rates of the bare server (xllamacpp, no gateway):")
-        print(raw_rates({name: GRID[name] for name in args.grid}).round(2).to_string(index=False))
-        print("\nGateway overhead:")
-        print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in gateway_overhead(args.prompts).items()))
+        if args.grid:
+            print("\nRaw rates of the bare server (xllamacpp, no gateway):")
+            print(raw_rates({name: GRID[name] for name in args.grid}).round(2).to_string(index=False))
+        if args.prompts:
+            print("\nGateway overhead:")
+            print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in gateway_overhead(args.prompts).items()))
         if args.cold_notebook:
-            print("\n".join(f"{k}: {v:,.1f}" for k, v in notebook_cold_warm(args.cold_notebook).items()))
+            print("\n".join(f"{args.cold_notebook} {k}: {v:,.1f}"
+                            for k, v in notebook_cold_warm(args.cold_notebook).items()))
     finally:
         print(server.stop(autostarted_only=True))
 

@@ -1,0 +1,51 @@
+"""The cold-run record: which cache entries a cold run of one notebook starts with, and the sentence the chapter
+prints from the record ``make bench COLD=<notebook>`` keeps."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lib import costs, paths
+from lib.tools import bench
+
+
+def _entry(folder: Path, key: str, notebook: str) -> None:
+    (folder / key[:2]).mkdir(parents=True, exist_ok=True)
+    (folder / key[:2] / f"{key}.json").write_text(json.dumps({"notebook": notebook}), encoding="utf-8")
+
+
+def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapters(tmp_path, monkeypatch):
+    outputs = tmp_path / "outputs"
+    for folder in ("tables", "crs", "notebooks", "html", "ledgers", "bench"):
+        (outputs / folder).mkdir(parents=True)
+        (outputs / folder / "x.txt").write_text(folder)
+    cache = outputs / "llm-cache"
+    for key, notebook in (("aa01", "03_judge_labeling"), ("bb02", "06_crs_simulation-judge"),
+                          ("cc03", "07_validity"), ("dd04", "07_validity-drift-c1")):
+        _entry(cache, key, notebook)
+    monkeypatch.setattr(paths, "OUTPUTS", outputs)
+    monkeypatch.setattr(paths, "LLM_CACHE", cache)
+    out = tmp_path / "cold"
+    out.mkdir()
+    assert bench.seed_cold_run("07_validity", out) == 2
+    assert sorted(p.stem for p in (out / "llm-cache").glob("??/*.json")) == ["aa01", "bb02"]
+    # earlier chapters' outputs come along; the rendered report, ledgers and bench records do not
+    assert sorted(p.name for p in out.iterdir()) == ["crs", "llm-cache", "tables"]
+
+
+def test_the_cold_run_sentence_reads_the_record_against_the_budget(tmp_path):
+    assert costs.cold_run("07_validity", tmp_path).startswith("No cold run of 07_validity is recorded")
+    record = {"notebook": "07_validity", "date": "2026-11-24", "cpus": 2, "model": "m", "cold (live) s": 1170.0,
+              "warm (replay) s": 80.0, "requests the cold run sent": 589, "cold requests not in the committed cache": 0}
+    (tmp_path / "07_validity.json").write_text(json.dumps(record))
+    assert costs.cold_run("07_validity", tmp_path) == (
+        "Cold run of 07_validity (its own calls live, earlier chapters' from the cache; make bench, 2026-11-24, "
+        "2 CPUs, m): 19.5 min for 589 requests, within the chapter budget of 20 min; 0 of its requests are not in the "
+        "committed cache.")
+    (tmp_path / "07_validity.json").write_text(json.dumps({**record, "cold (live) s": 1260.0}))
+    assert "21.0 min for 589 requests, over the chapter budget" in costs.cold_run("07_validity", tmp_path)
+    (tmp_path / "07_validity.json").write_text(json.dumps({"notebook": "07_validity"}))
+    with pytest.raises(KeyError):
+        costs.cold_run("07_validity", tmp_path)  # a record without its figures is an error, not a default
