@@ -51,17 +51,20 @@ CHAPTER_BUDGET_MIN = 20  # the cold wall time one chapter may take on the embedd
 
 def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
     """One sentence on the last cold run of notebook ``name`` that ``make bench COLD=<name>`` recorded in
-    ``folder`` (:func:`lib.tools.bench.notebook_cold_warm`): its wall time against :data:`CHAPTER_BUDGET_MIN`, the
-    requests it sent, the date and the CPUs; says so when none is recorded."""
+    ``folder`` (:func:`lib.tools.bench.notebook_cold_warm`): the notebook's wall time against
+    :data:`CHAPTER_BUDGET_MIN` and the requests it sent, its measurements' time apart, the date and the CPUs;
+    says so when none is recorded."""
     path = folder / f"{name}.json"
     if not path.exists():
         return f"No cold run of {name} is recorded ({paths.shown(path)}: make bench COLD={name})."
     record = json.loads(path.read_text(encoding="utf-8"))
-    minutes = record["cold (live) s"] / 60
+    minutes = record["cold s"] / 60
     within = "within" if minutes <= CHAPTER_BUDGET_MIN else "over"
-    requests = int(record["requests the cold run sent"])
+    measured = (f"; its measurements, run before it, {record['measurements s'] / 60:.1f} min for "
+                f"{int(record['measurements requests sent'])} requests" if record["measurements requests sent"]
+                else "")
     return (f"Cold run of {name} (its own calls live, earlier chapters' from the cache; make bench, {record['date']}, "
-            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min for {requests} requests, {within} the "
-            f"chapter budget of {CHAPTER_BUDGET_MIN} min; "
+            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min for {int(record['cold requests sent'])} "
+            f"requests, {within} the chapter budget of {CHAPTER_BUDGET_MIN} min{measured}; "
             f"{int(record['cold requests not in the committed cache'])} of its requests are not in the committed "
             f"cache.")

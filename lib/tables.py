@@ -232,6 +232,18 @@ SCHEMAS: dict[str, dict[str, str]] = {
                    "joined ('—': none); * marks a value not read in the paper itself",
         "anchor_unchecked": "some anchor of the row was not checked in its paper",
     },
+    "judge_drift": {
+        "rerun": "which rerun: 'drift rerun: concurrency <k>, fresh server' (lib.judges.drift.rerun_label)",
+        "items": "passages judged in both runs (one per DL19 query)",
+        "grades_changed": "passages whose argmax grade differs between the study's run and the rerun",
+        "share_changed": "grades_changed / items",
+        "mean_abs_change": "mean |E[g] rerun − E[g] study's run| over the passages",
+        "ci_low": "95% bootstrap CI of mean_abs_change, lower bound (queries resampled)",
+        "ci_high": "95% bootstrap CI, upper bound",
+        "ci_over": "the units the CI resampled, e.g. '40 queries'",
+        "max_abs_change": "largest |ΔE[g]| of a passage",
+        "model": "judge model identity",
+    },
     "bias_battery": {
         "bias": "position, self-consistency, verbosity or prompt injection (lib.judges.bias)",
         "form": "the judging form measured: listwise, pairwise or pointwise",

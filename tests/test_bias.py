@@ -37,6 +37,19 @@ def test_verbosity_separates_the_restated_words_from_length(tmp_path):
     # E[g] 0.5 plain, 1.5 restated, 0.75 with the neutral filler, on both items
     assert restated.value == pytest.approx(1.0) and neutral.value == pytest.approx(0.25) and restated.n == 2
     assert difference.value == pytest.approx(0.75) and difference.statistic == "restated minus neutral"
+    # an item's two paddings are sent one after the other (they share its text as a prompt prefix)
+    padded = [r["messages"][1]["content"] for r in fake.requests[2:]]
+    assert [("restated" if "In other words" in u else "neutral", "Another" in u) for u in padded] == [
+        ("restated", False), ("neutral", False), ("restated", True), ("neutral", True)]
+
+
+def test_variants_of_the_same_items_need_one_message_list_per_item(tmp_path):
+    from lib.judges.relevance import judge_variants
+
+    with FakeOpenAI(lambda body, n: Reply('{"grade": 1}')) as fake, pytest.raises(ValueError, match=r"\[1, 2\]"):
+        judge_variants(gateway_for(fake, tmp_path), {"a": [[{"role": "user", "content": "x"}]],
+                                                     "b": [[{"role": "user", "content": "y"}]] * 2})
+    assert fake.requests == []
 
 
 def test_injection_inflation_and_what_the_defence_recovers(tmp_path):

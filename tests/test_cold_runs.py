@@ -37,15 +37,19 @@ def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapter
 
 def test_the_cold_run_sentence_reads_the_record_against_the_budget(tmp_path):
     assert costs.cold_run("07_validity", tmp_path).startswith("No cold run of 07_validity is recorded")
-    record = {"notebook": "07_validity", "date": "2026-11-24", "cpus": 2, "model": "m", "cold (live) s": 1170.0,
-              "warm (replay) s": 80.0, "requests the cold run sent": 589, "cold requests not in the committed cache": 0}
+    record = {"notebook": "07_validity", "date": "2026-11-24", "cpus": 2, "model": "m", "measurements s": 270.0,
+              "measurements requests sent": 120, "cold s": 1170.0, "cold requests sent": 472, "warm s": 80.0,
+              "cold requests not in the committed cache": 0}
     (tmp_path / "07_validity.json").write_text(json.dumps(record))
     assert costs.cold_run("07_validity", tmp_path) == (
         "Cold run of 07_validity (its own calls live, earlier chapters' from the cache; make bench, 2026-11-24, "
-        "2 CPUs, m): 19.5 min for 589 requests, within the chapter budget of 20 min; 0 of its requests are not in the "
-        "committed cache.")
-    (tmp_path / "07_validity.json").write_text(json.dumps({**record, "cold (live) s": 1260.0}))
-    assert "21.0 min for 589 requests, over the chapter budget" in costs.cold_run("07_validity", tmp_path)
+        "2 CPUs, m): 19.5 min for 472 requests, within the chapter budget of 20 min; its measurements, run before "
+        "it, 4.5 min for 120 requests; 0 of its requests are not in the committed cache.")
+    over = {**record, "cold s": 1260.0, "measurements requests sent": 0}
+    (tmp_path / "07_validity.json").write_text(json.dumps(over))
+    assert costs.cold_run("07_validity", tmp_path).endswith(
+        "21.0 min for 472 requests, over the chapter budget of 20 min; 0 of its requests are not in the committed "
+        "cache.")
     (tmp_path / "07_validity.json").write_text(json.dumps({"notebook": "07_validity"}))
     with pytest.raises(KeyError):
         costs.cold_run("07_validity", tmp_path)  # a record without its figures is an error, not a default

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lib import paths, plots  # noqa: F401  (plots sets the figure template the notebooks use)
+from lib import paths, plots, tables  # noqa: F401  (plots sets the figure template the notebooks use)
 from lib.tools import front_page, pipeline
 
 FIGURE_CODE = """\
@@ -216,3 +216,27 @@ def test_committed_report_has_no_machine_paths() -> None:
     leaks = {f.name: m.string[m.start() - 40:m.end() + 40]
              for f in files if (m := machine_path.search(f.read_text(encoding="utf-8")))}
     assert leaks == {}
+
+
+def tiny_drift(params: dict) -> pd.DataFrame:
+    """A measurement for the tests: one judge_drift row whose item count is the notebook's n_points."""
+    return pd.DataFrame([{**dict.fromkeys(tables.SCHEMAS["judge_drift"], "x"), "items": params["n_points"]}])
+
+
+def broken_measurement(params: dict) -> pd.DataFrame:
+    raise RuntimeError("endpoint down")
+
+
+def test_measurements_run_before_their_notebook_with_its_parameters(study: pipeline.Folders, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paths, "TABLES", tmp_path / "tables")
+    monkeypatch.setattr(pipeline, "MEASUREMENTS", {"01_tiny": (("judge_drift", "tests.test_pipeline:tiny_drift"),)})
+    assert pipeline.measure("01_boom", study) == []  # a notebook without measurements
+    assert pipeline.measure("01_tiny", study) == [str(tmp_path / "tables" / "judge_drift.parquet")]
+    assert tables.read_table("judge_drift")["items"].tolist() == [3]  # 01_tiny's n_points from params.yaml
+    # a failing measurement stops run-all before its notebook runs
+    monkeypatch.setattr(pipeline, "MEASUREMENTS",
+                        {"01_tiny": (("judge_drift", "tests.test_pipeline:broken_measurement"),)})
+    with pytest.raises(RuntimeError, match="endpoint down"):
+        pipeline.run_all(study)
+    assert not (study.executed / "01_tiny.ipynb").exists()

@@ -25,6 +25,7 @@ from lib.analysis.comparisons import holm_floor
 from lib.analysis.stats import correlation_text, interval_over_text, nested_sample
 from lib.chapters.headline import Tables, headline
 from lib.crs import summaries as crs_summaries
+from lib.data import load_dl19
 from lib.judges import bias as judge_bias
 from lib.judges import geval
 from lib.judges import relevance as judge_relevance
@@ -71,9 +72,7 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     chapter 03 and this chapter's from the other 94 (``summeval_judged_docs``, those earlier runs judged, first),
     and chapter 03's NovelEval sample (same seeds, so its calls replay)."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
-    split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
-    sampled = calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
-                                           passages_per_query, split_seed)
+    sampled = pilot_rows(dl19, dev_queries, test_queries, passages_per_query, split_seed)
     sampled = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(), sampled["passage"].tolist()))
     chapter03_docs = validity.sample_ids(summeval.doc_id, chapter03_summeval_docs, chapter03_summeval_seed)
     unseen = summeval[~summeval.doc_id.isin(chapter03_docs)]
@@ -89,6 +88,15 @@ def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame
     novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
     novel_pools = make_pools(novel_items, novel.qid, size=5)
     return Samples(dl19, sampled, summeval, summeval_split, novel, novel_queries, novel_items, novel_pools)
+
+
+def pilot_rows(dl19: pd.DataFrame, dev_queries: int, test_queries: int, passages_per_query: int, split_seed: int
+               ) -> pd.DataFrame:
+    """The pilot: the DL19 passages earlier runs of this chapter judged, ``passages_per_query`` of each query of a
+    seeded split of whole queries (``dev_queries`` + ``test_queries``), drawn from ids only."""
+    split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
+    return calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
+                                        passages_per_query, split_seed)
 
 
 def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int) -> CardRows:
@@ -249,16 +257,25 @@ def _mean_over_queries(values: np.ndarray, queries: pd.Series, seed: int) -> tup
     return interval.value, interval.low, interval.high, len(values), interval.ci_over
 
 
-def drift_section(judged: pd.DataFrame, queries: int, concurrencies: Sequence[int], model: str, seed: int,
-                  n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
-    """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`): the first judged passage of each of
-    ``queries`` queries (in the bias battery's nested order) judged again once per concurrency, on a freshly
-    started server when the run is live on the embedded model, each rerun in its own gateway and ledger
-    (``07_validity-drift-c<k>``); compared with section B's answers. Returns (the drift table, its card rows)."""
+DRIFT_JUDGE = "pointwise, E[g] (run-to-run drift)"
+
+
+def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
+    """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`), measured before the chapter runs (by
+    ``python -m lib.tools.pipeline measure 07_validity`` and by ``run-all``) so that its reruns, each on a freshly
+    started server, stay out of the chapter's own time: the first judged passage of each of ``drift_queries``
+    queries of the chapter's relevance sample (in the bias battery's nested order), judged as section B judges it
+    and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
+    (``07_validity-drift-c<k>``). ``params`` are the chapter's parameters (``params.yaml``). Returns the drift
+    table (:data:`lib.judges.drift.DRIFT_COLUMNS` and the judge model), which the chapter reads as
+    ``judge_drift``."""
     from lib.judges import drift
     from lib.llm import server
 
-    rows = bias_samples(judged, queries, 0, seed).verbosity
+    pilot = pilot_rows(load_dl19(), params["pilot_dev_queries"], params["pilot_test_queries"],
+                       params["pilot_passages_per_query"], params["split_seed"])
+    judged = relevance_sample(load_dl19(), params["relevance_passages_per_query"], params["relevance_seed"], pilot)
+    rows = bias_samples(judged, params["drift_queries"], 0, params["seed"]).verbosity
     items = [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
     prompts = judge_relevance.PASSAGE_4POINT_PROMPTS
 
@@ -269,14 +286,16 @@ def drift_section(judged: pd.DataFrame, queries: int, concurrencies: Sequence[in
     with Gateway.from_env(notebook="07_validity", role="judge") as judge:
         original = judge_relevance.judge_pointwise(judge, items, "dl19-pointwise-pointwise", prompts=prompts)
         fresh = judge.mode == "live" and judge.endpoint.embedded
+        model = judge.endpoint.identity
 
     def restart() -> None:
         server.stop()
         server.start_background(autostarted=True)
 
-    reruns = drift.rerun(make_gateway, restart if fresh else None, items, concurrencies, prompts, save_ledgers=True)
-    table = drift.drift_table(original, reruns, rows["qid"].tolist(), seed, n_resamples)
-    return table, rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", model, "TREC DL19")
+    reruns = drift.rerun(make_gateway, restart if fresh else None, items, params["drift_concurrencies"], prompts,
+                         save_ledgers=True)
+    table = drift.drift_table(original, reruns, rows["qid"].tolist(), params["seed"], params["bootstrap_resamples"])
+    return table.assign(model=model)
 
 
 def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[str, float]]]:

@@ -36,8 +36,8 @@ from lib.judges.relevance import (
     PASSAGE_PROMPTS,
     Judgment,
     RelevancePrompts,
-    judge_messages,
     judge_pointwise,
+    judge_variants,
     pointwise_messages,
 )
 from lib.llm.gateway import Gateway, LLMCall
@@ -168,10 +168,12 @@ def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
     the repeated words (a soft echo of the query). The unpadded calls are the judge's ordinary ones (cache
     hits)."""
     plain = _expected(judge_pointwise(gateway, items, call_label, prompts=prompts))
-    restated = _expected(judge_pointwise(gateway, [replace(item, output=restate(item.output)) for item in items],
-                                         f"{call_label}-restated", prompts=prompts))
-    neutral = _expected(judge_pointwise(gateway, [replace(item, output=neutral_pad(item.output, item.source))
-                                                  for item in items], f"{call_label}-neutral", prompts=prompts))
+    padded = judge_variants(gateway, {  # an item's two paddings share its text as a prompt prefix
+        f"{call_label}-restated": [pointwise_messages(replace(item, output=restate(item.output)), prompts)
+                                   for item in items],
+        f"{call_label}-neutral": [pointwise_messages(replace(item, output=neutral_pad(item.output, item.source)),
+                                                     prompts) for item in items]}, scale=prompts.scale)
+    restated, neutral = (_expected(padded[f"{call_label}-{kind}"]) for kind in ("restated", "neutral"))
     return [_paired_change("verbosity", "mean change of E[g], first sentence restated", restated, plain, items, seed),
             _paired_change("verbosity", "mean change of E[g], neutral filler of the same length", neutral, plain,
                            items, seed),
@@ -187,10 +189,12 @@ def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
     injected_items = [replace(item, output=inject(item.output, top)) for item in items]
     clean = _expected(judge_pointwise(gateway, items, call_label, prompts=prompts))
     injected = _expected(judge_pointwise(gateway, injected_items, f"{call_label}-injected", prompts=prompts))
-    defended_clean = _expected(judge_messages(gateway, [defended_messages(i, prompts) for i in items],
-                                              f"{call_label}-defended", scale=prompts.scale))
-    defended_injected = _expected(judge_messages(gateway, [defended_messages(i, prompts) for i in injected_items],
-                                                 f"{call_label}-defended-injected", scale=prompts.scale))
+    defended = judge_variants(gateway, {  # an item's two defended calls share the defence and its text as a prefix
+        f"{call_label}-defended": [defended_messages(i, prompts) for i in items],
+        f"{call_label}-defended-injected": [defended_messages(i, prompts) for i in injected_items]},
+        scale=prompts.scale)
+    defended_clean = _expected(defended[f"{call_label}-defended"])
+    defended_injected = _expected(defended[f"{call_label}-defended-injected"])
     inflation = injected - clean
     defended_inflation = defended_injected - defended_clean
     return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, items, seed),

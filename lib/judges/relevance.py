@@ -15,7 +15,7 @@ into the system part, the shared context (written first so the server reuses its
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Literal
@@ -147,19 +147,34 @@ def judge_messages(gateway: Gateway, messages: Sequence[list[dict[str, str]]], c
     """One pointwise call per prepared message list: the answer pre-filled up to ``{"grade": ``, the grade on
     ``scale`` read at that fixed position, p(g) renormalised over the scale's tokens among the top
     log-probabilities (:func:`lib.judges.logprobs.score_distribution`) and E[g] = Σ_g p(g)·g."""
-    calls = [LLMCall(m, grade_schema(scale), call_label=f"{call_label}:{i}", max_tokens=4, top_logprobs=TOP_LOGPROBS,
-                     temperature=temperature, seed=seed, prefill=GRADE_PREFILL) for i, m in enumerate(messages)]
-    judgments = []
-    for result in gateway.complete_many(calls, desc=call_label):
+    return judge_variants(gateway, {call_label: messages}, temperature, seed, scale)[call_label]
+
+
+def judge_variants(gateway: Gateway, variants: Mapping[str, Sequence[list[dict[str, str]]]],
+                   temperature: float = 0.0, seed: int = 0, scale: tuple[int, ...] = GRADES
+                   ) -> dict[str, list[Judgment]]:
+    """:func:`judge_messages` of several variants of the same items (call label → one message list per item, all
+    of the same length) in one batch, item by item: item i's variants go one after another, so when they share
+    the item's prompt prefix the gateway schedules them on one server slot (:func:`lib.llm.gateway.prefix_groups`)
+    and the server processes that prefix once. The requests are the same as judging each variant on its own."""
+    sizes = {len(m) for m in variants.values()}
+    if len(sizes) > 1:
+        raise ValueError(f"variants of the same items need one message list per item each, got sizes {sorted(sizes)}")
+    order = [(label, i) for i in range(sizes.pop() if sizes else 0) for label in variants]
+    calls = [LLMCall(variants[label][i], grade_schema(scale), call_label=f"{label}:{i}", max_tokens=4,
+                     top_logprobs=TOP_LOGPROBS, temperature=temperature, seed=seed, prefill=GRADE_PREFILL)
+             for label, i in order]
+    out: dict[str, list[Judgment]] = {label: [] for label in variants}
+    for (label, _), result in zip(order, gateway.complete_many(calls, desc=" + ".join(variants)), strict=True):
         if not result.ok:
-            judgments.append(Judgment(ok=False, failure_kind=result.failure_kind, scale=scale))
+            out[label].append(Judgment(ok=False, failure_kind=result.failure_kind, scale=scale))
             continue
         dist = score_distribution(result.logprobs, "grade", list(scale), prefill=GRADE_PREFILL)
-        judgments.append(Judgment(
+        out[label].append(Judgment(
             ok=True, grade=result.value.grade,
             expected_grade=expected_score(dist) if dist else None,
             p_grade=tuple(dist[g] for g in scale) if dist else None, scale=scale))
-    return judgments
+    return out
 
 
 def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str = "relevance-list",

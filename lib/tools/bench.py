@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,30 +185,47 @@ def seed_cold_run(name: str, out: Path) -> int:
     return copied
 
 
+def _entries(cache: Path) -> dict[str, Path]:
+    return {p.name: p for p in cache.glob("??/*.json")}
+
+
+def _prefix_share(entries: Sequence[Path]) -> float:
+    """The share of the prompt tokens of ``entries`` that the server served from its prefix cache, in %."""
+    prompt = processed = 0
+    for path in entries:
+        response = json.loads(path.read_text(encoding="utf-8"))["response"]
+        prompt += (response.get("usage") or {}).get("prompt_tokens", 0)
+        processed += (response.get("timings") or {}).get("prompt_n", 0)
+    return 100 * (1 - processed / prompt) if prompt else float("nan")
+
+
 def notebook_cold_warm(name: str) -> dict[str, float]:
-    """Wall time of one notebook cold (every call of its own live, earlier chapters' calls from the cache:
-    :func:`seed_cold_run`) and then replaying it, in a temporary output folder; plus how many of the cold run's
-    requests are not in the committed cache (0 when scheduling changed no request), the live requests, and the
-    share of its prompt tokens the server served from its prefix cache (from the notebook's ledger). The result
+    """Wall time of one notebook cold and then replaying it, in a temporary output folder set up as a cold
+    ``make all`` reaches it (:func:`seed_cold_run`): first its measurements (``pipeline.MEASUREMENTS``, timed
+    apart: they are not part of the chapter), then the notebook with every call of its own live. Also: the
+    requests each sent (new cache entries), how many are not in the committed cache (0 when scheduling changed no
+    request), and the share of the notebook's prompt tokens the server served from its prefix cache. The result
     is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
     budget is read from."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp))
-        for mode in ("live", "replay"):
-            env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": mode}
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
+        steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
+        for step, command in steps:
+            before = _entries(cache)
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "lib.tools.pipeline", "run", name], cwd=paths.ROOT, env=env,
-                           check=True, capture_output=True)
-            times[f"{'cold (live)' if mode == 'live' else 'warm (replay)'} s"] = time.perf_counter() - start
-        new_keys = {p.name for p in cache.glob("??/*.json")} - {p.name for p in paths.LLM_CACHE.glob("??/*.json")}
-        times["cold requests not in the committed cache"] = len(new_keys)
-        ledgers = [json.loads(p.read_text()) for p in (Path(tmp) / paths.LEDGERS.name).glob(f"{name}*.json")]
-        times["requests the cold run sent"] = sum(ledger["requests"] for ledger in ledgers)
-        times["cold prompt tokens served from the prefix cache, %"] = (
-            100 * sum(ledger["cached_prompt_tokens"] for ledger in ledgers)
-            / sum(ledger["prompt_tokens"] for ledger in ledgers))
+            subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, name], cwd=paths.ROOT,
+                           env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
+                           capture_output=True)
+            times[f"{step} s"] = time.perf_counter() - start
+            new = [path for key, path in _entries(cache).items() if key not in before]
+            if step != "warm":
+                times[f"{step} requests sent"] = len(new)
+            if step == "cold":
+                times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
+        times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(_entries(paths.LLM_CACHE)))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
     record = {"notebook": name, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),

@@ -4,8 +4,8 @@
 the parameters of its section in ``params.yaml`` into a temporary file, and only on success normalises it
 (:func:`normalise`), moves it to ``outputs/notebooks/`` and renders ``outputs/html/``. A failed run is kept as
 ``*.failed.ipynb`` for inspection, the error names the notebook, the cell and the exception, and no stale
-target is left. ``run-all`` does every notebook in order, stops at the first failure, and then writes the
-front page ``outputs/html/index.html`` (:mod:`lib.tools.front_page`).
+target is left. ``run-all`` does every notebook in order, each after its measurements (``MEASUREMENTS``), stops
+at the first failure, and then writes the front page ``outputs/html/index.html`` (:mod:`lib.tools.front_page`).
 
 The executed notebooks and HTML are committed, so a rerun on unchanged inputs must rewrite the same bytes:
 otherwise every ``make all`` shows every file as changed and a real change drowns in the noise.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import os
 import re
 import sys
@@ -35,6 +36,15 @@ VOLATILE_PAPERMILL_KEYS = ("start_time", "end_time", "duration")
 VOLATILE_CELL_METADATA = ("execution",)
 # tqdm's timing on a progress bar ("[00:03<00:00, 6.20call/s]"): elapsed time and speed of this run.
 PROGRESS_TIMING = re.compile(r" \[[\d:]+<[^\]\n]*\]")
+
+
+# Measurements a chapter reads but does not make, run before its notebook with the notebook's parameters: the
+# table each writes, and the function (module:name) that returns it. Chapter 07's judge drift restarts the
+# server twice to rerun requests on a fresh one: a measurement of the judge's infrastructure (it also sets the
+# default concurrency), kept out of the chapter's own run and its 20-minute budget.
+MEASUREMENTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "07_validity": (("judge_drift", "lib.chapters.ch07:drift_measurement"),),
+}
 
 
 @dataclass(frozen=True)
@@ -164,9 +174,27 @@ def run(name: str, folders: Folders = Folders()) -> Path:
     return target
 
 
+def measure(name: str, folders: Folders = Folders()) -> list[str]:
+    """Run the measurements of notebook ``name`` (``MEASUREMENTS``) with its parameters and write their tables;
+    returns the tables' paths (none when the notebook has no measurement)."""
+    from lib import tables
+
+    written = []
+    for table, target in MEASUREMENTS.get(name, ()):
+        module, function = target.split(":")
+        frame = getattr(importlib.import_module(module), function)(parameters_for(name, folders.params))
+        written.append(tables.write_table(frame, table))
+        print(f"{name}: measured {table} ({written[-1]})")
+    return written
+
+
 def run_all(folders: Folders = Folders()) -> list[Path]:
-    """Execute every notebook in order (stopping at the first failure), then write the front page."""
-    executed = [run(name, folders) for name in notebook_names(folders.notebooks)]
+    """Execute every notebook in order, each after its measurements (stopping at the first failure), then write
+    the front page."""
+    executed = []
+    for name in notebook_names(folders.notebooks):
+        measure(name, folders)
+        executed.append(run(name, folders))
     write_index(folders)
     return executed
 
@@ -187,7 +215,11 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     run_cmd = sub.add_parser("run", help="execute one notebook")
     run_cmd.add_argument("name")
-    sub.add_parser("run-all", help="execute every notebook in order, then write the front page")
+    measure_cmd = sub.add_parser("measure", help="run one notebook's measurements (MEASUREMENTS), which run-all "
+                                                 "runs before it")
+    measure_cmd.add_argument("name")
+    sub.add_parser("run-all", help="execute every notebook in order, each after its measurements, then write the "
+                                   "front page")
     sub.add_parser("index", help="write the front page from the current outputs")
     sub.add_parser("list", help="list the notebooks in order")
     args = parser.parse_args(argv)
@@ -195,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.command == "run":
             run(args.name, folders)
+        elif args.command == "measure":
+            measure(args.name, folders)
         elif args.command == "run-all":
             run_all(folders)
         elif args.command == "index":
