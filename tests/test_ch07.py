@@ -104,6 +104,16 @@ def test_drift_bullet_and_card_rows_read_each_rerun():
     assert text.startswith("**Run-to-run drift** (the same T = 0 requests sent again): concurrency 1, fresh server: "
                            "2 of 40 grades changed, E[g] moved by 0.021 on average (95% CI 0.012 to 0.033, 40 "
                            "queries), at most 0.200.")
+    assert text.endswith("not the judge's.")  # one rerun: nothing to compare
+    two = pd.concat([table, table.assign(rerun="drift rerun: concurrency 2, fresh server", ci_low=0.040,
+                                         ci_high=0.060)], ignore_index=True)
+    assert ch07.drift(two).endswith(
+        "concurrency 1 drifts measurably less than concurrency 2 (the intervals of the mean change do not overlap): a "
+        "rerun that should repeat the committed answers needs it, at the cost of the second server slot.")
+    overlapping = two.assign(ci_low=[0.012, 0.020])
+    assert ch07.drift(overlapping).endswith(
+        "concurrency 1 does not drift measurably less than concurrency 2 (the intervals of the mean change overlap), "
+        "so the default concurrency stays at the embedded server's two slots.")
     rows = rc.report_card(rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", "m", "TREC DL19"))
     assert rows.statistic.tolist() == [rc.DRIFT] and rows.ci_over.tolist() == ["40 queries"]
     assert rows.criterion.tolist() == ["drift rerun: concurrency 1, fresh server"] and rows.n.tolist() == [40]

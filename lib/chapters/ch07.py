@@ -406,13 +406,31 @@ def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
 
 
 def drift(table: pd.DataFrame) -> str:
-    """Run-to-run drift in words, per rerun (:func:`drift_section`): argmax grades changed and the mean change of
-    E[g] with its interval over queries, read as the noise floor under every difference between readings."""
+    """Run-to-run drift in words, per rerun (:func:`drift_measurement`, rows in the order of the concurrencies):
+    argmax grades changed and the mean change of E[g] with its interval over queries, read as the noise floor
+    under every difference between readings; then the default concurrency this supports: the lowest concurrency
+    only when its interval of the mean change lies wholly below the highest's (it drifts measurably less), else
+    the embedded server's slots, which two requests at once keep busy at about one request's throughput."""
+    rows = table.to_dict("records")
     parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
              f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
-             f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
+             f"most {r['max_abs_change']:.3f}" for r in rows]
+    low, high = rows[0], rows[-1]
+
+    def name(row: Mapping[str, Any]) -> str:  # "concurrency 1"
+        return str(row["rerun"]).removeprefix("drift rerun: ").split(",")[0]
+
+    if len(rows) < 2:
+        default = ""
+    elif low["ci_high"] < high["ci_low"]:
+        default = (f" {name(low)} drifts measurably less than {name(high)} (the intervals of the mean change do not "
+                   f"overlap): a rerun that should repeat the committed answers needs it, at the cost of the second "
+                   f"server slot.")
+    else:
+        default = (f" {name(low)} does not drift measurably less than {name(high)} (the intervals of the mean change "
+                   f"overlap), so the default concurrency stays at the embedded server's two slots.")
     return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts)
-            + ". A difference between two readings smaller than this is the server's noise, not the judge's.")
+            + ". A difference between two readings smaller than this is the server's noise, not the judge's." + default)
 
 
 def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
