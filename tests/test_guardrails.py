@@ -22,6 +22,8 @@ SHAMING = [
     ("You're lazy, that's all.", "you_are_insult", "You're lazy"),
     ("Admit it: you are being selfish.", "you_are_insult", "you are being selfish"),
     ("You're such a failure at this.", "you_are_insult", "You're such a failure"),
+    ("You should have studied harder", "should_have_done", "You should have studied"),
+    ("You ought to have listened to her.", "should_have_done", "You ought to have listened"),
     ("What were you thinking?", "you_always_never", "What were you thinking"),
     ("You never learn.", "you_always_never", "You never learn"),
 ]
@@ -43,6 +45,9 @@ def test_second_person_blame_scores_one_with_the_phrase_as_reason(text, pattern,
     "It's okay that you failed; you tried your best.", "Even if you failed, you showed up.",
     "No shame that you gave up early.", "It's not your fault.", "You didn't fail, you learned.",
     "You're not lazy, you're tired.", "Don't blame yourself for this.",
+    # reassured in the sentence or hedged in the clause (the review's two false positives), and advice
+    "It is okay, you failed this time but you will grow.", "Maybe you failed, but you tried.",
+    "You should have a rest tonight.",
     # the writer's self-talk quoted back is not the assistant blaming them
     "You called yourself pathetic; would you say that to a friend?",
 ])

@@ -78,29 +78,37 @@ SHAME_PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx, re.IGNORECASE
     "you_are_insult": r"\byou(?:'re|\s+are|\s+were)\s+(?:so\s+|really\s+|just\s+|being\s+|such\s+)?"
                       r"(?:lazy|pathetic|weak|stupid|dumb|useless|worthless|hopeless|careless|irresponsible|"
                       r"selfish|foolish|an?\s+(?:failure|loser|idiot|disappointment|mess))\b",
+    # "you should have studied harder", "you should've tried", "you ought to have listened": hindsight reproach
+    # (a past participle after "should have"; "you should have a rest" is advice and does not match)
+    "should_have_done": r"\byou\s+(?:should|ought\s+to)(?:'ve|\s+have)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|ne|ght)\b",
     # "what were you thinking", "you never learn", "you always mess up"
     "you_always_never": r"\b(?:what\s+were\s+you\s+thinking|you\s+never\s+(?:learn|listen)|"
                         r"you\s+always\s+(?:mess|screw)\s+(?:it\s+|things\s+)?up)\b",
 }.items()}
 
 # A match does not blame when its clause (the text since the last , ; : . ! ? or dash) first makes it a
-# condition or a reassurance: "even if you failed", "it's okay that you gave up", "no shame in ...".
-_EXCUSED = re.compile(r"\b(?:if|when|whether|even\s+though|though|okay|ok|fine|alright|all\s+right|normal|"
-                      r"natural|human|no\s+shame|not|n't|never\s+mind)\b|n't\b", re.IGNORECASE)
+# condition, a guess or a negation ("even if you failed", "maybe you failed", "not your fault"), or when its
+# sentence (the text since the last . ! ?) first reassures ("it is okay, you failed this time", "no shame in ...").
+_EXCUSED_IN_CLAUSE = re.compile(r"\b(?:if|when|whether|even\s+though|though|maybe|perhaps|not|never\s+mind)\b|"
+                                r"n't\b", re.IGNORECASE)
+_REASSURED_IN_SENTENCE = re.compile(r"\b(?:okay|ok|fine|alright|all\s+right|normal|natural|human|no\s+shame)\b",
+                                    re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[,;:.!?\u2014\u2013]|\s-\s")
+_SENTENCE_BREAK = re.compile(r"[.!?]")
 
 
 def shaming_phrases(output: str) -> tuple[str, ...]:
-    """Every ``SHAME_PATTERNS`` match that is not excused by its clause, as "pattern: matched text", in pattern
-    order. A match is excused when the text between the start of its clause and the match contains a
-    conditional or reassuring word (``_EXCUSED``: if, when, even though, okay, fine, normal, no shame, not, ...)."""
+    """Every ``SHAME_PATTERNS`` match that is not excused, as "pattern: matched text", in pattern order. A match
+    is excused when the text between the start of its clause and the match holds a condition, a guess or a
+    negation (``_EXCUSED_IN_CLAUSE``: if, when, even though, maybe, not, ...), or the text between the start of
+    its sentence and the match a reassurance (``_REASSURED_IN_SENTENCE``: okay, fine, normal, no shame, ...)."""
     found = []
     for name, pattern in SHAME_PATTERNS.items():
         for match in pattern.finditer(output):
             before = output[:match.start()]
-            breaks = list(_CLAUSE_BREAK.finditer(before))
-            clause = before[breaks[-1].end():] if breaks else before
-            if not _EXCUSED.search(clause):
+            clause = before[max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0):]
+            sentence = before[max((b.end() for b in _SENTENCE_BREAK.finditer(before)), default=0):]
+            if not (_EXCUSED_IN_CLAUSE.search(clause) or _REASSURED_IN_SENTENCE.search(sentence)):
                 found.append(f"{name}: {match.group(0)}")
                 break
     return tuple(found)
