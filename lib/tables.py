@@ -216,7 +216,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', "
                  "'G-Eval, study steps, weighted', 'BM25, thresholds' (lib.analysis.report_card)",
         "model": "judge model identity; '—' for a non-LLM baseline",
-        "dataset": "TREC DL19 (test queries), NovelEval (chapter 03's queries), SummEval (test documents), ALCE, "
+        "dataset": "TREC DL19 (every query), NovelEval (chapter 03's queries), SummEval (the documents judged), ALCE, "
                    "RAG monitor, CRS simulation",
         "criterion": "relevance, a SummEval dimension or 'average', a nugget score, a CRS metric, the monitor score",
         "statistic": "one of lib.analysis.report_card.STATISTICS",

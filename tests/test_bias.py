@@ -88,11 +88,30 @@ def test_uniform_modal_share_by_hand():
 
 def test_an_interval_needs_ten_resampled_queries():
     values = np.linspace(0, 1, 12)
-    with_ci = bias._rate("b", "pointwise", "s", values, [f"q{k}" for k in range(12)], seed=0)
+    with_ci = bias._rate("b", "pointwise", "s", values, [f"q{k}" for k in range(12)], seed=0, n_resamples=2000)
     assert with_ci.ci_low < with_ci.value < with_ci.ci_high and with_ci.ci_over == "12 queries"
-    assert np.isnan(bias._rate("b", "pointwise", "s", values[:9], [f"q{k}" for k in range(9)], seed=0).ci_low)
-    by_query = bias._rate("b", "listwise", "s", values, [f"q{k % 5}" for k in range(12)], seed=0)  # 12 items, 5 queries
+    few = bias._rate("b", "pointwise", "s", values[:9], [f"q{k}" for k in range(9)], seed=0, n_resamples=2000)
+    assert np.isnan(few.ci_low)
+    # 12 items in 5 queries
+    by_query = bias._rate("b", "listwise", "s", values, [f"q{k % 5}" for k in range(12)], seed=0, n_resamples=2000)
     assert np.isnan(by_query.ci_low) and by_query.n == 12 and by_query.ci_over == "5 queries"
+
+
+def test_a_share_has_the_exact_binomial_interval_even_when_every_outcome_is_the_same():
+    from scipy.stats import beta
+
+    queries = [f"q{k}" for k in range(30)]
+    none = bias._share("position", "pairwise", "s", np.zeros(30), queries)
+    # Clopper–Pearson for 0 of 30: [0, 1 − 0.025^(1/30)] = [0, 0.1157]
+    assert (none.value, none.ci_low) == (0.0, 0.0) and none.ci_high == pytest.approx(1 - 0.025 ** (1 / 30))
+    every = bias._share("position", "pairwise", "s", np.ones(30), queries)
+    assert every.ci_low == pytest.approx(0.025 ** (1 / 30)) and every.ci_high == 1.0 and every.ci_over == "30 queries"
+    some = bias._share("position", "pairwise", "s", np.array([1] * 9 + [0] * 21), queries)
+    assert some.ci_low == pytest.approx(beta.ppf(0.025, 9, 22))
+    assert some.ci_high == pytest.approx(beta.ppf(0.975, 10, 21))
+    assert np.isnan(bias._share("position", "pairwise", "s", np.ones(9), queries[:9]).ci_low)
+    with pytest.raises(ValueError, match="one outcome per query"):
+        bias._share("position", "pairwise", "s", np.ones(4), ["q1", "q1", "q2", "q3"])
 
 
 def test_expected_modal_share_by_hand_and_against_the_uniform_case():

@@ -43,17 +43,19 @@ def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20)):
 
 def test_bias_bullet_reads_every_row_with_its_interval_and_the_defence_by_its_sign():
     text = ch07.bias(battery(), 17 / 27)
-    assert text.startswith("**Bias** (TREC DL19, one passage or pair per query): agreement with the modal grade over "
-                           "3 samples at T = 1, predicted from p(g) 0.71 (95% CI 0.68 to 0.74, 20 queries), against "
+    assert text.startswith("**Bias** (TREC DL19; self-consistency over every judged passage, each other check one "
+                           "passage or pair per query): agreement with the modal grade over 3 samples at T = 1, "
+                           "predicted from p(g) 0.71 (95% CI 0.68 to 0.74, 20 queries), against "
                            "0.63 for grades drawn uniformly at random")
-    assert "restated minus neutral +0.10 (95% CI +0.02 to +0.20, 20 queries), so what the restatement adds beyond " \
-           "length is rewarded" in text
+    assert ("restated minus neutral +0.10 (95% CI +0.02 to +0.20, 20 queries): the restated text scores higher than "
+            "the filler of the same length") in text
     assert "the defence raises it (-0.05 (95% CI -0.09 to -0.02, 20 queries))" in text
     assert "consistent 0.40 (95% CI 0.20 to 0.60, 20 queries) (published: MT-Bench judge GPT-4 0.650*)" in text
     assert text.endswith("share biased to the first-shown passage 0.55 (95% CI 0.35 to 0.75, 20 queries).")
     assert "defence not distinguishable from 0" in ch07.bias(battery((0.1, -0.1, 0.3)), 17 / 27)
     no_interval = ch07.bias(battery((-0.05, np.nan, np.nan), extra=(0.1, np.nan, np.nan)), 17 / 27)
-    assert "the defence without an interval" in no_interval and "beyond length is without an interval" in no_interval
+    assert "the defence without an interval" in no_interval
+    assert "scores (without an interval) against the filler" in no_interval
 
 
 def test_bias_samples_take_one_item_per_query_in_nested_order():
@@ -104,7 +106,7 @@ def test_drift_bullet_and_card_rows_read_each_rerun():
     assert text.startswith("**Run-to-run drift** (the same T = 0 requests sent again): concurrency 1, fresh server: "
                            "2 of 40 grades changed, E[g] moved by 0.021 on average (95% CI 0.012 to 0.033, 40 "
                            "queries), at most 0.200.")
-    assert text.endswith("not the judge's.")  # one rerun: nothing to compare
+    assert text.endswith("is the server's noise, not the judge's.")  # one rerun: nothing to compare
     two = pd.concat([table, table.assign(rerun="drift rerun: concurrency 2, fresh server", ci_low=0.040,
                                          ci_high=0.060)], ignore_index=True)
     assert ch07.drift(two).endswith(
@@ -112,8 +114,8 @@ def test_drift_bullet_and_card_rows_read_each_rerun():
         "rerun that should repeat the committed answers needs it, at the cost of the second server slot.")
     overlapping = two.assign(ci_low=[0.012, 0.020])
     assert ch07.drift(overlapping).endswith(
-        "concurrency 1 does not drift measurably less than concurrency 2 (the intervals of the mean change overlap), "
-        "so the default concurrency stays at the embedded server's two slots.")
+        "concurrency 1 is not shown to drift less than concurrency 2 (the intervals of the mean change overlap, which "
+        "shows no difference either way), so the default concurrency stays at the embedded server's two slots.")
     rows = rc.report_card(rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", "m", "TREC DL19"))
     assert rows.statistic.tolist() == [rc.DRIFT] and rows.ci_over.tolist() == ["40 queries"]
     assert rows.criterion.tolist() == ["drift rerun: concurrency 1, fresh server"] and rows.n.tolist() == [40]

@@ -109,5 +109,6 @@ def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
     assert f"{primary.name} κ_w {row.weighted_kappa:.2f} (95% CI" in lines[0] and "12 queries" in lines[0]
     assert f"**{result.verdict}**" in lines[0] and "needs 30 queries" in lines[0] and "On the 10 queries" in lines[0]
     assert "The primary minus each: pointwise, argmax" in lines[1] and "MS MARCO" in lines[1]
-    assert f"κ {row.kappa:.2f} and binary κ" in lines[2]
-    assert "BM25, thresholds" in lines[3] and f"{primary.name} {row.tau_within:.2f}" in lines[3]
+    assert f"κ {row.kappa:.2f} (95% CI" in lines[2] and "12 queries) and binary κ" in lines[2]
+    assert "BM25 " in lines[3] and f"E[g] {row.tau_within:.2f}" in lines[3]
+    assert "(a constant rater: 0 by definition)" in lines[1]

@@ -27,7 +27,8 @@ def test_a_replicate_gateway_sends_the_same_request_apart_in_the_cache(tmp_path)
             original = judge_pointwise(plain, items, prompts=PASSAGE_4POINT_PROMPTS)
         restarts = []
         reruns = drift.rerun(make, lambda: restarts.append(1), items, [1, 2], PASSAGE_4POINT_PROMPTS)
-        again = drift.rerun(make, None, items, [1, 2], PASSAGE_4POINT_PROMPTS)  # cached: no new request
+        # cached: no new request, and no restart of a server it does not need
+        again = drift.rerun(make, lambda: restarts.append(1), items, [1, 2], PASSAGE_4POINT_PROMPTS)
     assert len(fake.requests) == 6 and restarts == [1, 1]
     assert "user" not in fake.requests[0] and {r.get("user") for r in fake.requests[2:]} == {
         drift.rerun_label(1), drift.rerun_label(2)}

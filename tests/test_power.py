@@ -305,11 +305,12 @@ def test_plan_text_and_table_are_formatted_from_the_fields():
     short = Plan("Does the system beat BM25", "query", 12, 34, "paired t, d = 0.5, power 0.8")
     assert enough.decides and not short.decides
     assert enough.text() == ("Primary question: does the judge rank passages as the humans do: needs 43 queries "
-                             "(basis: κ_w interval ±0.10 from the pilot's SE); this run has 43, so it can decide it.")
+                             "(basis: κ_w interval ±0.10 from the pilot's SE); this run has 43, as planned.")
     assert short.text() == ("Does the system beat BM25: needs 34 queries (basis: paired t, d = 0.5, power 0.8); "
-                            "this run has 12, so it cannot decide it.")
-    assert Plan("q", "document", 0, 1, "b").text() == ("q: needs 1 document (basis: b); this run has 0, so it "
-                                                        "cannot decide it.")
+                            "this run has 12, too few for the plan, so the answer is at best less precise than "
+                            "planned.")
+    assert Plan("q", "document", 0, 1, "b").text() == ("q: needs 1 document (basis: b); this run has 0, too few for "
+                                                        "the plan, so the answer is at best less precise than planned.")
     assert "needs 2 days" in Plan("q", "day", 3, 2, "b").text()
     table = plan_table([enough, short])
     assert tuple(table.columns) == PLAN_COLUMNS

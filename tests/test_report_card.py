@@ -97,10 +97,10 @@ def test_threats_are_written_from_the_numbers():
                           "ci_high": 0.5, "n": 30, "ci_over": "12 queries"}])
     text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", queries=43, folds=5,
                                   pilot_queries=10, crs_sessions=6)
-    assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60)" in text  # the one LLM number whose CI spans 0
-    assert "widest interval is nugget score (all) on ALCE (all, Spearman ρ): 0.30 (95% CI -0.20 to 0.70) over n = 16 " \
-        "(12 questions)" in text
-    assert "position consistency: 0.40 (95% CI 0.30 to 0.50) over n = 30" in text
+    assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60, " in text  # the one LLM number whose CI spans 0
+    assert ("widest interval is nugget score (all) on ALCE (all, answer level, Spearman ρ): 0.30 (95% CI -0.20 to "
+            "0.70, 12 questions); the fewest units behind a number in the card: ") in text
+    assert "position consistency: 0.40 (95% CI 0.30 to 0.50, 12 queries) over n = 30 items" in text
     assert "a pilot of 10 of the 43 queries" in text and "(5 folds of queries)" in text
     assert "6 simulated conversations" in text
     no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 43, 5, 10)
@@ -117,7 +117,8 @@ def test_threats_name_the_intervals_that_resample_few_units():
             "*G-Eval, study steps, weighted* on SummEval (2 rows, over 3 documents).") in text
     assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
     assert ("**Below 0.** 1 LLM-judge number has a 95% CI entirely below 0 — *pointwise, argmax* on TREC "
-            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10). Krippendorff's α pools") in text
+            "DL19: Cohen κ (relevance, item) -0.30 (95% CI -0.50 to -0.10, 24 passages). Krippendorff's α "
+            "pools") in text
     assert "a κ below 0 is disagreement beyond chance" in text
     assert rc.resampled_units("3 documents") == 3 and rc.resampled_units("—") is None
 
@@ -161,19 +162,20 @@ def test_targets_and_what_the_judge_supports():
     assert rc.supported_uses(below, rc.target_table(below))["G-Eval on SummEval, coherence"].endswith(
         ": missed: the whole 95% interval lies below the target.")
     assert uses["system level"] == (
-        "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60, fluency 0.30; the 95% "
-        "interval lies above 0 for 1 of 2 dimensions (coherence): there the judge orders systems better than chance, "
-        "which is less than ordering them as people do.")
+        "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60 (95% CI 0.20 to 0.80), "
+        "fluency 0.30 (95% CI -0.20 to 0.60); the 95% interval lies above 0 for 1 of 2 dimensions (coherence): "
+        "there the judge orders systems better than chance, which is less than ordering them as people do.")
     # over 4 documents the card carries no interval, and the verdict says there is none
     few = card_with_targets(documents="4 documents")
     assert few[few.dataset == "SummEval"].ci_low.isna().all() and few.ci_over.iloc[-1] == "4 documents"
     assert rc.supported_uses(few, rc.target_table(few))["system level"].endswith(
-        "coherence 0.60, fluency 0.30. Too few documents for an interval, so no system-level verdict either way.")
+        "coherence 0.60 (no CI: 4 documents), fluency 0.30 (no CI: 4 documents). Too few documents for an interval, so "
+        "no system-level verdict either way.")
     assert rc.system_level_dimensions(few) == []
     between = rc.target_table(card_with_targets(dl19_low=0.3))
     assert between.reached.iloc[0] and not between.reached_by_interval.iloc[0]
-    assert "not established" in rc.supported_uses(card_with_targets(dl19_low=0.3), between)[
-        "relevance labels on TREC DL19"]
+    uses_between = rc.supported_uses(card_with_targets(dl19_low=0.3), between)
+    assert "undetermined: the estimate reaches the target" in uses_between["relevance labels on TREC DL19"]
     with pytest.raises(ValueError, match="0 card rows match"):
         rc.target_table(card_with_targets().drop(index=1))  # no chosen method on the card
 

@@ -13,7 +13,7 @@ in units:
   (:func:`min_nonzero_units`, :func:`holm_min_p`).
 
 A chapter states each primary question's answer as a :class:`Plan` (units it has, units it needs, on what
-basis, whether the run can decide it); :func:`plan_table` lists them. No LLM is called here.
+basis, whether the run has them); :func:`plan_table` lists them. No LLM is called here.
 """
 from __future__ import annotations
 
@@ -358,7 +358,7 @@ def _count_text(n: int, unit: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """One question's sample size: the ``units_needed`` to decide it (from a planner above, named in
+    """One question's sample size: the ``units_needed`` for the planned precision (from a planner above, named in
     ``basis``) beside the ``units_have`` of this run. ``unit`` is the independent unit, singular ("query",
     "document", "user")."""
 
@@ -377,14 +377,16 @@ class Plan:
 
     @property
     def decides(self) -> bool:
-        """Whether this run has the units the question needs."""
+        """Whether this run has the units the plan asks for. Having them is what a run can promise in advance; the
+        answer can still be undetermined when the estimate falls within the planned precision of the target."""
         return self.units_have >= self.units_needed
 
     def text(self) -> str:
-        """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, so it can decide it."."""
-        can = "can" if self.decides else "cannot"
+        """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, as planned."."""
+        verdict = ("as planned" if self.decides else
+                   "too few for the plan, so the answer is at best less precise than planned")
         return (f"{self.question}: needs {_count_text(self.units_needed, self.unit)} (basis: {self.basis}); "
-                f"this run has {self.units_have}, so it {can} decide it.")
+                f"this run has {self.units_have}, {verdict}.")
 
 
 PLAN_COLUMNS = ("question", "unit", "units_have", "units_needed", "decides", "basis")

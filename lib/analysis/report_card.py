@@ -13,7 +13,7 @@ anchor, and the threats to validity written from the measured numbers.
   echo, within systems, system means).
 * :func:`monitor_rows` — chapter 05's nightly monitor as a card row: does the judge's daily score separate
   the day a broken release was served from the normal days?
-* :func:`target_table` / :func:`supported_uses` — the lifted judge's test numbers against the targets the
+* :func:`target_table` / :func:`supported_uses` — the declared readings' numbers against the targets the
   chapter's issue sets (``TARGETS``), and which of the study's conclusions they can carry.
 * :func:`threats_to_validity` — Markdown generated from the card, the bias battery and the sizes.
 
@@ -297,7 +297,7 @@ def report_card(rows: Sequence[Mapping[str, object]], anchors: Sequence[Anchor] 
 
 @dataclass(frozen=True)
 class Target:
-    """A value the chapter's issue asks the lifted judge to reach on test: the card row of dataset, criterion,
+    """A value the chapter's issue asks a declared reading to reach: the card row of dataset, criterion,
     statistic and level whose judge name ends with ``judge``."""
 
     what: str
@@ -341,7 +341,7 @@ def _verdict(target: Any) -> str:
         return "undetermined: a point estimate without an interval carries no verdict either way"
     return ("reached: the whole 95% interval clears the target" if target.reached_by_interval
             else "missed: the whole 95% interval lies below the target" if target.missed_by_interval
-            else "not established: the estimate reaches the target, its interval does not" if target.reached
+            else "undetermined: the estimate reaches the target, its interval does not" if target.reached
             else "undetermined: the estimate falls short of the target, its interval includes it")
 
 
@@ -350,12 +350,12 @@ def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
     (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
     ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
     is set there; above 0 means the judge orders SummEval's systems better than chance)."""
-    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict())} against the target {t.goal:.2f} "
-                      f"({t.level} level): {_verdict(t)}."
+    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict(), with_units=True)} against the target "
+                      f"{t.goal:.2f} ({t.level} level): {_verdict(t)}."
             for t in targets.itertuples()}
     system = _system_rows(card)
     above = system_level_dimensions(card)
-    values = ", ".join(f"{r.criterion} {r.value:.2f}" for r in system.itertuples())
+    values = ", ".join(f"{r.criterion} {value_with_interval(r._asdict())}" for r in system.itertuples())
     over = (f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on "
             f"{system['ci_over'].iloc[0] if len(system) else '0 documents'}")
     if len(system) and not np.isfinite(system["ci_low"]).any():
@@ -406,14 +406,16 @@ def resampled_units(ci_over: str) -> int | None:
     return None if ci_over == "—" else int(ci_over.split()[0])
 
 
-def value_with_interval(row: Mapping) -> str:
-    """"value (95% CI low to high)"; an undefined value (e.g. scores constant within every document) and a
-    suppressed interval (fewer than ``MIN_CI_UNITS`` units, see :func:`report_card`) are said to be so."""
+def value_with_interval(row: Mapping, with_units: bool = False) -> str:
+    """"value (95% CI low to high)", with ``with_units`` "value (95% CI low to high, 43 queries)" (the row's
+    ``ci_over``); an undefined value (e.g. scores constant within every document) and a suppressed interval (fewer
+    than ``MIN_CI_UNITS`` units, see :func:`report_card`) are said to be so."""
     if not np.isfinite(row["value"]):
         return "undefined (no document or item left to correlate)"
     low, high = row["ci_low"], row["ci_high"]
     if np.isfinite(low) and np.isfinite(high):
-        return f"{number_text(row['value'])} ({interval_text(low, high)})"
+        over = f", {row['ci_over']}" if with_units and row.get("ci_over", "—") != "—" else ""
+        return f"{number_text(row['value'])} ({interval_text(low, high)}{over})"
     units = resampled_units(row["ci_over"]) if "ci_over" in row else None
     return (f"{number_text(row['value'])} (no CI: {row['ci_over']})" if units is not None and units < MIN_CI_UNITS
             else f"{number_text(row['value'])} (CI undefined)")
@@ -425,8 +427,8 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
     the judge models (``model`` and those of the card's LLM rows, ``describe_model``) beside the anchors' models;
     the card rows whose CI includes 0, grouped by judge and data set, and the widest CI with its n; the bias
     battery's measured numbers (``bias``: columns bias, statistic, value, ci_low, ci_high, n, and form when
-    known); the dev/test split sizes the method was chosen and reported on; the simulated users of chapter 06
-    (``crs_sessions``, None when the CRS rows are not in the card)."""
+    known); the pilot and the folds the primary reading was declared after and scored over; the simulated users
+    of chapter 06 (``crs_sessions``, None when the CRS rows are not in the card)."""
     models = sorted((set(card.model) - {"—"}) | {model})
     lines = [f"- **A small judge.** Every LLM number here comes from {' and '.join(map(describe_model, models))}; "
              f"the anchors beside them come from GPT-4-class models (and from other samples: G-Eval's 100 documents, "
@@ -436,7 +438,7 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
     below_zero = llm[llm.ci_high < 0]
     if len(below_zero):
         listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
-                           f"{value_with_interval(r._asdict())}" for r in below_zero.itertuples())
+                           f"{value_with_interval(r._asdict(), with_units=True)}" for r in below_zero.itertuples())
         lines.append(f"- **Below 0.** {len(below_zero)} LLM-judge number{'s' if len(below_zero) > 1 else ''} "
                      f"ha{'ve' if len(below_zero) > 1 else 's'} a 95% CI entirely below 0 — {listed}. Krippendorff's α "
                      f"pools both raters' grade distributions, so it measures agreement including calibration: a "
@@ -444,7 +446,8 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
                      f"as the humans do (read it beside ρ and τ); a κ below 0 is disagreement beyond chance.")
     if len(spans_zero):
         listed = "; ".join(f"*{judge}* on {dataset}: " + ", ".join(
-            f"{r.statistic} ({r.criterion}, {r.level}) {value_with_interval(r._asdict())}" for r in part.itertuples())
+            f"{r.statistic} ({r.criterion}, {r.level}) {value_with_interval(r._asdict(), with_units=True)}"
+            for r in part.itertuples())
             for (judge, dataset), part in spans_zero.groupby(["judge", "dataset"], sort=False))
         with_ci = int(np.isfinite(llm.ci_low).sum())
         lines.append(f"- **Indistinguishable from no agreement.** {len(spans_zero)} of the {with_ci} LLM-judge numbers "
@@ -453,12 +456,14 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
     widths = (card.ci_high - card.ci_low).dropna()
     if len(widths):
         widest = card.loc[widths.idxmax()]
+        defined = card[np.isfinite(card.value)]
+        fewest = defined.ci_over.map(resampled_units).dropna()
+        fewest_text = (f"; the fewest units behind a number in the card: {defined.loc[fewest.idxmin(), 'ci_over']}"
+                       if len(fewest) else "")
         lines.append(f"- **Small n.** The widest interval is {widest.judge} on {widest.dataset} ({widest.criterion}, "
-                     f"{widest.statistic}): {value_with_interval(widest)} over n = {int(widest.n)} "
-                     f"({widest.ci_over}); the smallest n of "
-                     f"a defined number in the card is {int(card.loc[np.isfinite(card.value), 'n'].min())}. Intervals "
-                     f"resample the independent units (queries, documents, questions, users), never the judge's "
-                     f"noise.")
+                     f"{widest.level} level, {widest.statistic}): {value_with_interval(widest, with_units=True)}"
+                     f"{fewest_text}. Intervals resample the independent units (queries, documents, questions, "
+                     f"users), never the judge's noise.")
     units = card["ci_over"].map(resampled_units)
     few = card[units.notna() & (units < MIN_CI_UNITS)]
     if len(few):
@@ -473,8 +478,8 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
                      f"distinct values and would look narrower than the uncertainty is.")
     for r in bias.to_dict("records"):
         form = f", {r['form']}" if "form" in r else ""
-        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: {value_with_interval(r)} "
-                     f"over n = {int(r['n'])}.")
+        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: "
+                     f"{value_with_interval(r, with_units=True)} over n = {int(r['n'])} items.")
     lines.append(f"- **Declared after a pilot, scored out of fold.** The primary way of reading the relevance calls "
                  f"was declared before the run but after a pilot of {pilot_queries} of the {queries} queries, which "
                  f"stays in the sample (the chapter also reports the queries outside it); every fitted reading is "

@@ -222,7 +222,7 @@ def bias_samples(judged: pd.DataFrame, queries: int, pair_queries: int, seed: in
 
 
 def bias_battery(judge: Gateway, judged: pd.DataFrame, samples: BiasSamples, model: str, seed: int,
-                 consistency_samples: int) -> pd.DataFrame:
+                 consistency_samples: int, n_resamples: int) -> pd.DataFrame:
     """The bias battery on the judged DL19 passages with the 0–3 pointwise prompt: self-consistency at T = 1
     predicted from every passage's own p(g) (:func:`lib.judges.bias.expected_modal_share`, no call), verbosity
     (restated vs neutral filler), prompt injection (without and with the defence), and pairwise position with a
@@ -235,25 +235,27 @@ def bias_battery(judge: Gateway, judged: pd.DataFrame, samples: BiasSamples, mod
     kept = np.isfinite(shares)
     consistency = judge_bias.BiasResult(
         "self-consistency", "pointwise", f"agreement with the modal grade over {consistency_samples} samples at "
-        "T = 1, predicted from p(g)", *_mean_over_queries(np.asarray(shares)[kept], judged.qid[kept], seed))
+        "T = 1, predicted from p(g)", *_mean_over_queries(np.asarray(shares)[kept], judged.qid[kept], seed,
+                                                             n_resamples))
 
     def items_of(rows: pd.DataFrame) -> list[JudgeItem]:
         return [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
 
     results = [consistency,
-               *judge_bias.verbosity_effect(judge, items_of(samples.verbosity), seed, prompts=prompts,
+               *judge_bias.verbosity_effect(judge, items_of(samples.verbosity), seed, n_resamples, prompts=prompts,
                                             call_label="dl19-verbosity"),
-               *judge_bias.injection_effect(judge, items_of(samples.injection), seed, prompts=prompts,
+               *judge_bias.injection_effect(judge, items_of(samples.injection), seed, n_resamples, prompts=prompts,
                                             call_label="dl19-injection"),
-               *judge_bias.pairwise_position(judge_bias.judge_pairs_with_tie(judge, samples.pairs), seed)]
+               *judge_bias.pairwise_position(judge_bias.judge_pairs_with_tie(judge, samples.pairs), seed, n_resamples)]
     return rc.with_anchors(judge_bias.bias_table(results, "TREC DL19")).assign(model=model)
 
 
-def _mean_over_queries(values: np.ndarray, queries: pd.Series, seed: int) -> tuple[float, float, float, int, str]:
+def _mean_over_queries(values: np.ndarray, queries: pd.Series, seed: int, n_resamples: int
+                       ) -> tuple[float, float, float, int, str]:
     """(mean, CI low, CI high, n, ci_over) of per-passage ``values`` with the interval over their queries."""
     from lib.analysis.stats import unit_bootstrap
 
-    interval = unit_bootstrap(np.mean, [values], queries.to_numpy(), "queries", seed, n_resamples=10_000)
+    interval = unit_bootstrap(np.mean, [values], queries.to_numpy(), "queries", seed, n_resamples=n_resamples)
     return interval.value, interval.low, interval.high, len(values), interval.ci_over
 
 
@@ -275,7 +277,7 @@ def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     pilot = pilot_rows(load_dl19(), params["pilot_dev_queries"], params["pilot_test_queries"],
                        params["pilot_passages_per_query"], params["split_seed"])
     judged = relevance_sample(load_dl19(), params["relevance_passages_per_query"], params["relevance_seed"], pilot)
-    rows = bias_samples(judged, params["drift_queries"], 0, params["seed"]).verbosity
+    rows = bias_samples(judged, params["drift_queries"], 0, params["bias_seed"]).verbosity
     items = [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
     prompts = judge_relevance.PASSAGE_4POINT_PROMPTS
 
@@ -326,9 +328,20 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     system = card[(card["judge"] == rc.GEVAL_WEIGHTED) & (card["level"] == "system")
                   & (card["statistic"] == rc.SPEARMAN)]
     above = rc.system_level_dimensions(card)
-    relevance_part = ("the item-level relevance labels" if targets.reached_by_interval.iloc[0]
-                      else "not the item-level relevance labels chapters 03–04 rank with (chapter 04's differences are "
-                           "differences under this judge, not under human assessors)")
+    primary = targets.iloc[0]
+    argmax = card[(card["judge"] == "pointwise, argmax") & (card["dataset"] == "TREC DL19")
+                  & (card["statistic"] == rc.WEIGHTED_KAPPA)]
+    argmax_part = (f"; the argmax reading, which chapters 03–04 rank with, has κ_w {argmax['value'].iloc[0]:.2f} "
+                   f"({interval_over_text(argmax.iloc[0])}), "
+                   + ("wholly below the target" if argmax["ci_high"].iloc[0] < primary.goal else
+                      "not wholly below the target")
+                   + " (chapter 04's differences are differences under this judge, not under human assessors)"
+                   if len(argmax) else "")
+    relevance_part = ("the item-level relevance labels of the primary reading" if primary.reached_by_interval
+                      else "not the item-level relevance labels of the primary reading" if primary.missed_by_interval
+                      else f"item-level relevance labels of the primary reading are undetermined "
+                           f"({primary.value:.2f} against {primary.goal:.2f}, {interval_over_text(primary)})"
+                      ) + argmax_part
     geval = targets.iloc[1]
     geval_part = ("summary-level G-Eval scores" if geval.reached_by_interval
                   else "not summary-level G-Eval scores" if geval.missed_by_interval
@@ -343,15 +356,20 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     return f"**What the study can lean on**: {relevance_part}; {geval_part}; {system_part}."
 
 
-def chapter03(lift: Mapping[str, Any]) -> str:
-    """Whether the primary reading goes back into chapter 03: only when it beats the plain argmax of the same calls
-    by more than the interval of the paired difference (``lift``, primary − argmax, by query)."""
-    adopt = bool(np.isfinite(lift["ci_low"]) and lift["ci_low"] > 0)
-    return ("**Chapter 03**: " + ("the primary reading beats the plain argmax by more than its interval, so chapter "
-                                  "03 should adopt it (its cuts refit on NovelEval's 0–2 grades, never taken from "
-                                  "DL19)." if adopt else
-                                  "the primary reading does not beat the plain argmax by more than its interval, so "
-                                  "chapter 03's label stays as it is."))
+def chapter03(lift: Mapping[str, Any], minilm: Mapping[str, Any]) -> str:
+    """What the primary reading says for chapter 03's label: whether, on DL19, it beats the plain argmax of the
+    same calls by more than the interval of the paired difference (``lift``, primary − argmax, by query) and
+    whether it is distinguishable from MiniLM (``minilm``, primary − MiniLM); chapter 03's own prompt and data are
+    not tested here."""
+    beats = bool(np.isfinite(lift["ci_low"]) and lift["ci_low"] > 0)
+    over_minilm = ("beats MiniLM by more than its interval" if np.isfinite(minilm["ci_low"]) and minilm["ci_low"] > 0
+                   else "is not distinguishable from MiniLM" if np.isfinite(minilm["ci_low"]) and minilm["ci_high"] > 0
+                   else "falls below MiniLM")
+    return ("**Chapter 03**: on DL19 the primary reading "
+            + ("beats the plain argmax of the same calls by more than its interval" if beats
+               else "does not beat the plain argmax of the same calls by more than its interval")
+            + f" and {over_minilm}. Whether it helps chapter 03's 0–2 nudge labels is not tested here: that label is "
+              "chosen in chapter 03.")
 
 
 def summeval(card: pd.DataFrame, plan: Any, dimension: str) -> str:
@@ -390,14 +408,20 @@ def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
 
     consistency = battery[battery.bias == "self-consistency"].statistic.iloc[0]
     restated, neutral, extra = battery[battery.bias == "verbosity"].statistic
+    gap = rows.loc[extra]
+    versus = ("lower than" if gap.ci_high < 0 else "higher than" if gap.ci_low > 0 else "not distinguishably from"
+              if np.isfinite(gap.ci_low) else "(without an interval) against")
     plain, defended, recovered = battery[battery.bias == "prompt injection"].statistic
     pairwise = battery[battery.form == "pairwise"]
     consistent = pairwise[pairwise.statistic == rc.POSITION_CONSISTENCY].iloc[0]
-    return (f"**Bias** (TREC DL19, one passage or pair per query): {consistency} {said(consistency)}, against "
+    return (f"**Bias** (TREC DL19; self-consistency over every judged passage, each other check one passage or "
+            f"pair per query): {consistency} {said(consistency)}, against "
             f"{uniform_self_consistency:.2f} for grades drawn uniformly at random — a T = 0 judge's real noise is "
             f"run-to-run drift, not sampling. Verbosity: {restated} {said(restated, True)}, {neutral} "
-            f"{said(neutral, True)}; {extra} {said(extra, True)}, so what the restatement adds beyond length is "
-            f"{by_sign(extra, 'rewarded', 'penalised')}. Injection: {plain} {said(plain, True)}; {defended} "
+            f"{said(neutral, True)}; {extra} {said(extra, True)}: the restated text scores {versus} the filler of the "
+            f"same length (the filler repeats no query "
+            f"term but speaks of the passage's subject, so it controls for length and query terms, not for a "
+            f"content-free addition). Injection: {plain} {said(plain, True)}; {defended} "
             f"{said(defended, True)}; the defence {by_sign(recovered, 'recovers part of it', 'raises it')} "
             f"({said(recovered, True)}). Pairwise with a tie option, both orders: consistent "
             f"{said(rc.POSITION_CONSISTENCY)} (published: {consistent.anchors}), "
@@ -427,10 +451,11 @@ def drift(table: pd.DataFrame) -> str:
                    f"overlap): a rerun that should repeat the committed answers needs it, at the cost of the second "
                    f"server slot.")
     else:
-        default = (f" {name(low)} does not drift measurably less than {name(high)} (the intervals of the mean change "
-                   f"overlap), so the default concurrency stays at the embedded server's two slots.")
+        default = (f" {name(low)} is not shown to drift less than {name(high)} (the intervals of the mean change "
+                   f"overlap, which shows no difference either way), so the default concurrency stays at the embedded "
+                   f"server's two slots.")
     return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts)
-            + ". A difference between two readings smaller than this is the server's noise, not the judge's." + default)
+            + ". A change of a passage's E[g] this small is the server's noise, not the judge's." + default)
 
 
 def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
@@ -467,7 +492,7 @@ def bullets(lines: Sequence[str]) -> str:
 
 @headline("07_validity", "report_card")
 def judge_report_card(tables: Tables) -> str:
-    """The lifted judge's two test numbers against the targets of chapter 07, each with its interval and
+    """The declared relevance reading and G-Eval against the targets of chapter 07, each with its interval and
     whether it reaches the target, and how many card rows there are."""
     card = tables["report_card"]
     targets = rc.target_table(card)
@@ -485,7 +510,8 @@ def judge_report_card(tables: Tables) -> str:
     method = relevance["judge"].removesuffix(rc.CHOSEN)
     return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On the TREC DL19 "
             f"queries the relevance reading declared primary ({method}, scored out of fold) has {said(relevance)}; "
-            f"G-Eval on held-out SummEval documents has a summary-level {said(geval)}.")
+            f"G-Eval on SummEval coherence (chapter 03's documents and this chapter's) has a summary-level "
+            f"{said(geval)}.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -643,6 +669,8 @@ def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: 
 
     def kappa_w(name: str) -> str:
         r = table.loc[name]
+        if name == CONSTANT_JUDGE:  # its κ is 0 by definition, not for want of units
+            return f"κ_w {r.weighted_kappa:.2f} (a constant rater: 0 by definition)"
         return f"κ_w {r.weighted_kappa:.2f} ({_interval(r.weighted_kappa_ci_low, r.weighted_kappa_ci_high, r.ci_over)})"
 
     def grades_used(name: str) -> str:
@@ -654,12 +682,14 @@ def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: 
     others = [name for name in table.index if name != primary]
     tau = table[table.tau_queries > 0]
     rest_interval = _interval(rest["weighted_kappa_ci_low"], rest["weighted_kappa_ci_high"], rest["ci_over"])
+    below_zero = [name for name in others
+                  if name != CONSTANT_JUDGE and table.loc[name, "alpha"] < 0 < table.loc[name, "weighted_kappa"]]
     return [
         f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
         f"folds of queries for each query): {primary} {kappa_w(primary)} against the target {target:.2f} over "
         f"{passages} passages of {queries} queries: **{result.verdict}**. {plan.text()} On the "
-        f"{rest['units']} queries outside the pilot (seen before the declaration): κ_w {rest['weighted_kappa']:.2f} "
-        f"({rest_interval}).",
+        f"{rest['units']} queries outside the pilot (the pilot was seen before the declaration): κ_w "
+        f"{rest['weighted_kappa']:.2f} ({rest_interval}).",
         "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
         + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
         + ". The primary minus each: "
@@ -668,13 +698,19 @@ def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: 
         + ". MiniLM's embedding model was trained on pairs that include MS MARCO, DL19's corpus: a strong baseline "
           "here, not a trivial one.",
         f"**Like with like**: the anchors UMBRELA and LLMJudge report unweighted or binary κ; here the primary reads "
-        f"κ {row.kappa:.2f} and binary κ (relevant from grade 2) {row.binary_kappa:.2f} (intervals in the card).",
-        "**Ranking within a query** (Kendall τ-b of the score with the NIST grade inside each query, averaged over "
-        "the queries: what chapter 04 relies on): "
-        + "; ".join(f"{name} {r.tau_within:.2f} "
+        f"κ {row.kappa:.2f} ({_interval(row.kappa_ci_low, row.kappa_ci_high, row.ci_over)}) and binary κ (relevant "
+        f"from grade 2) {row.binary_kappa:.2f} "
+        f"({_interval(row.binary_kappa_ci_low, row.binary_kappa_ci_high, row.ci_over)}).",
+        "**Ranking within a query** (Kendall τ-b of each reading's underlying score — E[g], BM25, the cosine — with "
+        "the NIST grade inside each query, averaged over the queries whose passages do not all share one NIST grade, "
+        "where τ-b is undefined: the ranking use chapter 04 relies on): "
+        + "; ".join(f"{'E[g]' if name.startswith('pointwise') else name.split(',')[0]} {r.tau_within:.2f} "
                     f"({_interval(r.tau_within_ci_low, r.tau_within_ci_high, f'{int(r.tau_queries)} queries')})"
                     for name, r in tau.iterrows()) + ".",
-        f"**Krippendorff's α** ({row.alpha:.2f} for the primary) pools both raters' grade distributions, so it "
-        f"measures agreement including calibration: a judge that orders passages like the assessors on a shifted "
-        f"scale scores low on α and well on τ.",
+        f"**Krippendorff's α** pools both raters' grade distributions, so it measures agreement including "
+        f"calibration: the primary's cuts are fit to the NIST grades' own distribution, which helps its α "
+        f"({row.alpha:.2f}), while "
+        + (", ".join(f"{name} ({table.loc[name, 'alpha']:.2f})" for name in below_zero)
+           + ", which put nearly every passage on one or two grades, score below 0 on α with κ_w above 0."
+           if below_zero else "no other reading scores below 0 on α with κ_w above 0."),
     ]

@@ -89,8 +89,8 @@ def restate(text: str) -> str:
 def neutral_pad(text: str, query: str) -> str:
     """The text padded by as many characters as :func:`restate` adds, with the generic filler sentence of
     ``judge_perturbations.txt`` (repeated as needed, cut at a word) from which every word sharing a term with
-    ``query`` is left out: the length control of the verbosity check, adding length and nothing the judge could
-    read as relevance."""
+    ``query`` is left out: the length control of the verbosity check. It adds length and no query term, but its
+    wording still speaks of "the subject described above", so it is not a content-free addition."""
     from lib.baselines import tokens
 
     added = len(restate(text)) - len(text.strip()) - 1
@@ -111,15 +111,34 @@ def defended_messages(item: JudgeItem, prompts: RelevancePrompts) -> list[dict[s
     return [{"role": "system", "content": f"{system['content']}\n{perturbation_texts()['defence']}"}, user]
 
 
-def _rate(bias: str, form: str, statistic: str, values: np.ndarray, queries: Sequence[str], seed: int
-          ) -> BiasResult:
+def _rate(bias: str, form: str, statistic: str, values: np.ndarray, queries: Sequence[str], seed: int,
+          n_resamples: int) -> BiasResult:
     """Mean of ``values`` with a cluster-bootstrap CI over the ``queries`` the values belong to
     (:func:`lib.analysis.stats.unit_bootstrap`; none over fewer than its minimum of queries)."""
     if not len(values):
         return BiasResult(bias, form, statistic, float("nan"), float("nan"), float("nan"), 0, "0 queries")
-    interval = unit_bootstrap(np.mean, [values], list(queries), "queries", seed, n_resamples=10_000)
+    interval = unit_bootstrap(np.mean, [values], list(queries), "queries", seed, n_resamples=n_resamples)
     return BiasResult(bias, form, statistic, interval.value, interval.low, interval.high, len(values),
                       interval.ci_over)
+
+
+def _share(bias: str, form: str, statistic: str, hits: np.ndarray, queries: Sequence[str]) -> BiasResult:
+    """The share of ``hits`` (one 0/1 outcome per query) with the exact Clopper–Pearson 95% interval of a binomial
+    proportion (Clopper & Pearson 1934; ``scipy.stats.binomtest``): the queries are the independent units, one item
+    each, and unlike a bootstrap the interval does not collapse to a point when every outcome is the same (0 of 30
+    gives 0 to 0.116). None over fewer than the study's minimum of queries."""
+    from scipy.stats import binomtest
+
+    from lib.analysis.stats import MIN_CI_UNITS
+
+    n, k = len(hits), int(np.sum(hits))
+    if len(set(queries)) != n:
+        raise ValueError(f"a share needs one outcome per query, got {n} outcomes from {len(set(queries))} queries")
+    if n < MIN_CI_UNITS:
+        return BiasResult(bias, form, statistic, k / n if n else float("nan"), float("nan"), float("nan"), n,
+                          f"{n} queries")
+    interval = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return BiasResult(bias, form, statistic, k / n, float(interval.low), float(interval.high), n, f"{n} queries")
 
 
 def expected_modal_share(probabilities: ArrayLike, n_samples: int) -> float:
@@ -154,13 +173,13 @@ def _expected(judgments: Sequence[Judgment]) -> np.ndarray:
 
 
 def _paired_change(bias: str, statistic: str, after: np.ndarray, before: np.ndarray, items: Sequence[JudgeItem],
-                   seed: int) -> BiasResult:
+                   seed: int, n_resamples: int) -> BiasResult:
     both = ~np.isnan(after) & ~np.isnan(before)
     return _rate(bias, "pointwise", statistic, after[both] - before[both],
-                 [item.source for item, kept in zip(items, both, strict=True) if kept], seed)
+                 [item.source for item, kept in zip(items, both, strict=True) if kept], seed, n_resamples)
 
 
-def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
+def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_resamples: int = 2000,
                      prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "verbosity") -> list[BiasResult]:
     """Mean paired change of E[g] when the judged text is lengthened by restating its first sentence
     (:func:`restate`) and when it is lengthened as much by filler that repeats no query term (:func:`neutral_pad`),
@@ -174,13 +193,15 @@ def verbosity_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
         f"{call_label}-neutral": [pointwise_messages(replace(item, output=neutral_pad(item.output, item.source)),
                                                      prompts) for item in items]}, scale=prompts.scale)
     restated, neutral = (_expected(padded[f"{call_label}-{kind}"]) for kind in ("restated", "neutral"))
-    return [_paired_change("verbosity", "mean change of E[g], first sentence restated", restated, plain, items, seed),
+    return [_paired_change("verbosity", "mean change of E[g], first sentence restated", restated, plain, items, seed,
+                           n_resamples),
             _paired_change("verbosity", "mean change of E[g], neutral filler of the same length", neutral, plain,
-                           items, seed),
-            _paired_change("verbosity", "restated minus neutral", restated - plain, neutral - plain, items, seed)]
+                           items, seed, n_resamples),
+            _paired_change("verbosity", "restated minus neutral", restated - plain, neutral - plain, items, seed,
+                           n_resamples)]
 
 
-def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
+def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int, n_resamples: int = 2000,
                      prompts: RelevancePrompts = PASSAGE_PROMPTS, call_label: str = "injection") -> list[BiasResult]:
     """On ``items`` (texts humans graded irrelevant): inflation of E[g] by the injected instruction without and
     with the defence, and what the defence recovers (per item: (injected − clean) − (defended injected −
@@ -197,11 +218,12 @@ def injection_effect(gateway: Gateway, items: Sequence[JudgeItem], seed: int,
     defended_injected = _expected(defended[f"{call_label}-defended-injected"])
     inflation = injected - clean
     defended_inflation = defended_injected - defended_clean
-    return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, items, seed),
+    return [_paired_change("prompt injection", "mean inflation of E[g], no defence", injected, clean, items, seed,
+                           n_resamples),
             _paired_change("prompt injection", "mean inflation of E[g], with the defence", defended_injected,
-                           defended_clean, items, seed),
+                           defended_clean, items, seed, n_resamples),
             _paired_change("prompt injection", "inflation recovered by the defence", inflation, defended_inflation,
-                           items, seed)]
+                           items, seed, n_resamples)]
 
 
 # Pairwise position with a tie option: MT-Bench's protocol (Zheng et al. 2023, §3.3 and Table 2) on passage pairs of
@@ -262,12 +284,13 @@ def judge_pairs_with_tie(gateway: Gateway, pairs: pd.DataFrame, call_label: str 
     return pd.DataFrame(rows)
 
 
-def pairwise_position(judged: pd.DataFrame, seed: int) -> list[BiasResult]:
+def pairwise_position(judged: pd.DataFrame, seed: int, n_resamples: int = 2000) -> list[BiasResult]:
     """MT-Bench's position reading of :func:`judge_pairs_with_tie` over the pairs with both answers: the share
     consistent (the same verdict in both orders, a tie in both included), the share biased to the first-shown
     passage (it won both times), to the second-shown one, the share whose consistent verdict is the passage humans
     graded higher, and p(first shown) averaged over both orders (0.5 without a position preference). CIs over
-    the queries (one pair a query)."""
+    the queries (one pair a query): exact binomial intervals for the shares (:func:`_share`), a cluster bootstrap
+    for the mean p(first shown)."""
     both = judged.dropna(subset=["better_first", "worse_first"])
     queries = both["qid"].tolist()
     first_won = ((both.better_first == "better") & (both.worse_first == "worse")).to_numpy(dtype=float)
@@ -276,10 +299,10 @@ def pairwise_position(judged: pd.DataFrame, seed: int) -> list[BiasResult]:
     correct = ((both.better_first == "better") & (both.worse_first == "better")).to_numpy(dtype=float)
     p_first = both[["p_first_better_first", "p_first_worse_first"]].mean(axis=1)
     kept = p_first.notna().to_numpy()
-    return [_rate("position", "pairwise", POSITION_CONSISTENCY, consistent, queries, seed),
-            _rate("position", "pairwise", "share biased to the first-shown passage", first_won, queries, seed),
-            _rate("position", "pairwise", "share biased to the second-shown passage", second_won, queries, seed),
-            _rate("position", "pairwise", "share choosing the passage humans graded higher, in both orders", correct,
-                  queries, seed),
+    return [_share("position", "pairwise", POSITION_CONSISTENCY, consistent, queries),
+            _share("position", "pairwise", "share biased to the first-shown passage", first_won, queries),
+            _share("position", "pairwise", "share biased to the second-shown passage", second_won, queries),
+            _share("position", "pairwise", "share choosing the passage humans graded higher, in both orders", correct,
+                   queries),
             _rate("position", "pairwise", "mean p(first shown)", p_first.to_numpy()[kept],
-                  [q for q, k in zip(queries, kept, strict=True) if k], seed)]
+                  [q for q, k in zip(queries, kept, strict=True) if k], seed, n_resamples)]

@@ -12,6 +12,7 @@ unchanged for the server but cached apart, so a replay reproduces the measuremen
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,15 +34,16 @@ def rerun_label(concurrency: int) -> str:
 def rerun(make_gateway: Callable[[int, str], Gateway], restart: Callable[[], object] | None,
           items: Sequence[JudgeItem], concurrencies: Sequence[int], prompts: RelevancePrompts,
           call_label: str = "drift", save_ledgers: bool = False) -> dict[str, list[Judgment]]:
-    """The pointwise judgments of ``items`` again, once per concurrency: ``restart`` (when given: a live embedded
-    endpoint) starts the server afresh, then ``make_gateway(concurrency, label)`` judges every item (and, with
-    ``save_ledgers``, saves its ledger). Keyed by :func:`rerun_label`."""
+    """The pointwise judgments of ``items`` again, once per concurrency: ``make_gateway(concurrency, label)`` judges
+    every item (and, with ``save_ledgers``, saves its ledger). ``restart`` (when given: a live embedded endpoint)
+    starts the server afresh before the rerun's first live request, as the endpoint's ``prepare`` hook, so a rerun
+    served from the cache starts no server. Keyed by :func:`rerun_label`."""
     out = {}
     for concurrency in concurrencies:
         label = rerun_label(concurrency)
-        if restart is not None:
-            restart()
         with make_gateway(concurrency, label) as gateway:
+            if restart is not None:
+                gateway.endpoint = replace(gateway.endpoint, prepare=restart)
             out[label] = judge_pointwise(gateway, items, f"{call_label}-c{concurrency}", prompts=prompts)
             if save_ledgers:
                 gateway.save_ledger()
