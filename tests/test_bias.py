@@ -7,6 +7,7 @@ import pytest
 
 from lib.judges import bias
 from lib.judges.items import JudgeItem
+from lib.llm.gateway import Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply
 from tests.test_judges import digit_logprobs, gateway_for
 
@@ -32,7 +33,9 @@ def test_verbosity_separates_the_restated_words_from_length(tmp_path):
 
     items = [JudgeItem("q", "A passage. More."), JudgeItem("q", "Another one.")]
     with FakeOpenAI(rewards_restating) as fake:
-        restated, neutral, difference = bias.verbosity_effect(gateway_for(fake, tmp_path), items, seed=0)
+        one_at_a_time = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache",
+                                concurrency=1)  # the order the requests arrive in is the order they were sent
+        restated, neutral, difference = bias.verbosity_effect(one_at_a_time, items, seed=0)
     assert len(fake.requests) == 3 * 2
     # E[g] 0.5 plain, 1.5 restated, 0.75 with the neutral filler, on both items
     assert restated.value == pytest.approx(1.0) and neutral.value == pytest.approx(0.25) and restated.n == 2
