@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lib import costs, paths
@@ -53,3 +54,23 @@ def test_the_cold_run_sentence_reads_the_record_against_the_budget(tmp_path):
     (tmp_path / "07_validity.json").write_text(json.dumps({"notebook": "07_validity"}))
     with pytest.raises(KeyError):
         costs.cold_run("07_validity", tmp_path)  # a record without its figures is an error, not a default
+
+
+def test_prefix_share_and_rates_read_the_servers_own_counts(tmp_path):
+    def entry(key: str, notebook: str, label: str, prompt: int, processed: int) -> Path:
+        path = tmp_path / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"notebook": notebook, "label": label, "response": {
+            "usage": {"prompt_tokens": prompt},
+            "timings": {"prompt_n": processed, "prompt_ms": processed * 20.0, "predicted_n": 3,
+                        "predicted_ms": 300.0}}}))
+        return path
+
+    paths_ = [entry("aa01", "07_validity", "dl19:0", 100, 40), entry("aa02", "07_validity", "dl19:1", 300, 60)]
+    # 400 prompt tokens, 100 processed: 75% from the prefix cache
+    assert bench._prefix_share(paths_) == pytest.approx(75.0)
+    assert np.isnan(bench._prefix_share([]))
+    rates = bench.study_rates(tmp_path).iloc[0]
+    assert (rates.notebook, rates.calls, rates.requests, rates.processed) == ("07_validity", "dl19", 2, 100)
+    assert rates.cached_share == pytest.approx(0.75) and rates.prompt_tok_s == pytest.approx(50.0)
+    assert rates.generation_tok_s == pytest.approx(10.0)

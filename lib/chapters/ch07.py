@@ -274,9 +274,10 @@ def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     from lib.judges import drift
     from lib.llm import server
 
-    pilot = pilot_rows(load_dl19(), params["pilot_dev_queries"], params["pilot_test_queries"],
+    dl19 = load_dl19()
+    pilot = pilot_rows(dl19, params["pilot_dev_queries"], params["pilot_test_queries"],
                        params["pilot_passages_per_query"], params["split_seed"])
-    judged = relevance_sample(load_dl19(), params["relevance_passages_per_query"], params["relevance_seed"], pilot)
+    judged = relevance_sample(dl19, params["relevance_passages_per_query"], params["relevance_seed"], pilot)
     rows = bias_samples(judged, params["drift_queries"], 0, params["bias_seed"]).verbosity
     items = [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
     prompts = judge_relevance.PASSAGE_4POINT_PROMPTS

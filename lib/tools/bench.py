@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,18 +104,25 @@ def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.
     return pd.DataFrame(rows)
 
 
-def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
-    """Per notebook and call family (the call label before its first ':'): requests, prompt tokens, the share
-    served from the server's prefix cache, and the server's recorded prompt and generation rates."""
+def _entry_timings(entries: Iterable[Path]) -> pd.DataFrame:
+    """One row per cache entry: notebook, call family (the call label before its first ':'), prompt tokens,
+    those the server processed (the rest came from its prefix cache), generated tokens, and the server's times."""
     rows = []
-    for path in cache_dir.glob("??/*.json"):
+    for path in entries:
         entry = json.loads(path.read_text(encoding="utf-8"))
         timings, usage = entry["response"].get("timings") or {}, entry["response"].get("usage") or {}
         rows.append({"notebook": entry["notebook"], "calls": entry["label"].split(":")[0],
                      "prompt_tokens": usage.get("prompt_tokens", 0), "processed": timings.get("prompt_n", 0),
                      "prompt_s": timings.get("prompt_ms", 0) / 1000, "generated": timings.get("predicted_n", 0),
                      "generation_s": timings.get("predicted_ms", 0) / 1000})
-    frame = pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["notebook", "calls", "prompt_tokens", "processed", "prompt_s", "generated",
+                                       "generation_s"])
+
+
+def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
+    """Per notebook and call family: requests, prompt tokens, the share served from the server's prefix cache, and
+    the server's recorded prompt and generation rates (:func:`_entry_timings`)."""
+    frame = _entry_timings(cache_dir.glob("??/*.json"))
     table = frame.groupby(["notebook", "calls"]).agg(
         requests=("processed", "size"), prompt_tokens=("prompt_tokens", "sum"), processed=("processed", "sum"),
         prompt_s=("prompt_s", "sum"), generated=("generated", "sum"), generation_s=("generation_s", "sum"))
@@ -191,12 +198,9 @@ def _entries(cache: Path) -> dict[str, Path]:
 
 def _prefix_share(entries: Sequence[Path]) -> float:
     """The share of the prompt tokens of ``entries`` that the server served from its prefix cache, in %."""
-    prompt = processed = 0
-    for path in entries:
-        response = json.loads(path.read_text(encoding="utf-8"))["response"]
-        prompt += (response.get("usage") or {}).get("prompt_tokens", 0)
-        processed += (response.get("timings") or {}).get("prompt_n", 0)
-    return 100 * (1 - processed / prompt) if prompt else float("nan")
+    frame = _entry_timings(entries)
+    prompt = frame.prompt_tokens.sum()
+    return float(100 * (1 - frame.processed.sum() / prompt)) if prompt else float("nan")
 
 
 def notebook_cold_warm(name: str) -> dict[str, float]:
