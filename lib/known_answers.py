@@ -7,8 +7,7 @@ is made:
 
 * ``off_topic`` — a real candidate written for another entry, of another nudge category: about something else;
 * ``value_mismatch`` — a nudge written for this entry's text but for the persona whose values are furthest from the
-  entry's persona (:func:`contrasting_persona`): right topic, wrong person (the generation call is the caller's,
-  :func:`value_mismatch_messages` builds it);
+  entry's persona (:func:`contrasting_persona`): right topic, wrong person (:func:`value_mismatch_calls`);
 * ``tone`` — a real candidate of the entry with a dismissive opener (:func:`dismissive_rewrite`): the same advice,
   said in a way the ToneEmpathy criteria forbid.
 
@@ -26,8 +25,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from lib import design, nudges
+from lib import design, nudges, rankers
 from lib.analysis.stats import unit_bootstrap
+from lib.embeddings import Embed
+from lib.llm.gateway import LLMCall, LLMResult
 
 DistractorKind = Literal["off_topic", "value_mismatch", "tone"]
 DISTRACTOR_KINDS: tuple[DistractorKind, ...] = ("off_topic", "value_mismatch", "tone")
@@ -48,10 +49,13 @@ def contrasting_persona(persona_id: str) -> design.Persona:
     return others[int(np.argmin(cosines))]
 
 
-def value_mismatch_messages(entry_text: str, persona_id: str, category: str) -> list[dict[str, str]]:
-    """The generation messages of the value-mismatch distractor: one nudge for ``entry_text`` and its category,
-    written for :func:`contrasting_persona` of the entry's persona (the study's generation prompt, n = 1)."""
-    return nudges.build_messages(entry_text, contrasting_persona(persona_id), category, 1)
+def value_mismatch_calls(sampled: pd.DataFrame) -> list[LLMCall]:
+    """One generation call per sampled entry (columns entry_id, text, persona_id, category): one nudge for the
+    entry's text and category, written for :func:`contrasting_persona` of its persona — the study's generation
+    prompt (:func:`lib.nudges.generation_call`, n = 1), so it shares the candidates' cached system prefix."""
+    return [nudges.generation_call(row.entry_id, row.text, contrasting_persona(row.persona_id), row.category, 1,
+                                   kind="value-mismatch")
+            for row in sampled.itertuples()]
 
 
 def dismissive_rewrite(nudge: str) -> str:
@@ -111,3 +115,76 @@ def discrimination(scores: pd.DataFrame, score: str, seed: int, n_resamples: int
         rows.append({"kind": kind, "entries": interval.units, "auc": interval.value, "ci_low": interval.low,
                      "ci_high": interval.high, "ci_over": interval.ci_over})
     return pd.DataFrame(rows, columns=["kind", "entries", "auc", "ci_low", "ci_high", "ci_over"])
+
+
+DISTRACTOR_COLUMNS = ["entry_id", "distractor_id", "kind", "persona_id", "source_candidate_id", "nudge_text",
+                      "position", "confidence"]
+
+
+def distractors_table(sampled: pd.DataFrame, mismatch: Sequence[LLMResult], pools: pd.DataFrame, seed: int
+                      ) -> pd.DataFrame:
+    """Every entry's distractors (schema ``lib.tables.SCHEMAS['distractors']``): the value-mismatch nudge of each
+    successful call in ``mismatch`` (row-aligned with ``sampled``; a failed call gives no distractor), and the
+    off-topic and tone distractors drawn from ``pools`` (the candidates later chapters judge, with position and
+    confidence). ``persona_id`` is the persona a distractor was written for; ``position`` and ``confidence`` are
+    its source candidate's (the value-mismatch nudge's own), so every ranker can score it."""
+    rows = [{"entry_id": row.entry_id, "kind": "value_mismatch",
+             "persona_id": contrasting_persona(row.persona_id).persona_id, "source_candidate_id": None,
+             "nudge_text": result.value.candidates[0].nudge_text.strip(), "position": 0,
+             "confidence": result.value.candidates[0].confidence}
+            for row, result in zip(sampled.itertuples(), mismatch, strict=True) if result.ok]
+    source = pools.set_index("candidate_id")
+    for drawn in (off_topic_distractors(pools, seed), tone_distractors(pools)):
+        rows += [{**d, "persona_id": source.at[d["source_candidate_id"], "persona_id"],
+                  "position": int(source.at[d["source_candidate_id"], "position"]),
+                  "confidence": source.at[d["source_candidate_id"], "confidence"]}
+                 for d in drawn.to_dict("records")]
+    table = pd.DataFrame(rows, columns=[c for c in DISTRACTOR_COLUMNS if c != "distractor_id"])
+    order = {entry_id: i for i, entry_id in enumerate(sampled.entry_id)}
+    table = table.assign(_entry=table.entry_id.map(order), _kind=table.kind.map(DISTRACTOR_KINDS.index))
+    table = table.sort_values(["_entry", "_kind"]).drop(columns=["_entry", "_kind"]).reset_index(drop=True)
+    table.insert(1, "distractor_id", table.entry_id + "/" + table.kind)
+    return table
+
+
+# The rankers' known-answer checks that hold, or fail, by how ranker and distractor are built: read them as checks
+# of the construction, not as evidence about the ranker.
+BY_CONSTRUCTION: dict[tuple[str, str], str] = {
+    **{("random", kind): "a random score: 0.5 expected" for kind in DISTRACTOR_KINDS},
+    ("embedding", "off_topic"): "scores similarity to the entry; the distractor was written for another entry",
+    ("value_aware", "off_topic"): "half its score is similarity to the entry; the distractor was written for another "
+                                  "entry",
+    ("value_aware", "value_mismatch"): "half its score is similarity to the persona's values; the distractor was "
+                                       "written for the furthest values",
+    ("generator_order", "tone"): "the distractor carries its source's position: it ties that candidate",
+    ("self_confidence", "tone"): "the distractor carries its source's confidence: it ties that candidate",
+}
+
+
+def ranker_scores(pools: Sequence[rankers.Pool], distractors: pd.DataFrame,
+                  ranker_runs: Sequence[tuple[rankers.Ranker, int]], embed: Embed) -> pd.DataFrame:
+    """Every ranker's score of each pool's real candidates and of its entry's distractors, scored together as one
+    extended pool but never ranked (schema ``lib.tables.SCHEMAS['known_answer_scores']``). Each ranker scores a
+    candidate from the candidate alone (with its entry and persona), so the distractors do not change the real
+    candidates' scores, except the random ranker's draws."""
+    rows = []
+    for pool in pools:
+        extra = distractors[distractors.entry_id == pool.entry_id].rename(columns={"distractor_id": "candidate_id"})
+        extended = pd.concat([pool.candidates.assign(kind="real"), extra], ignore_index=True)
+        vectors = np.vstack([pool.vectors, embed(extra.nudge_text.tolist())]) if len(extra) else pool.vectors
+        scored = rankers.Pool(pool.entry_id, pool.entry_vector, pool.category, pool.persona, extended, vectors)
+        for ranker, run in ranker_runs:
+            rows += [{"ranker": ranker.name, "run": run, "entry_id": pool.entry_id, "item_id": item, "kind": kind,
+                      "score": float(score)}
+                     for item, kind, score in zip(extended.candidate_id, extended.kind, ranker.scores(scored),
+                                                  strict=True)]
+    return pd.DataFrame(rows, columns=["ranker", "run", "entry_id", "item_id", "kind", "score"])
+
+
+def ranker_discrimination(scores: pd.DataFrame, seed: int, n_resamples: int = 2000) -> pd.DataFrame:
+    """:func:`discrimination` of each ranker in ``scores`` (:func:`ranker_scores`; a ranker's runs pooled per
+    entry), rankers in ``lib.rankers.RANKER_ORDER``. Columns ranker, then :func:`discrimination`'s."""
+    present = [r for r in rankers.RANKER_ORDER if r in set(scores.ranker)]
+    return pd.concat([discrimination(scores[scores.ranker == r], "score", seed, n_resamples).assign(ranker=r)
+                      for r in present], ignore_index=True)[["ranker", "kind", "entries", "auc", "ci_low", "ci_high",
+                                                             "ci_over"]]

@@ -28,6 +28,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from lib import prompts
+from lib.analysis.stats import nested_sample, stable_int
 from lib.design import EMOTION_CATEGORY, NUDGE_CATEGORIES, PERSONAS, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, embed, similarity
 from lib.llm.gateway import Gateway, LLMCall, LLMResult
@@ -74,25 +75,27 @@ def most_similar_persona(similarities: pd.DataFrame) -> list[str]:
 
 
 def sample_entries(entries: pd.DataFrame, n_entries: int, seed: int, persona_rule: PersonaRule = "similarity",
-                   embedder: Embed | None = None) -> pd.DataFrame:
+                   first: Sequence[str] = (), embedder: Embed | None = None) -> pd.DataFrame:
     """Seeded sample of entries, each with a persona (``persona_rule``), its cosine with the persona's
     description (``persona_similarity``) and the category of its emotion (``lib.design.EMOTION_CATEGORY``).
 
-    One generator seeded with ``seed`` draws the entries (without replacement, kept in file order) and then one
-    persona per entry uniformly. ``persona_rule="random"`` uses that draw; ``"similarity"`` replaces it by
-    :func:`most_similar_persona`. The draw is made under both rules, so the entry sample and the random
-    assignment do not depend on the rule.
+    The entries are :func:`lib.analysis.stats.nested_sample` of the entry ids with ``seed``, the ``first`` ids
+    (entries earlier runs generated for) kept first, in draw order: raising ``n_entries`` adds entries and keeps
+    the earlier ones. ``persona_rule="random"`` gives each entry a persona drawn uniformly by a generator seeded
+    by (``seed``, the entry id), so an entry's draw does not depend on the sample size; ``"similarity"`` gives it
+    :func:`most_similar_persona`. Both rules see the same entries.
     """
     if persona_rule not in PERSONA_RULES:
         raise ValueError(f"persona_rule must be one of {PERSONA_RULES}, not {persona_rule!r}")
-    rng = np.random.default_rng(seed)
-    chosen = entries.iloc[np.sort(rng.choice(len(entries), size=n_entries, replace=False))].copy()
-    drawn = rng.choice([p.persona_id for p in PERSONAS], size=n_entries)
+    ids = nested_sample(entries["entry_id"], n_entries, seed, first=first)
+    chosen = entries.set_index("entry_id").loc[ids].reset_index()
     similarities = persona_similarities(chosen["text"].tolist(), embedder)
+    drawn = [PERSONAS[np.random.default_rng([seed, stable_int(entry_id)]).integers(len(PERSONAS))].persona_id
+             for entry_id in ids]
     chosen["persona_id"] = drawn if persona_rule == "random" else most_similar_persona(similarities)
     chosen["persona_similarity"] = [float(similarities.at[i, pid]) for i, pid in enumerate(chosen["persona_id"])]
     chosen["category"] = chosen["emotion"].map(EMOTION_CATEGORY)
-    return chosen.reset_index(drop=True)
+    return chosen
 
 
 def persona_rule_effect(sampled_by_rule: Mapping[PersonaRule, pd.DataFrame]) -> pd.DataFrame:
@@ -125,15 +128,17 @@ def build_messages(text: str, persona: Persona, category: str, n: int) -> list[d
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def generate_candidates(gateway: Gateway, sampled: pd.DataFrame, n_candidates: int,
-                        max_tokens_per_candidate: int = 110) -> list[LLMResult]:
+def generation_call(entry_id: str, text: str, persona: Persona, category: str, n: int, kind: str = "candidates",
+                    max_tokens_per_candidate: int = 110) -> LLMCall:
+    """The generation call of ``n`` nudges for one entry written for ``persona``, labelled "<kind>:<entry_id>"."""
+    return LLMCall(build_messages(text, persona, category, n), candidate_set_schema(n),
+                   call_label=f"{kind}:{entry_id}", max_tokens=max_tokens_per_candidate * n)
+
+
+def generate_candidates(gateway: Gateway, sampled: pd.DataFrame, n_candidates: int) -> list[LLMResult]:
     """One LLM call per sampled entry, in entry order."""
-    schema = candidate_set_schema(n_candidates)
-    calls = [
-        LLMCall(build_messages(row.text, PERSONAS_BY_ID[row.persona_id], row.category, n_candidates), schema,
-                call_label=f"candidates:{row.entry_id}", max_tokens=max_tokens_per_candidate * n_candidates)
-        for row in sampled.itertuples()
-    ]
+    calls = [generation_call(row.entry_id, row.text, PERSONAS_BY_ID[row.persona_id], row.category, n_candidates)
+             for row in sampled.itertuples()]
     return gateway.complete_many(calls, desc="nudge candidates")
 
 

@@ -14,7 +14,6 @@ Embeddings are MiniLM unit vectors (:mod:`lib.embeddings`), so cos(u, v) = u·v;
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -22,6 +21,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from lib.analysis.stats import stable_int
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, similarity
 
@@ -59,17 +59,12 @@ class Ranker(Protocol):
         """One score per candidate, higher is better."""
 
 
-def _stable_int(text: str) -> int:
-    """Process-independent integer from a string (Python's hash() is salted per process)."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-
-
 def tie_order(entry_id: str, n: int, tie_seed: int, ranker: str) -> np.ndarray:
     """The secondary sort key of :func:`order`: a uniformly random permutation of 0..n−1, seeded by
     (``tie_seed``, ranker, entry). It depends neither on the order pools are processed in nor on the
     candidates' positions; the ranker name is part of the seed so two rankers that tie on the same candidates
     do not agree by construction (which would inflate their Kendall τ)."""
-    return np.random.default_rng([tie_seed, _stable_int(f"ties:{ranker}"), _stable_int(entry_id)]).permutation(n)
+    return np.random.default_rng([tie_seed, stable_int(f"ties:{ranker}"), stable_int(entry_id)]).permutation(n)
 
 
 def order(pool: Pool, scores: np.ndarray, tie_seed: int, ranker: str = "") -> pd.DataFrame:
@@ -94,7 +89,7 @@ class RandomRanker:
     name: str = "random"
 
     def scores(self, pool: Pool) -> np.ndarray:
-        return np.random.default_rng([self.seed, _stable_int(pool.entry_id)]).random(len(pool.candidates))
+        return np.random.default_rng([self.seed, stable_int(pool.entry_id)]).random(len(pool.candidates))
 
 
 @dataclass(frozen=True)

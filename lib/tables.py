@@ -45,6 +45,19 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "near_duplicate": "near_duplicate_of is set; lib.nudges.pool_candidates drops these rows from the pools "
                           "under near_duplicate_rule 'drop' (the table keeps them)",
     },
+    "distractors": {
+        "entry_id": "the entry whose pool the distractor is judged with (never ranked in its pool)",
+        "distractor_id": "<entry_id>/<kind>",
+        "kind": "off_topic | value_mismatch | tone (lib.known_answers.DISTRACTOR_KINDS): why it is worse by "
+                "construction",
+        "persona_id": "persona the nudge was written for (value_mismatch: the entry persona's contrasting "
+                      "persona, lib.known_answers.contrasting_persona)",
+        "source_candidate_id": "the real candidate it was taken from (off_topic: another entry's; tone: the "
+                               "entry's first), null for value_mismatch",
+        "nudge_text": "the distractor's text",
+        "position": "its source candidate's position (value_mismatch: 0, its own answer's)",
+        "confidence": "its source candidate's self-reported confidence (value_mismatch: its own)",
+    },
     "rankings": {
         "ranker": "ranker name (lib.rankers.RANKER_ORDER)",
         "run": "seed index for random (0..k-1); 0 for deterministic rankers",
@@ -54,6 +67,38 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "candidate_id": "the ranked candidate",
         "score": "the ranker's score (higher is better; -inf for a failed candidate); embedding, category and "
                  "value_aware from cosines to 5 decimals (lib.embeddings.similarity)",
+    },
+    "known_answer_scores": {
+        "ranker": "ranker name (lib.rankers.RANKER_ORDER)",
+        "run": "seed index for random (0..k-1); 0 for deterministic rankers",
+        "entry_id": "the entry",
+        "item_id": "a real candidate of its pool (candidate_id) or one of its distractors (distractor_id)",
+        "kind": "real, or the distractor's kind",
+        "score": "the ranker's score of the item, scored with the pool but not ranked "
+                 "(lib.known_answers.ranker_scores)",
+    },
+    "judge_discrimination": {
+        "reading": "reading of the pointwise call (lib.chapters.ch03.READINGS)",
+        "kind": "distractor kind (lib.known_answers.DISTRACTOR_KINDS)",
+        "entries": "entries with a real candidate and a distractor of the kind judged",
+        "auc": "mean over entries of P(real > distractor) + ½ P(equal) (lib.known_answers.entry_auc)",
+        "ci_low": "95% percentile bootstrap interval over entries (null under 10 entries)",
+        "ci_high": "upper end",
+        "ci_over": "what the interval resampled, e.g. '40 entries'",
+    },
+    "known_answer_labels": {
+        "entry_id": "the entry whose pool the distractor was judged with",
+        "distractor_id": "the judged distractor (lib.tables.SCHEMAS['distractors'])",
+        "kind": "distractor kind",
+        "grade": "pointwise judge's argmax grade 0–2 (null when the call failed)",
+        "expected_grade": "pointwise Σ p(g)·g from top_logprobs",
+        "p_grade_0": "p(grade 0)",
+        "p_grade_1": "p(grade 1)",
+        "p_grade_2": "p(grade 2)",
+        "rounded_expected": "expected_grade rounded half up to a grade",
+        "failed": "pointwise call gave no valid grade",
+        "failure_kind": "why it failed, else null",
+        "model": "judge model identity",
     },
     "labels": {
         "entry_id": "entry of the candidate",
@@ -66,10 +111,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "rounded_expected": "expected_grade rounded half up to a grade",
         "failed": "pointwise call gave no valid grade",
         "failure_kind": "why it failed (invalid_json, schema_violation, truncated), else null",
-        "listwise_grade": "listwise judge's grade (pool in generator order), null on failure",
-        "listwise_shuffled_grade": "listwise judge's grade with the pool shown in a seeded random order",
-        "label": "the label notebook 04 uses (label_source says which column it comes from)",
-        "label_source": "column chosen by measured agreement with human qrels (notebook 03)",
+        "label": "the gain notebook 04 uses: the column chapter 03's label_rule names, declared before the labels",
+        "label_source": "that column (lib.chapters.ch03.READINGS)",
         "model": "judge model identity",
         "generator_model": "identity of the model that generated the candidates (the same model judging its own "
                            "output is a threat to validity)",

@@ -24,7 +24,7 @@ entries, many ties, values at the ceiling, differences that take a handful of di
   correction is applied over that family (statsmodels).
 * Power is reported as the minimum detectable effect at the current n and the family's most stringent Holm
   level α/m (:func:`lib.analysis.stats.minimum_detectable_effect`), never as post-hoc power from the observed
-  effect.
+  effect; none where the smallest attainable p is not below that level (no effect of any size is detectable).
 
 The CIs describe the sampling of entries (or personas) only: they take the labels as fixed and ignore the
 judge's label noise, which chapter 04 probes separately (:mod:`lib.analysis.sensitivity`).
@@ -39,6 +39,7 @@ import pandas as pd
 
 from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, rankers_in, value_range
 from lib.analysis.stats import (
+    MIN_CI_UNITS,
     min_attainable_p,
     minimum_detectable_effect,
     sign_flip_test,
@@ -65,15 +66,20 @@ def paired_comparison(system: Sequence[float], baseline: Sequence[float], cluste
     within ``TIE_TOLERANCE`` of 0 are ties), mean_diff, sd_diff, ci_low / ci_high / ci_over (percentile bootstrap
     over entries, the independent unit), ci_low_persona / ci_high_persona / ci_over_persona (cluster bootstrap
     over personas; both by :func:`~lib.analysis.stats.unit_bootstrap`, so neither exists over fewer than
-    ``MIN_CI_UNITS`` entries or personas), p_permutation and
-    permutation_exact (exact sign-flip test of the mean), p_sign (exact sign test of wins vs losses) and min_p
-    (the smallest p the sign-flip test could give with this many non-tied differences)."""
+    ``MIN_CI_UNITS`` entries or personas, nor when fewer than ``MIN_CI_UNITS`` differences are non-zero),
+    p_permutation and permutation_exact (exact sign-flip test of the mean), p_sign (exact sign test of wins vs
+    losses) and min_p (the smallest p the sign-flip test could give with this many non-tied differences)."""
     diff = np.asarray(system, dtype=float) - np.asarray(baseline, dtype=float)
     diff = np.where(np.abs(diff) <= TIE_TOLERANCE, 0.0, diff)
     wins, losses, ties = win_loss_tie(diff)
     n = len(diff)
-    by_entry = unit_bootstrap(np.mean, [diff], np.arange(n), "entries", seed, n_resamples)
-    by_persona = unit_bootstrap(np.mean, [diff], list(clusters), "personas", seed, n_resamples)
+    # A percentile interval over entries most of whose differences are 0 is made of the few nonzero ones and
+    # zeros (one nonzero difference gives e.g. [-0.022, 0.000]), so none is given under MIN_CI_UNITS non-tied.
+    too_few = wins + losses < MIN_CI_UNITS
+    by_entry = unit_bootstrap(np.mean, [diff], np.arange(n), "entries", seed, n_resamples,
+                              min_units=n + 1 if too_few else MIN_CI_UNITS)
+    by_persona = unit_bootstrap(np.mean, [diff], list(clusters), "personas", seed, n_resamples,
+                                min_units=len(set(clusters)) + 1 if too_few else MIN_CI_UNITS)
     p_permutation, exact = sign_flip_test(diff, seed, n_resamples)
     return {"n_informative": n, "n_personas": len(set(clusters)), "wins": wins, "losses": losses, "ties": ties,
             "mean_diff": float(diff.mean()) if n else float("nan"),
@@ -246,8 +252,10 @@ def compare_to_baselines(values: pd.DataFrame, labels: pd.DataFrame, personas: M
     result["significant"] = result.p_holm < alpha
     result["power"] = power
     # sd_diff is already scaled; the test's n (and the t quantiles' df) is the informative entries'
-    result["mde"] = [minimum_detectable_effect(sd, n, alpha / m, power)
-                     for sd, n, m in zip(result.sd_diff, result.n_informative, result.family_size, strict=True)]
+    # where no outcome can reach the family's level (min_p), no effect of any size is detectable: no MDE
+    result["mde"] = [minimum_detectable_effect(sd, n, alpha / m, power) if min_p < alpha / m else float("nan")
+                     for sd, n, m, min_p in zip(result.sd_diff, result.n_informative, result.family_size,
+                                                result.min_p, strict=True)]
     order = result.primary.map({True: 0, False: 1})
     return result.assign(_order=order).sort_values("_order", kind="stable")[list(COMPARISON_COLUMNS)].reset_index(
         drop=True)

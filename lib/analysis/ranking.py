@@ -1,13 +1,16 @@
 """Ranking measures of the study, computed by ir_measures (pytrec_eval provider): one small object per measure,
 registered by name in ``MEASURES``. tests/test_ranking.py cross-checks them with an independent implementation.
 
-Definitions (rank i = 1 is shown first; g_i the grade (0/1/2, ``lib.design.GRADES``) of the candidate at rank i):
+Definitions (rank i = 1 is shown first; g_i the gain of the candidate at rank i: the labels table's ``label``, a grade
+0/1/2 (``lib.design.GRADES``) or a graded gain such as the expected grade E[g] in [0, 2]):
 * Hit@k (g ≥ t) = 1 if some candidate in the top k has g ≥ t, else 0  — ir_measures ``Success(rel=t)@k``.
   Two relevance definitions are reported: t = 1 (okay or better) and t = 2 (highly relevant only).
 * NDCG@k = DCG@k / IDCG@k with DCG@k = Σ_{i≤k} g_i / log2(i + 1) (Järvelin & Kekäläinen 2002), linear gains
   — ir_measures ``nDCG@k`` (trec_eval's definition). Linear rather than exponential (2^g − 1) gains because
   the labels come from a weak judge whose 2-vs-1 distinction is the least reliable part of its output;
   exponential gains would triple the weight of exactly that distinction.
+ir_measures (pytrec_eval) takes integer relevance, so gains are passed in millionths (``GAIN_SCALE``; NDCG does not
+change when every gain is multiplied by one number, and Hit's thresholds are scaled alike).
 An entry whose pool has no candidate meeting a measure's relevance threshold has IDCG = 0 (or cannot be hit by
 any ranker): it is excluded from that measure, and the count is reported — never scored 0.
 An entry is *informative* for a measure when the order of its pool can change the value: its labels' best order
@@ -37,6 +40,7 @@ from ir_measures import Qrel, ScoredDoc
 from lib.design import GRADES
 from lib.rankers import RANKER_ORDER
 
+GAIN_SCALE = 1_000_000  # gains reach ir_measures as round(g × GAIN_SCALE)
 RANDOM_EXPECTED = "random (expected)"  # the ranker name of the analytical random-order rows
 
 
@@ -57,7 +61,7 @@ class RankingMeasure(Protocol):
     def ir_measure(self) -> Any:
         """The ir_measures measure that computes it."""
 
-    def random_expectation(self, gains: Sequence[int]) -> float:
+    def random_expectation(self, gains: Sequence[float]) -> float:
         """Expected value for a uniformly random order of a pool with these gains."""
 
 
@@ -75,9 +79,9 @@ class Hit:
 
     @property
     def ir_measure(self) -> Any:
-        return ir_measures.Success(rel=self.min_grade, judged_only=True) @ self.cutoff
+        return ir_measures.Success(rel=self.min_grade * GAIN_SCALE, judged_only=True) @ self.cutoff
 
-    def random_expectation(self, gains: Sequence[int]) -> float:
+    def random_expectation(self, gains: Sequence[float]) -> float:
         """1 − C(n − r, k) / C(n, k) with r = #{g ≥ t}: one minus the chance that the top k hold none of the r."""
         n, k = len(gains), self.cutoff
         r = sum(g >= self.min_grade for g in gains)
@@ -86,7 +90,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class NDCG:
-    """NDCG@k with linear gains — ir_measures ``nDCG(judged_only=True)@k``; scoreable when some g ≥ 1."""
+    """NDCG@k with linear gains — ir_measures ``nDCG(judged_only=True)@k``; scoreable when some g ≥ 1 (a pool the
+    judge finds wholly irrelevant has nothing worth ranking)."""
 
     cutoff: int
     min_grade: int = 1
@@ -99,7 +104,7 @@ class NDCG:
     def ir_measure(self) -> Any:
         return ir_measures.nDCG(judged_only=True) @ self.cutoff
 
-    def random_expectation(self, gains: Sequence[int]) -> float:
+    def random_expectation(self, gains: Sequence[float]) -> float:
         """Each rank's expected gain is the pool mean ḡ, so E[DCG@k] = ḡ · Σ_{i ≤ min(k, n)} 1/log2(i + 1),
         divided by the (fixed) IDCG@k; NaN when IDCG = 0."""
         n, k = len(gains), self.cutoff
@@ -125,6 +130,10 @@ for _measure in (Hit(1, 1), Hit(3, 1), Hit(1, 2), Hit(3, 2), NDCG(3), NDCG(5)):
 HEADLINE_MEASURE = "NDCG@3"  # the measure of the sensitivity checks and the headline figures
 
 
+def _qrels(labelled: pd.DataFrame) -> list[Qrel]:
+    return [Qrel(r.entry_id, r.candidate_id, round(float(r.label) * GAIN_SCALE)) for r in labelled.itertuples()]
+
+
 def scoreable_entries(labels: pd.DataFrame, measure: RankingMeasure) -> set[str]:
     """Entries with at least one labelled candidate of grade ≥ the measure's threshold."""
     return set(labels.loc[labels.label >= measure.min_grade, "entry_id"])
@@ -137,7 +146,7 @@ def per_entry(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     (nullable int; null = unjudged). Returns columns ranker, run, entry_id, measure, value.
     """
     labelled = labels.dropna(subset=["label"])
-    qrels = [Qrel(r.entry_id, r.candidate_id, int(r.label)) for r in labelled.itertuples()]
+    qrels = _qrels(labelled)
     by_ir_measure = {str(m.ir_measure): name for name, m in MEASURES.items()}
     frames = []
     for (ranker, run), group in rankings.groupby(["ranker", "run"], sort=False):
@@ -165,7 +174,7 @@ def value_range(labels: pd.DataFrame) -> pd.DataFrame:
     (ascending) over its labelled candidates, and ``informative`` = they differ (by more than 1e−12).
     Columns measure, entry_id, best, worst, informative; computed with the measures' own ir_measures objects."""
     labelled = labels.dropna(subset=["label"])
-    qrels = [Qrel(r.entry_id, r.candidate_id, int(r.label)) for r in labelled.itertuples()]
+    qrels = _qrels(labelled)
     by_ir_measure = {str(m.ir_measure): name for name, m in MEASURES.items()}
     measures = [m.ir_measure for m in MEASURES.values()]
     ends = {}
@@ -212,7 +221,7 @@ def coverage(rankings: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:
     """Per measure: the mean over scoreable entries of its random-order expectation (ranker ``RANDOM_EXPECTED``)."""
     labelled = labels.dropna(subset=["label"])
-    gains = labelled.groupby("entry_id").label.apply(lambda s: [int(g) for g in s])
+    gains = labelled.groupby("entry_id").label.apply(lambda s: [float(g) for g in s])
     rows = []
     for name, measure in MEASURES.items():
         scored = sorted(scoreable_entries(labelled, measure))

@@ -3,134 +3,177 @@ headline. The notebook calls these; each function that needs no LLM is tested on
 (``tests/test_ch03.py``)."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
-from lib.analysis import validity
-from lib.analysis.stats import interval_text
+from lib import known_answers
+from lib.analysis.stats import interval_text, krippendorff_alpha, unit_bootstrap
 from lib.chapters.headline import Tables, headline
-from lib.judges import geval, relevance
+from lib.judges import geval
 from lib.judges.examples import EXAMPLE_RECORDS, EXAMPLE_RESPONSES
 from lib.judges.guardrails import financial_safety
 from lib.judges.items import JudgeItem
 from lib.judges.outcomes import intervention_success, stake_effectiveness
 from lib.llm.gateway import Gateway
 
-NUDGE_RUBRICS = ("ToneEmpathy", "CulturalSensitivity")  # the G-Eval rubrics the nudges are scored on
-# who wrote the evaluation steps compared on SummEval coherence
-STEP_AUTHORS: tuple[geval.StepsAuthor, ...] = ("model", "study")
+# The pointwise call's readings a label rule may name (columns of lib.judges.relevance.judgments_frame).
+READINGS = {"expected_grade": "E[g] = Σ p(g)·g", "grade": "argmax grade", "rounded_expected": "rounded E[g]"}
+TONE_RUBRIC = "ToneEmpathy"  # the G-Eval rubric the tone distractors test
 
 
-def noveleval_sample(novel: pd.DataFrame, queries: int, seed: int, passage_chars: int
-                     ) -> tuple[pd.DataFrame, list[str]]:
-    """(the passages of a seeded sample of NovelEval queries with ``passage_shown`` cut at a word boundary, the
-    sampled query ids)."""
-    chosen = validity.sample_ids(novel.qid, queries, seed, key=int)
-    novel = novel[novel.qid.isin(chosen)].reset_index(drop=True)
-    novel["passage_shown"] = [relevance.truncate(t, passage_chars) for t in novel.passage]
-    return novel, chosen
+def judged_items(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
+    """What the judge sees, one row per item: each entry's real candidates (kind "real", item_id = candidate_id)
+    and then its distractors (item_id = distractor_id), entries in the candidates' order, so the calls of one
+    entry follow each other and share its prompt prefix. Columns entry_id, item_id, kind, nudge_text."""
+    real = candidates.assign(kind="real", item_id=candidates.candidate_id)
+    fake = distractors.assign(item_id=distractors.distractor_id)
+    columns = ["entry_id", "item_id", "kind", "nudge_text"]
+    order = {entry_id: i for i, entry_id in enumerate(dict.fromkeys(candidates.entry_id))}
+    both = pd.concat([real[columns], fake[fake.entry_id.isin(order)][columns]], ignore_index=True)
+    both["_entry"] = both.entry_id.map(order)
+    return both.sort_values("_entry", kind="stable").drop(columns="_entry").reset_index(drop=True)
 
 
-def sample_text(novel: pd.DataFrame, queries: Sequence[str], passage_chars: int) -> str:
-    """How many passages, their human grades, and how many the cut shortened."""
-    return (f"queries {list(queries)}: {len(novel)} passages; human grades "
-            f"{novel.human_grade.value_counts().sort_index().to_dict()}; "
-            f"{int((novel.passage_shown != novel.passage).sum())} passages cut at {passage_chars} characters")
+def reading_table(judged: pd.DataFrame) -> pd.DataFrame:
+    """Per reading of the pointwise call, on the real candidates: distinct values, the share of candidates with
+    the most common value, and the pools (entries with at least two judged candidates) in which every candidate
+    gets the same value, where no ranker can score differently."""
+    real = judged[judged.kind == "real"]
+    rows = {}
+    for reading in READINGS:
+        values = real[reading].dropna()
+        pools = real.dropna(subset=[reading]).groupby("entry_id")[reading]
+        sizable = pools.size() >= 2
+        constant = (pools.nunique() == 1) & sizable
+        rows[reading] = {"distinct values": values.nunique(),
+                         "modal value share": float(values.value_counts(normalize=True).iloc[0]) if len(values)
+                         else float("nan"),
+                         "pools": int(sizable.sum()), "constant pools": int(constant.sum())}
+    return pd.DataFrame(rows).T.rename_axis("reading (real candidates)")
 
 
-def passage_items(novel: pd.DataFrame, column: str = "passage_shown") -> list[JudgeItem]:
-    """One judge item per passage: the query as source, the passage (``column``) as output."""
-    return [JudgeItem(source=q, output=p) for q, p in zip(novel["query"], novel[column], strict=True)]
+def reading_discrimination(judged: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
+    """:func:`lib.known_answers.discrimination` of each reading in :data:`READINGS`: how often it puts a real
+    candidate above each kind of distractor, with intervals over entries (schema
+    ``lib.tables.SCHEMAS['judge_discrimination']``)."""
+    table = pd.concat([known_answers.discrimination(judged, reading, seed, n_resamples).assign(reading=reading)
+                       for reading in READINGS], ignore_index=True)
+    return table[["reading", *[c for c in table.columns if c != "reading"]]]
 
 
-def confusions(novel: pd.DataFrame, chosen: str) -> dict[str, pd.DataFrame]:
-    """Human × judge grade tables, one per label definition, titled (the chosen one marked)."""
-    return {f"Human × judge grades, **{name}**{' (chosen)' if name == chosen else ''}:":
-            validity.confusion(novel, "human_grade", column) for name, column in validity.LABEL_DEFINITIONS.items()}
+def sees(discrimination: pd.DataFrame) -> pd.Series:
+    """Per row of a discrimination table: the interval lies above 0.5 (the reading puts real candidates above
+    that kind of distractor more often than a coin would), False where there is no interval."""
+    return discrimination.ci_low.gt(0.5).fillna(False).astype(bool)
 
 
-def leniency_text(novel: pd.DataFrame, label_column: str, exact_agreement: float) -> str:
-    """What the chosen label gives the passages humans graded 0, beside a judge that always answers 0."""
-    irrelevant = novel[novel.human_grade == 0]
-    return (f"Leniency: of the {len(irrelevant)} passages humans graded 0, the chosen label gives 0 to "
-            f"{int((irrelevant[label_column] == 0).sum())} and 1 or 2 to {int((irrelevant[label_column] > 0).sum())}; "
-            f"a judge that always answered 0 would agree exactly on {(novel.human_grade == 0).mean():.0%} of all "
-            f"passages, this one on {exact_agreement:.0%}.")
+def label_rule_text(rule: str, discrimination: pd.DataFrame, readings: pd.DataFrame) -> str:
+    """The declared label rule and what the known-answer check says of it: which kinds of distractor the gain
+    sees, and whether it is a label that can rank (it must see one kind and leave some pool non-constant)."""
+    seen = sees(discrimination[discrimination.reading == rule].set_index("kind"))
+    kinds = ", ".join(seen.index[seen]) or "none"
+    can_rank = bool(seen.any()) and readings.at[rule, "constant pools"] < readings.at[rule, "pools"]
+    others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "
+                       f"value, {int(readings.at[r, 'constant pools'])} of {int(readings.at[r, 'pools'])} pools "
+                       "constant" for r in READINGS if r != rule)
+    return (f"The gain chapter 04 uses is **{READINGS[rule]}** (`label_rule = {rule}`, declared before these labels). "
+            f"Kinds of distractor whose interval lies above 0.5 under it: {kinds}. "
+            + ("It can rank: " if can_rank else "**It cannot rank these pools**: ")
+            + f"{int(readings.at[rule, 'constant pools'])} of {int(readings.at[rule, 'pools'])} pools are constant "
+              f"under it. The other readings of the same calls: {others}.")
 
 
-def cut_check(gateway: Gateway, novel: pd.DataFrame, label_column: str, sample: int, seed: int) -> pd.DataFrame:
-    """A seeded sample of the passages the cut shortened, judged again in full: human grade, the label on the cut
-    passage and on the full one (``label_full``), indexed by passage row."""
-    cut = novel[novel.passage_shown != novel.passage]
-    rows = validity.sample_ids(cut.index, min(sample, len(cut)), seed)
-    full = relevance.judge_pointwise(gateway, passage_items(novel.loc[rows], "passage"),
-                                     call_label="noveleval-pointwise-full", prompts=relevance.PASSAGE_PROMPTS)
-    judged = relevance.judgments_frame(full).set_index(pd.Index(rows))
-    return novel.loc[rows, ["human_grade", label_column]].join(judged[label_column].rename("label_full"))
+def layout_repeat(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:
+    """Each reading of the first call beside the same reading under the alternate layout (``repeat``: candidate_id
+    and the reading columns), over the candidates both judged: how many changed value, and the mean absolute and
+    the sd of the change; Krippendorff's α (interval) of the two for E[g]."""
+    pairs = repeat.merge(labels, on="candidate_id", suffixes=("_repeat", "_first"), validate="one_to_one")
+    rows = {}
+    for reading in READINGS:
+        both = pairs[[f"{reading}_first", f"{reading}_repeat"]].dropna().astype(float)
+        change = both[f"{reading}_repeat"] - both[f"{reading}_first"]
+        rows[reading] = {"candidates": len(both), "changed": int((change != 0).sum()),
+                         "mean |change|": float(change.abs().mean()), "sd of change": float(change.std(ddof=1)),
+                         "α (interval)": krippendorff_alpha([both[f"{reading}_first"].tolist(),
+                                                             both[f"{reading}_repeat"].tolist()], level="interval")}
+    return pd.DataFrame(rows).T.rename_axis("reading, first layout vs alternate")
 
 
-def position_texts(reshuffled: Mapping[str, float], position: pd.DataFrame) -> list[str]:
-    """The listwise position effect in words: where the shuffle changed the order, how often the grades agree;
-    per order, how often the first nudge shown got grade 2 against the share of all nudges."""
-    lines = [f"position bias where the order changed: {reshuffled['pools_reordered']} of {reshuffled['pools']} pools "
-             f"were shown in a new order ({reshuffled['pools'] - reshuffled['pools_reordered']} shuffles were the "
-             f"identity and sent the same prompt again); on their {reshuffled['n']} nudges the listwise grades agree "
-             f"exactly on {reshuffled['exact_agreement']:.1%} (κ {reshuffled['kappa']:.3f}); "
-             f"{reshuffled['same_first_item']} pools show the same nudge first in both orders"]
-    lines += [f"listwise, {order}: the first nudge shown got grade 2 in {int(row.first_shown_top)} of {int(row.pools)} "
-              f"pools ({row.first_shown_top_share:.0%}), while {row.all_items_top_share:.0%} of all nudges got grade 2"
-              for order, row in position.iterrows()]
-    return lines
+def first_candidate_effect(labels: pd.DataFrame, candidates: pd.DataFrame, seed: int, n_resamples: int
+                           ) -> tuple[pd.Series, str]:
+    """Does the label favour what the generator wrote first? Per pool of at least two labelled candidates: whether
+    its first candidate (lowest position) has the pool's highest label, beside what a label blind to position gives
+    (1/size of each pool, summed); and the mean over pools of label(first) − mean label of the others, with an
+    interval over entries. Returns the figures and a sentence."""
+    frame = labels.dropna(subset=["label"]).merge(candidates[["candidate_id", "position"]], on="candidate_id")
+    rows = []
+    for entry_id, pool in frame.groupby("entry_id", sort=False):
+        if len(pool) < 2:
+            continue
+        first = pool.loc[pool.position.idxmin()]
+        others = pool.drop(index=first.name)
+        rows.append({"entry_id": entry_id, "first_top": bool(first.label >= pool.label.max()),
+                     "tied_top": int((pool.label == pool.label.max()).sum()), "size": len(pool),
+                     "difference": float(first.label - others.label.mean())})
+    pools = pd.DataFrame(rows)
+    interval = unit_bootstrap(np.mean, [pools.difference.to_numpy()], pools.entry_id.tolist(), "entries", seed,
+                              n_resamples)
+    figures = pd.Series({"pools": len(pools), "first has the top label": int(pools.first_top.sum()),
+                         "expected if blind to position": float((pools.tied_top / pools["size"]).sum()),
+                         "label(first) − mean of the others": interval.value,
+                         "ci_low": interval.low, "ci_high": interval.high})
+    text = (f"The first candidate the generator wrote has its pool's top label in "
+            f"{int(figures['first has the top label'])} of {len(pools)} pools (a label blind to position: "
+            f"{figures['expected if blind to position']:.1f} expected); its label minus the mean of the others' is {interval.text(3, signed=True)}.")
+    return figures, text
 
 
-def coherence_by_author(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int
-                        ) -> dict[str, list[geval.GEvalResult]]:
-    """G-Eval coherence of the summaries with the model's and with the study's evaluation steps."""
-    return {author: geval.geval(geval.COHERENCE, gateway, geval.evaluation_steps(geval.COHERENCE, author), items,
-                                n_samples=n_samples)
-            for author in STEP_AUTHORS}
+def tone_items(entries: pd.DataFrame, candidates: pd.DataFrame, distractors: pd.DataFrame
+               ) -> tuple[list[str], list[JudgeItem]]:
+    """The G-Eval items of the tone check: each entry's tone distractor and, before it, the real candidate it
+    was made from (same entry and persona, the same advice without the dismissive opener). Returns the item ids
+    and the items."""
+    tone = distractors[distractors.kind == "tone"]
+    source = candidates.set_index("candidate_id").loc[tone.source_candidate_id]
+    by_entry = entries.set_index("entry_id")
+    ids, items = [], []
+    for row, original in zip(tone.itertuples(), source.itertuples(), strict=True):
+        entry = by_entry.loc[row.entry_id]
+        for item_id, text in ((original.Index, original.nudge_text), (row.distractor_id, row.nudge_text)):
+            ids.append(item_id)
+            items.append(JudgeItem(source=entry.text, output=text))
+    return ids, items
 
 
-def coherence_scores(summeval: pd.DataFrame, coherence: Mapping[str, Sequence[geval.GEvalResult]]
-                     ) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """(``summeval`` with a weighted and an argmax column per steps author, those columns, one line per author on
-    failures and how the scores were read)."""
-    summeval = summeval.copy()
-    lines = []
-    for author, results in coherence.items():
-        summeval[f"{author} steps, weighted"] = [r.score for r in results]
-        summeval[f"{author} steps, argmax"] = [r.argmax for r in results]
-        lines.append(f"{author} steps: {len(results)} summaries of {summeval.doc_id.nunique()} documents; failures: "
-                     f"{sum(not r.ok for r in results)}; scored by: "
-                     f"{pd.Series([r.scored_by for r in results]).value_counts().to_dict()}")
-    return summeval, [c for c in summeval.columns if " steps, " in c], lines
+def tone_check(scores: pd.DataFrame, distractors: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.Series, str]:
+    """The tone check on G-Eval's scores (a ``geval_scores`` table of the :func:`tone_items`): per entry, the
+    source candidate's score minus its tone distractor's, with an interval over entries, and in how many
+    entries the distractor scores lower, equal, higher."""
+    score = scores.set_index("candidate_id").score
+    tone = distractors[distractors.kind == "tone"]
+    pairs = pd.DataFrame({"entry_id": tone.entry_id.to_numpy(),
+                          "difference": score.reindex(tone.source_candidate_id).to_numpy()
+                          - score.reindex(tone.distractor_id).to_numpy()}).dropna()
+    interval = unit_bootstrap(np.mean, [pairs.difference.to_numpy()], pairs.entry_id.tolist(), "entries", seed,
+                              n_resamples)
+    figures = pd.Series({"entries": len(pairs), "distractor lower": int((pairs.difference > 0).sum()),
+                         "equal": int((pairs.difference == 0).sum()),
+                         "distractor higher": int((pairs.difference < 0).sum()),
+                         "source − distractor": interval.value, "ci_low": interval.low, "ci_high": interval.high})
+    text = (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: {interval.text(2, signed=True)}; "
+            f"the rewrite scores lower in "
+            f"{figures['distractor lower']} of {len(pairs)} entries, equal in {figures['equal']}, higher in "
+            f"{figures['distractor higher']}.")
+    return figures, text
 
 
-def per_document_rho(summeval: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """Spearman ρ of each score column with the experts' coherence within each document."""
-    scored = summeval.dropna(subset=list(columns))
-    return pd.DataFrame({c: {doc: validity.per_group_correlation(g, "doc_id", "coherence", c)[0]
-                             for doc, g in scored.groupby("doc_id")}
-                         for c in columns}).rename_axis("document")
-
-
-def steps_text(correlations: pd.DataFrame, per_document: pd.DataFrame, documents: int) -> str:
-    """Whose evaluation steps agree better with the experts, read against the spread between documents."""
-    model_rho = correlations.loc["model steps, weighted", "spearman"]
-    study_rho = correlations.loc["study steps, weighted", "spearman"]
-    return (f"Probability-weighted scores: model steps ρ = {model_rho:.3f}, study steps ρ = {study_rho:.3f} "
-            f"({'the model' if model_rho > study_rho else 'the study'}'s steps ahead by "
-            f"{abs(model_rho - study_rho):.3f} over {documents} documents, while the per-document ρ of either spans "
-            f"{per_document.min().min():.2f} to {per_document.max().max():.2f}): this check does not show that the "
-            f"study's steps agree better with the experts.")
-
-
-def nudge_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> dict[str, list[geval.GEvalResult]]:
-    """G-Eval with the study's evaluation steps on every judged nudge, per nudge rubric."""
-    return {name: geval.geval(geval.RUBRICS[name], gateway, geval.evaluation_steps(geval.RUBRICS[name], "study"),
-                              items, n_samples=n_samples)
-            for name in NUDGE_RUBRICS}
+def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> dict[str, list[geval.GEvalResult]]:
+    """G-Eval ToneEmpathy, with the study's evaluation steps, on the tone check's items."""
+    rubric = geval.RUBRICS[TONE_RUBRIC]
+    return {TONE_RUBRIC: geval.geval(rubric, gateway, geval.evaluation_steps(rubric, "study"), items,
+                                     n_samples=n_samples)}
 
 
 def guardrail_examples(responses: Sequence[tuple[str, str]] = EXAMPLE_RESPONSES) -> pd.DataFrame:
@@ -152,18 +195,13 @@ def outcome_examples() -> tuple[pd.DataFrame, pd.DataFrame]:
     return success, pd.DataFrame(stake_effectiveness(EXAMPLE_RECORDS)).T.rename_axis("stake type")
 
 
-@headline("03_judge_labeling", "judge_validity")
-def chosen_label(tables: Tables) -> str:
-    """The label definition chosen for chapter 04 and its agreement with human grades, beside the others."""
-    validity = tables["judge_validity"]
-    chosen = validity[validity["chosen"]]
-    if len(chosen) != 1:
-        raise ValueError(f"judge_validity: {len(chosen)} rows marked chosen, expected 1")
-    row = chosen.iloc[0]
-    others = ", ".join(f"{r['weighted_kappa']:.2f} ({r['label_definition']})"
-                       for _, r in validity[~validity["chosen"]].iterrows())
-    return (f"The label used downstream is the {row['label_definition']} grade: quadratic-weighted κ = "
-            f"{row['weighted_kappa']:.2f} "
-            f"({interval_text(row['weighted_kappa_ci_low'], row['weighted_kappa_ci_high'])}) "
-            f"with human grades on {int(row['n'])} passages ({row['dataset']})"
-            + (f", against {others}." if others else "."))
+@headline("03_judge_labeling", "labels", "judge_discrimination")
+def known_answer_headline(tables: Tables) -> str:
+    """The gain chapter 04 uses and how often it puts a real candidate above each kind of distractor."""
+    source = tables["labels"].label_source.iloc[0]
+    table = tables["judge_discrimination"]
+    table = table[table.reading == source]
+    kinds = "; ".join(f"{row.kind.replace('_', ' ')} {row.auc:.2f} ({interval_text(row.ci_low, row.ci_high)}, "
+                      f"{row.ci_over})" for row in table.itertuples())
+    return (f"The judge's gain ({READINGS.get(source, source)}) puts a real candidate above a distractor of known "
+            f"lower quality with probability: {kinds}; 0.5 is a coin.")

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from lib import known_answers
+from lib.analysis import power
+from lib.analysis.ranking import value_range
 from lib.analysis.stats import MIN_CI_UNITS, interval_text
 from lib.chapters.headline import Tables, headline
 from lib.llm.server import describe_model
@@ -24,13 +27,15 @@ def _p(p: float) -> str:
 
 
 def _intervals(row: Mapping) -> str:
-    """A comparison's two 95% CIs with what each resampled: "95% CI -0.022 to +0.000 resampling 20 entries, none
-    resampling 3 personas"; "no 95% CI (4 entries, 3 personas: fewer than 10 units)" when neither exists."""
+    """A comparison's two 95% CIs with what each resampled: "95% CI -0.022 to +0.004 resampling 40 entries, none
+    resampling 5 personas"; "no 95% CI (3 non-tied of 20 entries; 5 personas)" when neither exists."""
     parts = [(interval_text(row[low], row[high], digits=3, signed=True, prefix="", undefined=""), row[over])
              for low, high, over in (("ci_low", "ci_high", "ci_over"),
                                      ("ci_low_persona", "ci_high_persona", "ci_over_persona"))]
     if not any(interval for interval, _ in parts):
-        return f"no 95% CI ({', '.join(over for _, over in parts)}: fewer than {MIN_CI_UNITS} units)"
+        non_tied = int(row["wins"] + row["losses"])
+        return (f"no 95% CI: {non_tied} non-tied of {row['ci_over']}, {row['ci_over_persona']}; an interval needs "
+                f"{MIN_CI_UNITS} units with {MIN_CI_UNITS} non-tied differences")
     return "95% CI " + ", ".join(f"{interval or 'none'} resampling {over}" for interval, over in parts)
 
 
@@ -42,6 +47,75 @@ def constant_label_pools(labels: pd.DataFrame) -> tuple[int, int]:
     """(pools whose labelled candidates all carry the same label, pools with a label)."""
     per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.nunique()
     return int((per_pool == 1).sum()), len(per_pool)
+
+
+def primary_plan(comparisons: pd.DataFrame, difference: float, pilot_sd: float, pilot_entries: int, alpha: float,
+                 power_: float) -> power.Plan:
+    """The primary comparison's plan, declared before the run: entries for a paired t-test to detect
+    ``difference`` at the pilot's sd of per-entry differences, beside the entries this run compares."""
+    primary = comparisons[comparisons.primary.astype(bool)]
+    row = primary.iloc[0] if len(primary) else None
+    basis = (f"paired t-test at α = {alpha:g} and power {power_:.0%} for a difference of {difference:g} at the sd "
+             f"{pilot_sd:g} of the per-entry differences in a pilot of {pilot_entries} entries; the exact sign-flip "
+             f"test needs at least {power.min_nonzero_units(alpha)} non-tied entries to reach p < {alpha:g} at all")
+    question = (f"Does {row['system']} rank differently from {row['baseline']} on {row['measure']}, by "
+                f"{difference:g} or more?" if row is not None else "The primary comparison")
+    return power.Plan(question, "entry", int(row["n_entries"]) if row is not None else 0,
+                      power.units_for_t_test(difference, pilot_sd, alpha, power_), basis)
+
+
+def detectable_text(comparisons: pd.DataFrame, labels: pd.DataFrame) -> str:
+    """Which difference this run can detect on the primary comparison (its MDE, or that none is detectable), beside
+    the range the pools themselves allow on its measure (best minus worst order, mean over the scored entries)."""
+    primary = comparisons[comparisons.primary.astype(bool)]
+    if not len(primary):
+        return "The primary comparison was not tested, so no difference is detectable."
+    row = primary.iloc[0]
+    ranges = value_range(labels)
+    ranges = ranges[ranges.measure == row["measure"]]
+    span = (ranges.best - ranges.worst).mean()
+    room = (f"; the pools themselves allow {span:.3f} on average between their best and worst order "
+            f"({len(ranges)} entries)")
+    if row["min_p"] >= row["alpha"]:
+        return (f"With {int(row['wins'] + row['losses'])} non-tied entries the smallest attainable p is "
+                f"{_p(row['min_p'])}: no outcome could reach α = {row['alpha']:g}, so no difference is detectable"
+                f"{room}.")
+    return (f"This run can decide the primary comparison: with {int(row['wins'] + row['losses'])} non-tied entries "
+            f"the smallest attainable p is {_p(row['min_p'])} (< α = {row['alpha']:g}), and at the sd of its "
+            f"per-entry differences it detects a difference of {row['mde']:.4f} on {row['measure']} with "
+            f"{row['power']:.0%} power{room}.")
+
+
+def discrimination_table(judge: pd.DataFrame, rankers: pd.DataFrame, reading: str) -> pd.DataFrame:
+    """The judge's gain (``judge``: chapter 03's judge_discrimination rows, ``reading``'s) and every ranker
+    (``rankers``: :func:`lib.known_answers.ranker_discrimination`) on the known answers: per (who, kind) the AUC of
+    real over distractor with its interval over entries, and the reason a ranker's check holds by construction."""
+    judged = judge[judge.reading == reading].drop(columns="reading").assign(who=f"judge ({reading})")
+    both = pd.concat([judged, rankers.rename(columns={"ranker": "who"})], ignore_index=True)
+    both["by construction"] = [known_answers.BY_CONSTRUCTION.get((who, kind), "")
+                               for who, kind in zip(both.who, both.kind, strict=True)]
+    return both.set_index(["who", "kind"])[["entries", "auc", "ci_low", "ci_high", "ci_over", "by construction"]]
+
+
+def known_answer_text(table: pd.DataFrame, reading: str) -> str:
+    """Markdown: which kinds of distractor the judge's gain sees (interval above 0.5), which it does not, and, per
+    kind, the rankers that see it without holding by construction."""
+    judge = table.loc[f"judge ({reading})"]
+    seen = judge.ci_low > 0.5
+    lines = ["- **The judge** sees: " + (", ".join(f"{k.replace('_', ' ')} ({judge.at[k, 'auc']:.2f}, "
+                                                   f"{interval_text(judge.at[k, 'ci_low'], judge.at[k, 'ci_high'])})"
+                                                   for k in judge.index[seen]) or "no kind")
+             + "; does not see: " + (", ".join(f"{k.replace('_', ' ')} ({judge.at[k, 'auc']:.2f}, "
+                                               f"{interval_text(judge.at[k, 'ci_low'], judge.at[k, 'ci_high'])})"
+                                               for k in judge.index[~seen]) or "none")
+             + f" ({judge.ci_over.iloc[0]}). A difference of a kind it does not see cannot show in its labels."]
+    rankers = table.drop(index=f"judge ({reading})", level="who")
+    for kind in judge.index:
+        part = rankers.xs(kind, level="kind")
+        honest = part[(part["by construction"] == "") & (part.ci_low > 0.5)]
+        lines.append(f"- **{kind.replace('_', ' ')}**: rankers above 0.5 not by construction: "
+                     + (", ".join(f"{who} {r.auc:.2f}" for who, r in honest.iterrows()) or "none") + ".")
+    return "\n".join(lines)
 
 
 def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
@@ -165,36 +239,34 @@ def comparison_paragraph(comparisons: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def perturbation_text(flip: Mapping, grades: tuple[int, ...], repeats: int, same_order: float,
-                      keeps: pd.Series, system: str, measure: str) -> str:
-    """Markdown report of the perturbation check: the flip rate (the chosen label's measured repeat disagreement)
-    and where it comes from, the grades flipped among, and how often the order and each sign held."""
-    if not np.isfinite(flip["rate"]):
-        return (f"No perturbation check: the repeat table has no `{flip['column']}` column, so the repeat "
-                f"disagreement of the chosen label is not measured.")
-    if len(grades) < 2:
-        return f"No perturbation check: the label takes a single grade {grades}, so there is nothing to flip to."
-    if flip["rate"] == 0:
-        return (f"No perturbation check: the chosen label's (`{flip['column']}`) measured repeat disagreement is "
-                f"0% of {flip['n']} re-judged candidates, so flipping labels at that rate changes nothing. Its "
-                f"robustness to judge noise is untested here — see how the order changes with the label "
-                f"definition above.")
-    lines = [f"Flip rate = the chosen label's (`{flip['column']}`) measured repeat disagreement: "
-             f"**{flip['rate']:.1%}** of {flip['n']} re-judged candidates; each flipped label moves to another of "
-             f"the grades the label takes ({', '.join(map(str, grades))}); {repeats} perturbations.",
-             f"- The order of all rankers by mean {measure} (ties kept as ties) is unchanged in "
-             f"**{same_order:.0%}** of them.",
-             "- The sign of " + "; ".join(f"{system} − {b}: {share:.0%}" for b, share in keeps.items())
-             + " (share of perturbations in which it held)."]
-    return "\n".join(lines)
+def perturbation_text(changes: Mapping, repeats: int, same_order: float, keeps: pd.Series, system: str,
+                      measure: str) -> str:
+    """Markdown report of the perturbation check: the measured layout changes of the gain it draws from, and how
+    often the order and each sign held."""
+    if not changes["n"]:
+        return (f"No perturbation check: the repeat table has no `{changes['column']}` gain, so its change under "
+                f"another layout is not measured.")
+    if not changes["changed"]:
+        return (f"No perturbation check: the gain (`{changes['column']}`) did not change on any of the {changes['n']} "
+                f"candidates re-judged under another layout, so moving labels by those changes moves nothing. Its "
+                f"robustness to judge noise is untested here — see how the order changes with the reading above.")
+    spread = float(np.std(changes["changes"], ddof=1)) if changes["n"] > 1 else float("nan")
+    return "\n".join([
+        f"Each perturbation moves every gain by a change drawn from the {changes['n']} measured under the alternate "
+        f"layout (`{changes['column']}`: {changes['changed']} of them non-zero, sd {spread:.3f}), clipped to the "
+        f"0–2 scale; {repeats} perturbations.",
+        f"- The order of all rankers by mean {measure} (ties kept as ties) is unchanged in **{same_order:.0%}** of "
+        f"them.",
+        "- The sign of " + "; ".join(f"{system} − {b}: {share:.0%}" for b, share in keeps.items())
+        + " (share of perturbations in which it held)."])
 
 
-def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapping, flip: Mapping,
+def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.DataFrame, changes: Mapping,
                         comparisons: pd.DataFrame, measure: str) -> str:
     """Markdown list of the threats to chapter 04's validity, with the measured numbers: generator and judge
-    model, the judge's agreement with human grades and repeat disagreement, the label distribution and
-    constant-label pools, the personas (number, entries each), the entries' source and length, the generation
-    runs, and what the CIs leave out. ``judge`` is the chosen row of the judge_validity table."""
+    model, what the judge's gain sees on the known answers (``known``: :func:`discrimination_table` rows of the
+    judge) and how it moves under another layout, the gain's distribution and constant pools, the personas
+    (number, entries each), the entries' source and length, the generation runs, and what the CIs leave out."""
     generators = sorted(set(entries.model.dropna()))
     judges = sorted(set(labels.model.dropna()))
     if generators == judges and len(judges) == 1:
@@ -204,34 +276,34 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     else:
         model = (f"- **Models.** Generator: {', '.join(map(describe_model, generators))}; judge: "
                  f"{', '.join(map(describe_model, judges))}.")
-    rate = (f"; re-judged with another layout of the same prompt, the label changed on {flip['rate']:.0%} of "
-            f"{flip['n']} candidates (a formatting change; other perturbations may move it more)"
-            if np.isfinite(flip["rate"]) else "; its repeat disagreement is not measured")
-    judge_line = (f"- **A weak judge.** The chosen label ({judge['label_definition']}) agrees with human relevance "
-                  f"grades at quadratic-weighted κ = {judge['weighted_kappa']:.2f} (κ = {judge['kappa']:.2f}, "
-                  f"exact agreement {judge['exact_agreement']:.0%}) on {int(judge['n'])} passages of "
-                  f"{judge['dataset']}{rate}. That agreement is measured on passage relevance, not on nudges: "
-                  f"the judge's validity on this chapter's task is unmeasured.")
-    counts = labels.label.value_counts().sort_index()
+    moved = (f"; re-judged with another layout of the same prompt, the gain changed on {changes['changed']} of "
+             f"{changes['n']} candidates (a formatting change; other perturbations may move it more)"
+             if changes["n"] else "; its change under another layout is not measured")
+    blind = [k.replace("_", " ") for k, low in known.ci_low.items() if not low > 0.5]
+    judge_line = (f"- **A weak judge, with no human labels for nudges.** Its agreement with human relevance grades "
+                  f"is measured on TREC DL19 passages in chapter 07, not on nudges. On the known answers its gain "
+                  f"does not tell real candidates from: {', '.join(blind) or 'none of the kinds'} "
+                  f"({known.ci_over.iloc[0]}){moved}.")
+    gains = labels.label.dropna()
     constant, pools = constant_label_pools(labels)
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
                    f"informative for {measure}" if len(primary) else "")
-    constant_text = (f"{constant} of {pools} pools carry a single label value, so every ranker scores the same "
-                     f"on them" if constant else "no pool carries a single label value")
-    distribution = ("- **Label distribution.** Label counts by grade: "
-                    + ", ".join(f"{int(g)}: {int(n)}" for g, n in counts.items())
-                    + f" ({int(labels.label.isna().sum())} missing); {constant_text}{informative}.")
+    constant_text = (f"{constant} of {pools} pools carry a single gain, so every ranker scores the same on them"
+                     if constant else "no pool carries a single gain")
+    distribution = (f"- **Gains in a narrow band.** The {len(gains)} gains ({labels.label_source.iloc[0]}) take "
+                    f"{gains.nunique()} distinct values from {gains.min():.2f} to {gains.max():.2f} (sd "
+                    f"{gains.std(ddof=1):.3f}; {int(labels.label.isna().sum())} missing); {constant_text}"
+                    f"{informative}.")
     per_persona = entries.groupby("persona_id").size()
-    clusters = (f"; the primary comparison's persona-resampled CI rests on the {int(primary.n_personas.iloc[0])} "
-                f"personas of its informative entries" if len(primary) else "")
-    similarity = (f" Personas were assigned to entries with a mean entry–persona MiniLM cosine of "
-                  f"{entries.persona_similarity.mean():.3f}: a persona need not fit its entry, which weakens every "
-                  f"judgment of whether a nudge fits the person and the value-aware ranker's premise."
+    clusters = (f"; with {len(per_persona)} personas no interval resamples them (fewer than {MIN_CI_UNITS}), so no "
+                f"claim here is about personas beyond these")
+    similarity = (f" Each entry's persona is the one whose description is most similar to it (mean entry–persona "
+                  f"MiniLM cosine {entries.persona_similarity.mean():.3f}): a topic match, not a biography."
                   if "persona_similarity" in entries else "")
     personas = (f"- **Personas, not people.** The value treatment rests on {len(per_persona)} personas "
-                f"(design inputs, `lib.design.PERSONAS`) with {per_persona.min()}–{per_persona.max()} entries each; "
-                f"the persona is the unit of the treatment{clusters}.{similarity}")
+                f"(design inputs, `lib.design.PERSONAS`) with {per_persona.min()}–{per_persona.max()} entries each"
+                f"{clusters}.{similarity}")
     words = entries.text.str.split().str.len()
     splits = ", ".join(sorted(set(entries.split)))
     journal = (f"- **Stand-in journal entries.** The {len(entries)} entries are EmpatheticDialogues situation "
@@ -247,19 +319,19 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, judge: Mapp
     return "\n".join([model, judge_line, distribution, personas, journal, generation, cis])
 
 
-def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping, flip: Mapping, same_order: float,
-               keeps: pd.Series, measure: str, min_kappa: float, min_stability: float,
+def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, known: pd.DataFrame, changes: Mapping,
+               same_order: float, keeps: pd.Series, measure: str, required_kind: str, min_stability: float,
                variant_orders: Mapping[str, str]) -> str:
     """Markdown answer to chapter 04's question — does the system rank better than the primary baseline, and
     can this judge tell? — from the primary comparison, the secondary family, the perturbation check and the
-    judge's agreement with human grades.
+    known-answer check (``known``: the judge's rows of :func:`discrimination_table`, indexed by kind).
 
     The judge *can rank these rankers* only when all hold: (a) the primary comparison is significant; (b) its
-    sign holds in at least ``min_stability`` of the perturbations at the label's measured repeat disagreement;
-    (c) the order of all rankers holds as often; (d) the chosen label's quadratic-weighted κ with human grades is
-    at least ``min_kappa``; (e) the order of all rankers is the same under every label definition
-    (``variant_orders``: definition → order text). A measured repeat disagreement of 0 tests nothing, so (b)
-    and (c) then count as unmet. Each unmet condition is named with its number."""
+    sign holds in at least ``min_stability`` of the perturbations by the gain's measured layout changes; (c) the
+    order of all rankers holds as often; (d) the judge's gain tells real candidates from the ``required_kind``
+    of distractor (interval over entries above 0.5) — the difference the system is about; (e) the order of all
+    rankers is the same under every reading (``variant_orders``: reading → order text). Layout changes that are
+    all 0 test nothing, so (b) and (c) then count as unmet. Each unmet condition is named."""
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     means = summary[summary.measure == measure].set_index("ranker")["mean"]
     if not len(primary):
@@ -288,37 +360,42 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, judge: Mapping,
                      f"({means.min():.3f} to {means.max():.3f})" if np.isfinite(spread) and spread > 0 else "")
             answer += (f" The observed difference is {size} the {row['mde']:.3f} this study could detect with "
                        f"{row['power']:.0%} power{share}.")
-    sign_share = float(keeps.get(baseline, float("nan"))) if flip["rate"] > 0 else float("nan")
-    same_order = same_order if flip["rate"] > 0 else float("nan")
-    untested = (f"the label's measured repeat disagreement is {flip['rate']:.0%}, so its robustness to judge noise "
-                f"is untested" if flip["rate"] == 0 else
-                "the label's repeat disagreement is not measured, so robustness to judge noise is unknown")
+    perturbed = changes["changed"] > 0
+    sign_share = float(keeps.get(baseline, float("nan"))) if perturbed else float("nan")
+    same_order = same_order if perturbed else float("nan")
+    untested = ("the gain did not change under another layout, so its robustness to judge noise is untested"
+                if changes["n"] else "the gain's change under another layout is not measured, so robustness to "
+                                     "judge noise is unknown")
     orders = sorted(set(variant_orders.values()))
+    kind = known.loc[required_kind] if required_kind in known.index else None
+    sees_kind = kind is not None and bool(kind["ci_low"] > 0.5)
+    kind_text = (f"the judge's gain tells real candidates from {required_kind.replace('_', ' ')} distractors with "
+                 f"AUC {kind['auc']:.2f} ({interval_text(kind['ci_low'], kind['ci_high'])}, {kind['ci_over']})"
+                 if kind is not None else f"no {required_kind.replace('_', ' ')} distractor was judged")
     conditions = [
         (bool(row["significant"]), f"the primary comparison is {'' if row['significant'] else 'not '}significant "
                                    f"(p = {_p(row['p_permutation'])}, α = {row['alpha']:g})"),
         (np.isfinite(sign_share) and sign_share >= min_stability,
-         f"at the label's measured repeat disagreement ({flip['rate']:.0%}) the sign of {system} − {baseline} holds "
-         f"in {sign_share:.0%} of perturbations" if np.isfinite(sign_share) else untested),
+         f"moved by the gain's measured layout changes, the sign of {system} − {baseline} holds in {sign_share:.0%} "
+         f"of perturbations" if np.isfinite(sign_share) else untested),
         (np.isfinite(same_order) and same_order >= min_stability,
          f"the order of all rankers holds in {same_order:.0%} of them" if np.isfinite(same_order) else
          "and so is the stability of the order of all rankers"),
+        (sees_kind, kind_text),
         (len(orders) == 1,
-         f"the order of all rankers is the same under each of the {len(variant_orders)} label definitions"
+         f"the order of all rankers is the same under each of the {len(variant_orders)} readings"
          if len(orders) == 1 else
-         f"the order of all rankers changes with the label definition ({len(orders)} different orders under "
-         f"{len(variant_orders)} definitions, e.g. " + "; ".join(f"{name}: {order}"
-                                                                 for name, order in list(variant_orders.items())[:2])
+         f"the order of all rankers changes with the reading ({len(orders)} different orders under "
+         f"{len(variant_orders)} readings, e.g. " + "; ".join(f"{name}: {order}"
+                                                             for name, order in list(variant_orders.items())[:2])
          + ")"),
-        (judge["weighted_kappa"] >= min_kappa,
-         f"the label agrees with human grades at weighted κ = {judge['weighted_kappa']:.2f}"),
     ]
     secondary = comparisons[~comparisons.primary.astype(bool)]
     secondary_text = (f" {int(secondary.significant.sum())} of {len(secondary)} secondary comparisons are "
                       f"significant after Holm." if len(secondary) else "")
     failed = [text for ok, text in conditions if not ok]
-    thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, "
-                  f"κ_w ≥ {min_kappa:g}, one order under every label definition)")
+    thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, a judge that "
+                  f"sees {required_kind.replace('_', ' ')} distractors, one order under every reading)")
     if failed:
         verdict = ("**No — with today's data, this judge cannot rank these rankers**: " + "; ".join(failed)
                    + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "
