@@ -7,6 +7,7 @@ stale — edit it before relying on the numbers. Cached-input discounts are igno
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -49,15 +50,19 @@ def hosted_cost(ledgers: pd.DataFrame, prices: dict[str, tuple[float, float]] = 
 CHAPTER_BUDGET_MIN = 20  # the cold wall time one chapter may take on the embedded model with 2 cores
 
 
+def _cold_record(name: str, folder: Path) -> dict | None:
+    path = folder / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
     """One sentence on the last cold run of notebook ``name`` that ``make bench COLD=<name>`` recorded in
     ``folder`` (:func:`lib.tools.bench.notebook_cold_warm`): the notebook's wall time against
     :data:`CHAPTER_BUDGET_MIN` and the requests it sent, its measurements' time apart, the date and the CPUs;
     says so when none is recorded."""
-    path = folder / f"{name}.json"
-    if not path.exists():
-        return f"No cold run of {name} is recorded ({paths.shown(path)}: make bench COLD={name})."
-    record = json.loads(path.read_text(encoding="utf-8"))
+    record = _cold_record(name, folder)
+    if record is None:
+        return f"No cold run of {name} is recorded ({paths.shown(folder / f'{name}.json')}: make bench COLD={name})."
     minutes = record["cold s"] / 60
     within = "within" if minutes <= CHAPTER_BUDGET_MIN else "over"
     measured = (f"; its measurements, run before it, {record['measurements s'] / 60:.1f} min for "
@@ -68,3 +73,22 @@ def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
             f"requests, {within} the chapter budget of {CHAPTER_BUDGET_MIN} min{measured}; "
             f"{int(record['cold requests not in the committed cache'])} of its requests are not in the committed "
             f"cache.")
+
+
+def cold_runs(names: Sequence[str], budget_min: float, folder: Path = paths.OUTPUTS / "bench") -> str:
+    """One sentence on the recorded cold runs of several notebooks (as :func:`cold_run`, measurements included)
+    against a budget for all of them together; names the notebooks with no record."""
+    records = {name: _cold_record(name, folder) for name in names}
+    missing = [name for name, record in records.items() if record is None]
+    if missing:
+        return (f"No cold run of {', '.join(missing)} is recorded ({paths.shown(folder)}: make bench COLD=<name>), "
+                f"so the budget of {budget_min:g} min for {' + '.join(names)} is unchecked.")
+    minutes = {name: (r["cold s"] + r["measurements s"]) / 60 for name, r in records.items() if r is not None}
+    total = sum(minutes.values())
+    requests = sum(int(r["cold requests sent"]) + int(r["measurements requests sent"]) for r in records.values()
+                   if r is not None)
+    dates = sorted({str(r["date"]) for r in records.values() if r is not None})
+    return (f"Cold runs of {' + '.join(names)} (make bench, {', '.join(dates)}): "
+            + " + ".join(f"{m:.1f}" for m in minutes.values())
+            + f" = {total:.1f} min for {requests} requests, {'within' if total <= budget_min else 'over'} their "
+              f"budget of {budget_min:g} min.")

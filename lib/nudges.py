@@ -87,7 +87,7 @@ def sample_entries(entries: pd.DataFrame, n_entries: int, seed: int, persona_rul
     """
     if persona_rule not in PERSONA_RULES:
         raise ValueError(f"persona_rule must be one of {PERSONA_RULES}, not {persona_rule!r}")
-    ids = nested_sample(entries["entry_id"], n_entries, seed, first=first)
+    ids = [str(entry_id) for entry_id in nested_sample(entries["entry_id"], n_entries, seed, first=first)]
     chosen = entries.set_index("entry_id").loc[ids].reset_index()
     similarities = persona_similarities(chosen["text"].tolist(), embedder)
     drawn = [PERSONAS[np.random.default_rng([seed, stable_int(entry_id)]).integers(len(PERSONAS))].persona_id

@@ -1,53 +1,97 @@
 """Chapter 03's top-floor functions on small hand-made tables (no LLM)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 
+from lib import tables
 from lib.chapters import ch03
-from lib.judges.geval import GEvalResult
 
 
-def test_leniency_text_counts_what_the_label_gives_human_zeros():
-    novel = pd.DataFrame({"human_grade": [0, 0, 0, 2], "label": [0, 1, 2, 2]})
-    assert ch03.leniency_text(novel, "label", 0.5) == (
-        "Leniency: of the 3 passages humans graded 0, the chosen label gives 0 to 1 and 1 or 2 to 2; a judge that "
-        "always answered 0 would agree exactly on 75% of all passages, this one on 50%.")
+def judged_frame() -> pd.DataFrame:
+    """12 entries: two real candidates (E[g] 1.6 and 1.4, argmax 2 and 1) and three distractors each; the tone
+    distractor ties the better real candidate, the others score lower."""
+    rows = []
+    for e in range(12):
+        for item, kind, expected, grade in (("c0", "real", 1.6, 2), ("c1", "real", 1.4, 1),
+                                            ("off", "off_topic", 0.2, 0), ("mis", "value_mismatch", 1.3, 1),
+                                            ("tone", "tone", 1.6, 2)):
+            rows.append({"entry_id": f"e{e:02d}", "item_id": f"e{e:02d}/{item}", "kind": kind,
+                         "expected_grade": expected, "grade": grade, "rounded_expected": round(expected)})
+    return pd.DataFrame(rows)
 
 
-def test_confusions_mark_the_chosen_definition():
-    novel = pd.DataFrame({"human_grade": [0, 1, 2], "grade": [0, 1, 1], "listwise_grade": [1, 1, 2],
-                          "rounded_expected": [0, 1, 2]})
-    titles = list(ch03.confusions(novel, "pointwise argmax"))
-    assert sum("(chosen)" in t for t in titles) == 1 and "**pointwise argmax** (chosen)" in titles[0]
+def test_judged_items_put_each_entrys_distractors_after_its_candidates():
+    candidates = pd.DataFrame({"entry_id": ["b", "b", "a"], "candidate_id": ["b/c0", "b/c1", "a/c0"],
+                               "nudge_text": ["x", "y", "z"]})
+    distractors = pd.DataFrame({"entry_id": ["a", "b", "gone"], "distractor_id": ["a/tone", "b/tone", "gone/tone"],
+                                "kind": ["tone"] * 3, "nudge_text": ["t1", "t2", "t3"]})
+    judged = ch03.judged_items(candidates, distractors)
+    assert judged.item_id.tolist() == ["b/c0", "b/c1", "b/tone", "a/c0", "a/tone"]  # an entry without a pool: none
+    assert judged.kind.tolist() == ["real", "real", "tone", "real", "tone"]
 
 
-def test_position_texts_per_order():
-    reshuffled = {"pools_reordered": 18, "pools": 20, "n": 70, "exact_agreement": 0.8, "kappa": 0.1,
-                  "same_first_item": 3}
-    position = pd.DataFrame({"pools": [20.0], "first_shown_top": [19.0], "first_shown_top_share": [0.95],
-                             "all_items_top_share": [0.707]}, index=["generator order"])
-    first, order = ch03.position_texts(reshuffled, position)
-    assert "18 of 20 pools were shown in a new order (2 shuffles were the identity" in first
-    assert "agree exactly on 80.0% (κ 0.100); 3 pools" in first
-    assert order == ("listwise, generator order: the first nudge shown got grade 2 in 19 of 20 pools (95%), while "
-                     "71% of all nudges got grade 2")
+def test_reading_table_counts_constant_pools_per_reading():
+    judged = judged_frame()
+    judged.loc[judged.item_id.str.endswith("c1"), "grade"] = 2  # argmax: both real candidates 2 in every pool
+    table = ch03.reading_table(judged)
+    assert table.loc["grade", "constant pools"] == 12 and table.loc["grade", "modal value share"] == 1.0
+    assert table.loc["expected_grade", "constant pools"] == 0 and table.loc["expected_grade", "distinct values"] == 2
+    assert table.loc["grade", "unable to rank"] and not table.loc["expected_grade", "unable to rank"]
 
 
-def test_coherence_scores_and_steps_text():
-    summeval = pd.DataFrame({"doc_id": ["d1"] * 3 + ["d2"] * 3, "coherence": [1, 2, 3, 3, 2, 1]})
-    def results(scores):
-        return [GEvalResult("Coherence", ok=s is not None, score=s, argmax=None if s is None else round(s),
-                            scored_by="logprobs" if s is not None else None) for s in scores]
-    coherence = {"model": results([1.0, 2.0, 3.0, 1.0, 2.0, 3.0]), "study": results([1.0, 2.0, 3.0, 3.0, 2.0, None])}
-    scored, columns, lines = ch03.coherence_scores(summeval, coherence)
-    assert columns == ["model steps, weighted", "model steps, argmax", "study steps, weighted", "study steps, argmax"]
-    assert lines[1] == "study steps: 6 summaries of 2 documents; failures: 1; scored by: {'logprobs': 5}"
-    per_document = ch03.per_document_rho(scored, ["model steps, weighted"])
-    assert per_document["model steps, weighted"].tolist() == [1.0, -1.0]
-    correlations = pd.DataFrame({"spearman": [0.2, 0.5]}, index=["model steps, weighted", "study steps, weighted"])
-    assert ch03.steps_text(correlations, per_document, 2).startswith(
-        "Probability-weighted scores: model steps ρ = 0.200, study steps ρ = 0.500 (the study's steps ahead by 0.300 "
-        "over 2 documents, while the per-document ρ of either spans -1.00 to 1.00)")
+def test_reading_discrimination_and_the_label_rule_text():
+    table = ch03.reading_discrimination(judged_frame(), seed=0, n_resamples=300)
+    assert list(table.columns) == list(tables.SCHEMAS["judge_discrimination"])
+    expected = table[table.reading == "expected_grade"].set_index("kind")
+    # real (1.6, 1.4): off-topic 0.2 -> 1; mismatch 1.3 -> 1; tone 1.6 -> (½ + 0) / 2
+    assert expected.auc.to_dict() == {"off_topic": 1.0, "value_mismatch": 1.0, "tone": 0.25}
+    assert ch03.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True, "tone": False}
+    text = ch03.label_rule_text("expected_grade", table, ch03.reading_table(judged_frame()))
+    assert "Kinds of distractor whose interval lies above 0.5 under it: off_topic, value_mismatch." in text
+    assert "It can rank: 0 of 12 pools are constant" in text
+    flat = judged_frame().assign(expected_grade=1.0)
+    blind = ch03.reading_discrimination(flat, seed=0, n_resamples=300)
+    assert "**It cannot rank these pools**" in ch03.label_rule_text("expected_grade", blind, ch03.reading_table(flat))
+
+
+def test_layout_repeat_counts_changes_per_reading():
+    labels = pd.DataFrame({"candidate_id": ["a", "b", "c"], "expected_grade": [1.5, 1.2, 1.0], "grade": [2, 1, 1],
+                           "rounded_expected": [2, 1, 1]})
+    repeat = pd.DataFrame({"candidate_id": ["a", "b"], "expected_grade": [1.4, 1.2], "grade": [1, 1],
+                           "rounded_expected": [1, 1]})
+    table = ch03.layout_repeat(labels, repeat)
+    assert table.loc["expected_grade", "changed"] == 1 and table.loc["grade", "changed"] == 1
+    assert table.loc["expected_grade", "mean |change|"] == pytest.approx(0.05)
+    assert table.loc["expected_grade", "candidates"] == 2
+
+
+def test_first_candidate_effect_by_hand():
+    rows = []
+    for e in range(10):  # the first candidate tops its pool in the even entries only
+        first = 1.8 if e % 2 == 0 else 1.0
+        rows += [{"entry_id": f"e{e}", "candidate_id": f"e{e}/c0", "label": first},
+                 {"entry_id": f"e{e}", "candidate_id": f"e{e}/c1", "label": 1.4}]
+    labels = pd.DataFrame([*rows, {"entry_id": "solo", "candidate_id": "solo/c0", "label": 1.0}])
+    candidates = labels[["candidate_id"]].assign(position=[0, 1] * 10 + [0])
+    figures, text = ch03.first_candidate_effect(labels, candidates, seed=0, n_resamples=300)
+    assert figures["pools"] == 10 and figures["first has the top label"] == 5  # a one-candidate pool is left out
+    assert figures["expected if blind to position"] == pytest.approx(5.0)
+    assert figures["label(first) − mean of the others"] == pytest.approx((0.4 - 0.4) / 2)
+    assert "in 5 of 10 pools" in text and "10 entries" in text
+
+
+def test_tone_check_compares_each_source_with_its_rewrite():
+    distractors = pd.DataFrame({"entry_id": [f"e{e}" for e in range(10)],
+                                "distractor_id": [f"e{e}/tone" for e in range(10)], "kind": "tone",
+                                "source_candidate_id": [f"e{e}/c0" for e in range(10)]})
+    scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
+                           "score": [4.0] * 10 + [2.0] * 8 + [4.0, np.nan]})
+    figures, text = ch03.tone_check(scores, distractors, seed=0, n_resamples=300)
+    assert (figures["entries"], figures["distractor lower"], figures["equal"]) == (9, 8, 1)
+    assert figures["source − distractor"] == pytest.approx(16 / 9)
+    assert "lower in 8 of 9 entries, equal in 1, higher in 0" in text
 
 
 def test_guardrail_and_outcome_examples_have_a_row_each():

@@ -56,6 +56,19 @@ def test_the_cold_run_sentence_reads_the_record_against_the_budget(tmp_path):
         costs.cold_run("07_validity", tmp_path)  # a record without its figures is an error, not a default
 
 
+def test_cold_runs_of_several_notebooks_add_up_against_their_budget(tmp_path):
+    record = {"date": "2026-11-24", "cpus": 2, "model": "m", "measurements s": 0.0, "measurements requests sent": 0,
+              "cold s": 600.0, "cold requests sent": 80, "cold requests not in the committed cache": 0}
+    (tmp_path / "01.json").write_text(json.dumps(record))
+    assert costs.cold_runs(["01", "02"], 20, tmp_path).startswith("No cold run of 02 is recorded")
+    (tmp_path / "02.json").write_text(json.dumps({**record, "cold s": 30.0, "cold requests sent": 0,
+                                                   "measurements s": 60.0, "measurements requests sent": 5}))
+    assert costs.cold_runs(["01", "02"], 20, tmp_path) == (
+        "Cold runs of 01 + 02 (make bench, 2026-11-24): 10.0 + 1.5 = 11.5 min for 85 requests, within their "
+        "budget of 20 min.")
+    assert costs.cold_runs(["01", "02"], 11, tmp_path).endswith("over their budget of 11 min.")
+
+
 def test_prefix_share_and_rates_read_the_servers_own_counts(tmp_path):
     def entry(key: str, notebook: str, label: str, prompt: int, processed: int) -> Path:
         path = tmp_path / key[:2] / f"{key}.json"

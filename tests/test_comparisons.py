@@ -21,7 +21,6 @@ from lib.analysis.comparisons import (
     results_table,
 )
 from lib.analysis.ranking import per_entry
-from lib.analysis.stats import minimum_detectable_effect
 
 SWAPPED = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))  # NDCG@3 of a two-candidate pool (2, 1) shown as 1, 2
 
@@ -38,10 +37,15 @@ def test_paired_comparison_by_hand():
     # 5 entries in 3 personas: no interval over fewer than 10 units, and each says so
     assert np.isnan(out["ci_low"]) and np.isnan(out["ci_high_persona"])
     assert (out["ci_over"], out["ci_over_persona"]) == ("5 entries", "3 personas")
-    # the same differences over 10 entries in 10 personas: both intervals, by the unit bootstrap
-    twice = paired_comparison(system * 2, baseline * 2, list("abcdefghij"), seed=0, n_resamples=2000)
-    assert twice["ci_low"] < twice["mean_diff"] < twice["ci_high"] and twice["ci_over"] == "10 entries"
-    assert twice["ci_over_persona"] == "10 personas"
+    # the same differences over 15 entries (12 non-tied) in 15 personas: both intervals, by the unit bootstrap
+    thrice = paired_comparison(system * 3, baseline * 3, list("abcdefghijklmno"), seed=0, n_resamples=2000)
+    assert thrice["ci_low"] < thrice["mean_diff"] < thrice["ci_high"] and thrice["ci_over"] == "15 entries"
+    assert thrice["ci_over_persona"] == "15 personas" and np.isfinite(thrice["ci_low_persona"])
+    # 20 entries of which only 4 differ: an interval made of zeros and a few values is not given
+    mostly_tied = paired_comparison(system[:4] + [0.0] * 16, baseline[:4] + [0.0] * 16, list("abcdefghijklmnopqrst"),
+                                    seed=0, n_resamples=2000)
+    assert np.isnan(mostly_tied["ci_low"]) and np.isnan(mostly_tied["ci_low_persona"])
+    assert mostly_tied["ci_over"] == "20 entries" and mostly_tied["min_p"] == pytest.approx(2 / 16)
 
 
 def test_paired_comparison_treats_last_bit_differences_as_ties():
@@ -117,9 +121,8 @@ def test_compare_to_baselines_on_the_constructed_case():
     summary = ranker_summary(values, seed=0).set_index(["measure", "ranker"])["mean"]
     assert primary.mean_diff == pytest.approx(summary["NDCG@3", "value_aware"] - summary["NDCG@3", "embedding"])
     assert primary.p_permutation == 1.0 and primary.p_holm == 1.0 and primary.min_p == 1.0 and not primary.significant
-    # MDE: the informative differences (1 − SWAPPED, 0) at n = 2 and level α / 1, scaled by 2/4
-    sd = float(np.std([1 - SWAPPED, 0.0], ddof=1))
-    assert primary.mde == pytest.approx(minimum_detectable_effect(sd, 2, 0.05) * 2 / 4)
+    # one non-tied entry: the smallest attainable p is 1, so no effect of any size is detectable and no MDE is given
+    assert np.isnan(primary.mde)
     random = table[(table.measure == "NDCG@3") & (table.baseline == "random")].iloc[0]
     # random averages its two runs: (1 + SWAPPED)/2 on e0 and e2 -> two wins of (1 − SWAPPED)/2
     assert (random.wins, random.losses, random.ties) == (2, 0, 0)

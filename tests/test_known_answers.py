@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib import design, known_answers
+from lib import design, known_answers, nudges, tables
+from lib.llm.gateway import LLMResult
 
 
 def candidates(entries: int) -> pd.DataFrame:
@@ -63,3 +64,55 @@ def test_discrimination_averages_entries_with_an_interval_over_them():
     assert "value_mismatch" not in table.index
     few = known_answers.discrimination(pd.DataFrame(rows[:4 * 5]), "score", seed=0)
     assert np.isnan(few.ci_low).all() and few.ci_over.tolist() == ["5 entries", "5 entries"]
+
+
+def sampled(entries: int) -> pd.DataFrame:
+    return pd.DataFrame({"entry_id": [f"e{e:02d}" for e in range(entries)],
+                         "text": [f"entry {e}" for e in range(entries)],
+                         "persona_id": ["caregiver"] * entries,
+                         "category": [list(design.NUDGE_CATEGORIES)[e % 2] for e in range(entries)]})
+
+
+def test_value_mismatch_calls_ask_for_one_nudge_for_the_contrasting_persona():
+    calls = known_answers.value_mismatch_calls(sampled(2))
+    assert [c.call_label for c in calls] == ["value-mismatch:e00", "value-mismatch:e01"]
+    user = calls[0].messages[-1]["content"]
+    assert design.PERSONAS_BY_ID["explorer"].description in user
+    assert design.PERSONAS_BY_ID["caregiver"].description not in user
+    assert calls[0].schema is nudges.candidate_set_schema(1)
+
+
+def test_distractors_table_has_three_kinds_per_entry_and_drops_a_failed_generation():
+    pool = candidates(3).assign(persona_id="caregiver", confidence=[0.9, 0.8, 0.7] * 3)
+    schema = nudges.candidate_set_schema(1)
+    answer = schema(candidates=[{"nudge_text": " written for others ", "reasoning": "r", "confidence": 0.6}])
+    results = [LLMResult(ok=True, value=answer, text=""), LLMResult(ok=False, value=None, text="{"),
+               LLMResult(ok=True, value=answer, text="")]
+    table = known_answers.distractors_table(sampled(3), results, pool, seed=0)
+    assert list(table.columns) == list(tables.SCHEMAS["distractors"])
+    assert table.kind.value_counts().to_dict() == {"off_topic": 3, "tone": 3, "value_mismatch": 2}
+    assert table.distractor_id.tolist()[:3] == ["e00/off_topic", "e00/value_mismatch", "e00/tone"]
+    mismatch = table[table.kind == "value_mismatch"].iloc[0]
+    assert (mismatch.nudge_text, mismatch.persona_id, mismatch.confidence) == ("written for others", "explorer", 0.6)
+    tone = table[table.kind == "tone"].iloc[0]
+    assert (tone.source_candidate_id, tone.position, tone.confidence) == ("e00/c0", 0, 0.9)
+
+
+def test_ranker_scores_score_distractors_beside_the_pool_without_changing_it():
+    from lib import rankers
+
+    def embed(texts):  # a nudge about the entry points along x, anything else along y
+        return np.array([[1.0, 0.0] if "entry 0" in t else [0.0, 1.0] for t in texts])
+
+    pool = candidates(1).assign(persona_id="caregiver", confidence=0.5)
+    entry = rankers.Pool("e00", np.array([1.0, 0.0]), "insight", design.PERSONAS_BY_ID["caregiver"],
+                         pool[["candidate_id", "position", "nudge_text", "confidence"]].reset_index(drop=True),
+                         embed(pool.nudge_text.tolist()))
+    distractors = pd.DataFrame({"entry_id": ["e00"], "distractor_id": ["e00/off_topic"], "kind": ["off_topic"],
+                                "persona_id": ["caregiver"], "source_candidate_id": ["e09/c0"],
+                                "nudge_text": ["about something else"], "position": [0], "confidence": [0.5]})
+    scores = known_answers.ranker_scores([entry], distractors, [(rankers.EmbeddingSimilarityRanker(), 0)], embed)
+    assert scores.kind.tolist() == ["real"] * 3 + ["off_topic"]
+    assert scores.score.tolist() == [1.0, 1.0, 1.0, 0.0]
+    table = known_answers.ranker_discrimination(scores, seed=0, n_resamples=200)
+    assert table[["ranker", "kind", "auc", "ci_over"]].values.tolist() == [["embedding", "off_topic", 1.0, "1 entries"]]

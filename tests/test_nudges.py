@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from lib import nudges
+from lib.analysis.stats import nested_sample, stable_int
 from lib.data import load_journal_entries
 from lib.design import PERSONAS
 from lib.llm.gateway import LLMResult
@@ -99,30 +100,36 @@ def test_persona_rules_share_the_entry_sample_and_random_is_the_seeded_draw():
     embedder = _fake_persona_embed({**PERSONA_VECTORS, **vectors})
     by_rule = {rule: nudges.sample_entries(entries, 5, seed=11, persona_rule=rule, embedder=embedder)
                for rule in nudges.PERSONA_RULES}
-    # the draw the study made before persona matching existed: entries, then one persona each, one generator
-    rng = np.random.default_rng(11)
-    rows = np.sort(rng.choice(8, size=5, replace=False))
-    drawn = rng.choice([p.persona_id for p in PERSONAS], size=5)
-    assert by_rule["random"].entry_id.tolist() == by_rule["similarity"].entry_id.tolist() == [f"e{i}" for i in rows]
-    assert by_rule["random"].persona_id.tolist() == drawn.tolist()
+    # the nested draw: entries in the SHA-256 order of "seed:id", then one persona per entry from a generator
+    # seeded by (seed, entry id), so an entry's persona does not depend on the sample size
+    ids = [str(e) for e in nested_sample(entries.entry_id, 5, 11)]
+    rows = [int(e[1:]) for e in ids]
+    drawn = [PERSONAS[np.random.default_rng([11, stable_int(e)]).integers(len(PERSONAS))].persona_id for e in ids]
+    assert by_rule["random"].entry_id.tolist() == by_rule["similarity"].entry_id.tolist() == ids
+    assert by_rule["random"].persona_id.tolist() == drawn
+    larger = nudges.sample_entries(entries, 7, seed=11, persona_rule="random", embedder=embedder)
+    assert larger.entry_id.tolist()[:5] == ids and larger.persona_id.tolist()[:5] == drawn
     expected = [PERSONAS[0].persona_id if i % 2 == 0 else PERSONAS[2].persona_id for i in rows]
     assert by_rule["similarity"].persona_id.tolist() == expected
     assert by_rule["similarity"].persona_similarity.tolist() == pytest.approx([1.0] * 5)
     effect = nudges.persona_rule_effect(by_rule)
     assert effect.loc["similarity", "mean_cos"] == 1.0 and effect.loc["similarity", "entries"] == 5
-    assert effect.loc["random", "persona_changed"] == int((drawn != np.array(expected)).sum())
+    assert effect.loc["random", "persona_changed"] == int((np.array(drawn) != np.array(expected)).sum())
     assert effect.loc["random", [p.persona_id for p in PERSONAS]].sum() == 5
     with pytest.raises(ValueError, match="persona_rule must be one of"):
         # "nearest" is deliberately not a PersonaRule: the error path
         nudges.sample_entries(entries, 5, seed=11, persona_rule="nearest", embedder=embedder)  # type: ignore[arg-type]
 
 
-def test_sampling_with_the_random_rule_is_unchanged_on_the_real_entries():
-    # notebook 01's committed sample (seed 20241122, 20 entries) replays only if the random draw is unchanged
-    sampled = nudges.sample_entries(load_journal_entries("test"), 20, seed=20241122, persona_rule="random",
-                                    embedder=lambda texts: np.ones((len(texts), 2)) / np.sqrt(2))
-    assert sampled.entry_id.tolist()[:3] == ["ed-test-113", "ed-test-288", "ed-test-303"]
-    assert sampled.persona_id.tolist()[:6] == ["striver", "provider", "striver", "steward", "provider", "caregiver"]
+def test_the_entries_earlier_runs_generated_for_come_first_and_stay():
+    entries = load_journal_entries("test")
+    first = ["ed-test-113", "ed-test-288", "ed-test-303"]
+    fake = lambda texts: np.ones((len(texts), 2)) / np.sqrt(2)  # noqa: E731 — no embedding model needed here
+    small = nudges.sample_entries(entries, 5, seed=20241122, first=first, embedder=fake)
+    large = nudges.sample_entries(entries, 9, seed=20241122, first=first, embedder=fake)
+    assert small.entry_id.tolist()[:3] == first and large.entry_id.tolist()[:5] == small.entry_id.tolist()
+    with pytest.raises(ValueError, match="not among the ids"):
+        nudges.sample_entries(entries, 5, seed=0, first=["ed-test-no-such-row"], embedder=fake)
 
 
 POOL = pd.DataFrame({  # pool p: c1 is a copy of c0, c3 and c4 copies of c2 (three identical); pool q clean

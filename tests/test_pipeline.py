@@ -162,12 +162,12 @@ def test_front_page(tmp_path: Path) -> None:
     for name in ("01_nudge_candidates", "03_judge_labeling"):
         (html / f"{name}.html").write_text("chapter")
     tables.mkdir()
+    pd.DataFrame({"label_source": ["expected_grade"] * 2}).to_parquet(tables / "labels.parquet")
     pd.DataFrame({
-        "label_definition": ["pointwise argmax", "listwise argmax"], "column": ["grade", "listwise_grade"],
-        "failed": [0.0, 1.0], "n": [10.0, 9.0], "exact_agreement": [0.5, 0.4], "kappa": [0.3, 0.2],
-        "weighted_kappa": [0.456, 0.123], "weighted_kappa_ci_low": [0.2, -0.1], "weighted_kappa_ci_high": [0.7, 0.3],
-        "dataset": ["tiny set", "tiny set"], "chosen": [True, False],
-    }).to_parquet(tables / "judge_validity.parquet")
+        "reading": ["expected_grade", "expected_grade", "grade"], "kind": ["off_topic", "tone", "tone"],
+        "entries": [12, 12, 12], "auc": [0.956, 0.5, 0.25], "ci_low": [0.9, 0.41, 0.1], "ci_high": [0.99, 0.6, 0.4],
+        "ci_over": ["12 entries"] * 3,
+    }).to_parquet(tables / "judge_discrimination.parquet")
     ledgers.mkdir()
     for name, calls, latency in (("01_nudge_candidates", 2, 1.25), ("05_new", 3, 2.5)):
         (ledgers / f"{name}.json").write_text(json.dumps({
@@ -183,9 +183,9 @@ def test_front_page(tmp_path: Path) -> None:
     assert items == [
         '<a href="01_nudge_candidates.html">01 · First &lt;chapter&gt;</a><p class="headline none">'
         "no headline registered (missing table: entries, candidates)</p>",
-        '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The label used downstream is the '
-        "pointwise argmax grade: quadratic-weighted κ = 0.46 (95% CI 0.20 to 0.70) with human grades on 10 passages "
-        "(tiny set), against 0.12 (listwise argmax).</p>",
+        '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The judge&#x27;s gain (E[g] = Σ p(g)·g) '
+        "puts a real candidate above a distractor of known lower quality with probability: off topic 0.96 (95% CI "
+        "0.90 to 0.99, 12 entries); tone 0.50 (95% CI 0.41 to 0.60, 12 entries); 0.5 is a coin.</p>",
         '09 · Later <span class="none">(not rendered)</span><p class="headline none">no headline registered</p>',
     ]
     assert ("<tr><td>05_new</td><td>3</td><td>4</td><td>3,000</td><td>30</td><td>2.5</td></tr>" in text)

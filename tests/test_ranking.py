@@ -40,15 +40,15 @@ def reference(gains, name):
     return ref_ndcg(gains, measure.cutoff)
 
 
-def tables_for(pools):
-    """pools: {entry: [label of rank 1, rank 2, ...]} -> (rankings, labels)."""
+def tables_for(pools, dtype="Int64"):
+    """pools: {entry: [label of rank 1, rank 2, ...]} -> (rankings, labels), labels of ``dtype``."""
     rankings, labels = [], []
     for entry, gains in pools.items():
         for rank, gain in enumerate(gains, start=1):
             cid = f"{entry}/c{rank}"
             rankings.append({"ranker": "m", "run": 0, "entry_id": entry, "rank": rank, "candidate_id": cid})
             labels.append({"entry_id": entry, "candidate_id": cid, "label": gain})
-    return pd.DataFrame(rankings), pd.DataFrame(labels).astype({"label": "Int64"})
+    return pd.DataFrame(rankings), pd.DataFrame(labels).astype({"label": dtype})
 
 
 def test_registry_names_and_types():
@@ -73,6 +73,17 @@ def test_library_agrees_with_reference_on_all_orders_of_a_pool():
     for row in values.itertuples():
         assert row.value == pytest.approx(reference(pools[row.entry_id], row.measure), abs=1e-9)
     assert len(values) == len(pools) * len(MEASURES)
+
+
+def test_graded_gains_such_as_expected_grades_agree_with_the_reference():
+    # E[g] gains reach ir_measures in millionths: NDCG and Hit must equal the reference on the raw gains
+    pools = {f"p{i}": list(order) for i, order in enumerate(itertools.permutations([1.72, 1.15, 1.5, 0.31]))}
+    rankings, labels = tables_for(pools, dtype=float)
+    values = per_entry(rankings, labels)
+    for row in values.itertuples():
+        assert row.value == pytest.approx(reference(pools[row.entry_id], row.measure), abs=1e-6)
+    # Hit@k (g=2) needs a gain of 2: no pool reaches it, so those measures score no entry
+    assert set(values.measure) == set(MEASURES) - {"Hit@1 (g=2)", "Hit@3 (g=2)"}
 
 
 def test_entries_without_relevant_candidates_are_excluded_not_zero():

@@ -49,11 +49,10 @@ def perturb_labels(labels: pd.DataFrame, changes: np.ndarray, seed: int,
     the measured ``changes``, clipped to ``scale``: judge noise of the size and direction the layout repeat
     measured, whatever the label's type (a grade moves by the grade changes seen, E[g] by the E[g] changes)."""
     rng = np.random.default_rng(seed)
-    moved = labels.copy()
-    present = moved.label.notna().to_numpy()
-    drawn = rng.choice(changes, size=int(present.sum()), replace=True)
-    moved.loc[present, "label"] = np.clip(moved.label[present].astype(float).to_numpy() + drawn, *scale)
-    return moved
+    gains = labels.label.to_numpy(dtype=float, na_value=np.nan, copy=True)
+    present = ~np.isnan(gains)
+    gains[present] = np.clip(gains[present] + rng.choice(changes, size=int(present.sum()), replace=True), *scale)
+    return labels.assign(label=gains)
 
 
 def mean_by_ranker(rankings: pd.DataFrame, labels: pd.DataFrame, measure: str = HEADLINE_MEASURE) -> pd.Series:

@@ -38,8 +38,9 @@ def judged_items(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.Data
 
 def reading_table(judged: pd.DataFrame) -> pd.DataFrame:
     """Per reading of the pointwise call, on the real candidates: distinct values, the share of candidates with
-    the most common value, and the pools (entries with at least two judged candidates) in which every candidate
-    gets the same value, where no ranker can score differently."""
+    the most common value, the pools (entries with at least two judged candidates) in which every candidate gets
+    the same value, where no ranker can score differently, and whether the reading is *unable to rank*: one value
+    for most candidates (a modal share above one half), or every pool constant."""
     real = judged[judged.kind == "real"]
     rows = {}
     for reading in READINGS:
@@ -47,10 +48,10 @@ def reading_table(judged: pd.DataFrame) -> pd.DataFrame:
         pools = real.dropna(subset=[reading]).groupby("entry_id")[reading]
         sizable = pools.size() >= 2
         constant = (pools.nunique() == 1) & sizable
-        rows[reading] = {"distinct values": values.nunique(),
-                         "modal value share": float(values.value_counts(normalize=True).iloc[0]) if len(values)
-                         else float("nan"),
-                         "pools": int(sizable.sum()), "constant pools": int(constant.sum())}
+        modal = float(values.value_counts(normalize=True).iloc[0]) if len(values) else float("nan")
+        rows[reading] = {"distinct values": values.nunique(), "modal value share": modal,
+                         "pools": int(sizable.sum()), "constant pools": int(constant.sum()),
+                         "unable to rank": not modal <= 0.5 or bool(constant.sum() == sizable.sum())}
     return pd.DataFrame(rows).T.rename_axis("reading (real candidates)")
 
 
@@ -74,15 +75,17 @@ def label_rule_text(rule: str, discrimination: pd.DataFrame, readings: pd.DataFr
     sees, and whether it is a label that can rank (it must see one kind and leave some pool non-constant)."""
     seen = sees(discrimination[discrimination.reading == rule].set_index("kind"))
     kinds = ", ".join(seen.index[seen]) or "none"
-    can_rank = bool(seen.any()) and readings.at[rule, "constant pools"] < readings.at[rule, "pools"]
+    can_rank = bool(seen.any()) and not readings.at[rule, "unable to rank"]
     others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "
                        f"value, {int(readings.at[r, 'constant pools'])} of {int(readings.at[r, 'pools'])} pools "
-                       "constant" for r in READINGS if r != rule)
+                       f"constant{' — unable to rank' if readings.at[r, 'unable to rank'] else ''}"
+                       for r in READINGS if r != rule)
     return (f"The gain chapter 04 uses is **{READINGS[rule]}** (`label_rule = {rule}`, declared before these labels). "
             f"Kinds of distractor whose interval lies above 0.5 under it: {kinds}. "
             + ("It can rank: " if can_rank else "**It cannot rank these pools**: ")
             + f"{int(readings.at[rule, 'constant pools'])} of {int(readings.at[rule, 'pools'])} pools are constant "
-              f"under it. The other readings of the same calls: {others}.")
+              f"under it, and {readings.at[rule, 'modal value share']:.0%} of candidates share its most common value. "
+              f"The other readings of the same calls: {others}.")
 
 
 def layout_repeat(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:
@@ -126,7 +129,8 @@ def first_candidate_effect(labels: pd.DataFrame, candidates: pd.DataFrame, seed:
                          "ci_low": interval.low, "ci_high": interval.high})
     text = (f"The first candidate the generator wrote has its pool's top label in "
             f"{int(figures['first has the top label'])} of {len(pools)} pools (a label blind to position: "
-            f"{figures['expected if blind to position']:.1f} expected); its label minus the mean of the others' is {interval.text(3, signed=True)}.")
+            f"{figures['expected if blind to position']:.1f} expected); its label minus the mean of the others' is "
+            f"{interval.text(3, signed=True)}.")
     return figures, text
 
 
@@ -163,9 +167,8 @@ def tone_check(scores: pd.DataFrame, distractors: pd.DataFrame, seed: int, n_res
                          "distractor higher": int((pairs.difference < 0).sum()),
                          "source − distractor": interval.value, "ci_low": interval.low, "ci_high": interval.high})
     text = (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: {interval.text(2, signed=True)}; "
-            f"the rewrite scores lower in "
-            f"{figures['distractor lower']} of {len(pairs)} entries, equal in {figures['equal']}, higher in "
-            f"{figures['distractor higher']}.")
+            f"the rewrite scores lower in {int(figures['distractor lower'])} of {len(pairs)} entries, equal in "
+            f"{int(figures['equal'])}, higher in {int(figures['distractor higher'])}.")
     return figures, text
 
 
