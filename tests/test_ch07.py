@@ -1,4 +1,5 @@
-"""Chapter 07's generated summary: each bullet says what its numbers carry (hand-made tables)."""
+"""Chapter 07's generated summary: each bullet says what its numbers carry (hand-made tables); and the SummEval
+documents its parameters draw (the real data)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,6 +24,47 @@ def test_lean_on_says_undetermined_without_system_intervals():
             in ch07.lean_on(straddling, card))
     below = straddling.assign(ci_high=[0.2, 0.28], missed_by_interval=[True, True])
     assert "; not summary-level G-Eval scores;" in ch07.lean_on(below, card)
+    argmax = rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 258, 0.12, 0.05,
+                     0.21, "43 queries")
+    assert ("; the plain argmax reading of the same calls has κ_w 0.12 (95% CI 0.05 to 0.21, 43 queries), wholly "
+            "below the target; summary-level") in ch07.lean_on(targets, pd.concat([card, pd.DataFrame([argmax])]))
+
+
+def test_chapter03_bullet_reads_the_paired_differences_and_names_the_gain_without_choosing_it():
+    def text(lift: tuple[float, float], minilm: tuple[float, float]) -> str:
+        return ch07.chapter03({"ci_low": lift[0], "ci_high": lift[1]}, {"ci_low": minilm[0], "ci_high": minilm[1]})
+
+    assert text((0.05, 0.30), (-0.10, 0.20)).startswith(
+        "**The primary against the argmax, and chapter 03's gain**: on DL19 the primary reading beats the plain argmax "
+        "of the same calls by more than its interval and is not distinguishable from MiniLM. Chapter 03's gain is "
+        "E[g] of the same pointwise call")
+    assert "does not beat the plain argmax of the same calls by more than its interval and beats MiniLM" in text(
+        (-0.05, 0.30), (0.02, 0.20))
+    assert "does not beat the plain argmax" in text((np.nan, np.nan), (-0.30, -0.02))  # no interval: no claim
+    assert "and falls below MiniLM." in text((np.nan, np.nan), (-0.30, -0.02))
+    assert "known-answer distractors (reported in chapter 04)" in text((0.05, 0.30), (-0.10, 0.20))
+    assert "chosen" not in text((0.05, 0.30), (-0.10, 0.20))  # chapter 03 declares its gain, 07 does not choose it
+
+
+def test_summeval_documents_are_the_twelve_whose_calls_are_cached_in_their_order():
+    """params.yaml's values draw the documents earlier runs judged, in the order of their calls: the first six
+    (chapter 03's draw, now judged here) sorted by id, then the further ones in the order they were drawn."""
+    import yaml
+
+    from lib import paths
+    from lib.data import load_summeval
+
+    params = yaml.safe_load((paths.ROOT / "params.yaml").read_text())["07_validity"]
+    split = ch07.summeval_documents(load_summeval(), params["summeval_first_docs"], params["summeval_first_seed"],
+                                    params["summeval_test_docs"], params["summeval_test_seed"],
+                                    params["summeval_judged_docs"])
+    assert split.dev == ("cnn-test-a02e362c5b8f049848ce718b37b96117485461cf",
+                         "dm-test-18243373494a1722ddcd162ec67b63dd749633ab",
+                         "dm-test-26e4e19d945cedcb489f28808c730658139c9415",
+                         "dm-test-5be0a9584b051175d9f4842a143b76385335d96a",
+                         "dm-test-8b51a10370a1219137e231192e65b9cd52238ea6",
+                         "dm-test-c6667409fcdea2c89ba9f0d3a72c50e3967b4b1b")
+    assert split.test == tuple(params["summeval_judged_docs"])
 
 
 def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20)):

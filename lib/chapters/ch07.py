@@ -29,7 +29,7 @@ from lib.data import load_dl19
 from lib.judges import bias as judge_bias
 from lib.judges import geval
 from lib.judges import relevance as judge_relevance
-from lib.judges.items import JudgeItem, JudgePool, make_pools
+from lib.judges.items import JudgeItem
 from lib.llm.gateway import Gateway
 
 CardRows = list[dict[str, object]]
@@ -43,51 +43,46 @@ class Samples:
     pilot: pd.DataFrame
     summeval: pd.DataFrame
     summeval_split: calibration.Split
-    novel: pd.DataFrame
-    novel_queries: list[str]
-    novel_items: list[JudgeItem]
-    novel_pools: list[JudgePool]
 
     def table(self) -> pd.DataFrame:
         """Per data set and part: the groups (queries or documents) and the number of items."""
         summeval_split = self.summeval_split
         rows = [("TREC DL19", "pilot (judged by earlier runs; part of the sample)", sorted(self.pilot.qid.unique()),
                  len(self.pilot)),
-                ("SummEval", "chapter 03's documents (its coherence calls replayed)", summeval_split.dev,
-                 len(summeval_split.dev_rows(self.summeval))),
-                ("SummEval", "this chapter's documents (nested draw from the other 94)", summeval_split.test,
-                 len(summeval_split.test_rows(self.summeval))),
-                ("NovelEval", "chapter 03's queries (replayed)", self.novel_queries, len(self.novel))]
+                ("SummEval", "first documents (judged in chapter 03 before it left SummEval; calls unchanged)",
+                 summeval_split.dev, len(summeval_split.dev_rows(self.summeval))),
+                ("SummEval", f"further documents (nested draw from the other "
+                             f"{self.summeval.doc_id.nunique() - len(summeval_split.dev)})", summeval_split.test,
+                 len(summeval_split.test_rows(self.summeval)))]
         return pd.DataFrame([{"data": data, "part": part, "groups": ", ".join(groups), "items": items}
                              for data, part, groups, items in rows]).set_index(["data", "part"])
 
 
-def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, novel: pd.DataFrame, *, dev_queries: int,
-                 test_queries: int, passages_per_query: int, split_seed: int, chapter03_summeval_docs: int,
-                 chapter03_summeval_seed: int, summeval_test_docs: int, summeval_test_seed: int,
-                 summeval_judged_docs: Sequence[str], chapter03_noveleval_queries: int,
-                 chapter03_noveleval_seed: int, chapter03_passage_chars: int) -> Samples:
+def draw_samples(dl19: pd.DataFrame, summeval: pd.DataFrame, *, dev_queries: int, test_queries: int,
+                 passages_per_query: int, split_seed: int, summeval_first_docs: int, summeval_first_seed: int,
+                 summeval_test_docs: int, summeval_test_seed: int, summeval_judged_docs: Sequence[str]) -> Samples:
     """DL19 with BM25 scores and the pilot: the passages earlier runs of this chapter judged (a split of whole
-    queries, ``passages_per_query`` each; kept as the start of every larger sample); the SummEval documents of
-    chapter 03 and this chapter's from the other 94 (``summeval_judged_docs``, those earlier runs judged, first),
-    and chapter 03's NovelEval sample (same seeds, so its calls replay)."""
+    queries, ``passages_per_query`` each; kept as the start of every larger sample); and the SummEval documents
+    (:func:`summeval_documents`)."""
     dl19 = dl19.assign(bm25=baselines.bm25_scores(dl19))
     sampled = pilot_rows(dl19, dev_queries, test_queries, passages_per_query, split_seed)
     sampled = sampled.assign(cosine=baselines.cosine_scores(sampled["query"].tolist(), sampled["passage"].tolist()))
-    chapter03_docs = validity.sample_ids(summeval.doc_id, chapter03_summeval_docs, chapter03_summeval_seed)
-    unseen = summeval[~summeval.doc_id.isin(chapter03_docs)]
-    # the test documents grow by nesting: those earlier runs judged first, in the order they were drawn
-    summeval_split = calibration.Split(
-        "doc_id", tuple(chapter03_docs), tuple(str(d) for d in nested_sample(unseen.doc_id.unique(), summeval_test_docs,
-                                                                             summeval_test_seed,
-                                                                             first=summeval_judged_docs)),
-        summeval_test_seed)
-    novel_queries = validity.sample_ids(novel.qid, chapter03_noveleval_queries, chapter03_noveleval_seed, key=int)
-    novel = novel[novel.qid.isin(novel_queries)].reset_index(drop=True)
-    novel["passage_shown"] = [judge_relevance.truncate(t, chapter03_passage_chars) for t in novel.passage]
-    novel_items = [JudgeItem(source=r.query, output=r.passage_shown) for r in novel.itertuples()]
-    novel_pools = make_pools(novel_items, novel.qid, size=5)
-    return Samples(dl19, sampled, summeval, summeval_split, novel, novel_queries, novel_items, novel_pools)
+    summeval_split = summeval_documents(summeval, summeval_first_docs, summeval_first_seed, summeval_test_docs,
+                                        summeval_test_seed, summeval_judged_docs)
+    return Samples(dl19, sampled, summeval, summeval_split)
+
+
+def summeval_documents(summeval: pd.DataFrame, first_docs: int, first_seed: int, test_docs: int, test_seed: int,
+                       judged_docs: Sequence[str]) -> calibration.Split:
+    """The SummEval documents G-Eval is judged on, as a :class:`~lib.analysis.calibration.Split`: ``dev`` the first
+    ``first_docs`` (a seeded draw, :func:`lib.analysis.validity.sample_ids`; chapter 03 judged them before chapter
+    07 became the one home of human-label validity, so their calls are in the cache), ``test`` a nested draw of
+    ``test_docs`` from the others with ``judged_docs`` (those earlier runs of this chapter judged) first, in the
+    order they were drawn."""
+    first = validity.sample_ids(summeval.doc_id, first_docs, first_seed)
+    others = summeval[~summeval.doc_id.isin(first)]
+    further = nested_sample(others.doc_id.unique(), test_docs, test_seed, first=judged_docs)
+    return calibration.Split("doc_id", tuple(first), tuple(str(d) for d in further), test_seed)
 
 
 def pilot_rows(dl19: pd.DataFrame, dev_queries: int, test_queries: int, passages_per_query: int, split_seed: int
@@ -97,18 +92,6 @@ def pilot_rows(dl19: pd.DataFrame, dev_queries: int, test_queries: int, passages
     split = calibration.split_groups(dl19, "qid", dev_queries, split_seed, n_test=test_queries)
     return calibration.sample_per_group(dl19[dl19.qid.isin(split.dev + split.test)], "qid", "docid",
                                         passages_per_query, split_seed)
-
-
-def chapter03_rows(novel: pd.DataFrame, model: str, seed: int, n_resamples: int) -> CardRows:
-    """Card rows of chapter 03's NovelEval judge under each label definition (``novel`` carries its judgments).
-    E[g] belongs to the pointwise calls, not to a grading rule: its rows go with the pointwise argmax."""
-    rows: CardRows = []
-    for name, column in validity.LABEL_DEFINITIONS.items():
-        expected = "expected_grade" if column == validity.LABEL_DEFINITIONS["pointwise argmax"] else None
-        agreement = validity.relevance_agreement(novel, column, expected=expected, scale=(0, 1, 2), relevant_from=2,
-                                                 seed=seed, n_resamples=n_resamples, unit="qid")
-        rows += rc.agreement_rows(agreement, f"{name} (chapter 03's prompt)", model, "NovelEval")
-    return rows
 
 
 def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
@@ -137,17 +120,18 @@ class SummEvalResult:
 def geval_section(judge: Gateway, samples: Samples, dimensions: Sequence[str], model: str, n_samples: int,
                   seed: int, n_resamples: int, half_width: float, target: float) -> SummEvalResult:
     """G-Eval as declared (study steps, probability-weighted) on ``dimensions`` of every SummEval document judged
-    with that configuration: chapter 03's (coherence there; cache hits) and this chapter's nested draw. The
-    configuration was fixed before either sample was judged, so both count as test documents. Beside it the
-    argmax digit of the same calls and two non-LLM baselines (MiniLM cosine to the source, ROUGE-1 to the
-    reference), each at summary and system level with intervals over documents. The plan comes from chapter 03's
-    documents, judged before this chapter's: the documents a ±``half_width`` interval of the first dimension's
+    with that configuration (:func:`summeval_documents`): the first documents (coherence cache hits) and the
+    further nested draw. The configuration was fixed before either was judged, so both count as test documents.
+    Beside it the argmax digit of the same calls and two non-LLM baselines (MiniLM cosine to the source, ROUGE-1
+    to the reference), each at summary and system level with intervals over documents. The plan comes from the
+    first documents, judged before the others: the documents a ±``half_width`` interval of the first dimension's
     summary-level ρ needs."""
     from lib.analysis import power
 
     split = samples.summeval_split
-    judged = (pd.concat([split.dev_rows(samples.summeval).assign(part="chapter 03"),
-                         split.test_rows(samples.summeval).assign(part="chapter 07")])
+    # the parts' names sort in draw order, which keeps the items (and the documents' bootstrap order) as drawn
+    judged = (pd.concat([split.dev_rows(samples.summeval).assign(part="first"),
+                         split.test_rows(samples.summeval).assign(part="further")])
               .sort_values(["part", "doc_id", "system_id"]).reset_index(drop=True))
     items = [JudgeItem(source=s, output=o) for s, o in zip(judged.source, judged.system_output, strict=True)]
     failed = 0
@@ -180,11 +164,11 @@ def geval_section(judge: Gateway, samples: Samples, dimensions: Sequence[str], m
     first = dimensions[0]
     # the pilot has fewer documents than an interval needs, so its SE is the plain one of a mean of independent
     # per-document correlations, s / √n, not a bootstrap
-    pilot = per_document[per_document.part == "chapter 03"][first].dropna()
+    pilot = per_document[per_document.part == "first"][first].dropna()
     pilot_se = float(pilot.std(ddof=1) / np.sqrt(len(pilot)))
     documents = judged.doc_id.nunique()
     needed = power.units_for_interval(pilot_se, len(pilot), half_width)
-    basis = (f"a 95% interval of ±{half_width:.2f}; chapter 03's documents: mean ρ {pilot.mean():.2f}, SE "
+    basis = (f"a 95% interval of ±{half_width:.2f}; the first documents: mean ρ {pilot.mean():.2f}, SE "
              f"{pilot_se:.3f} (s/√n) over {len(pilot)} documents; with {documents} documents expect about "
              f"±{1.96 * pilot_se * np.sqrt(len(pilot) / documents):.2f}")
     plan = power.Plan(f"Does G-Eval as declared reach summary-level Spearman ρ ≥ {target:.2f} on {first}?",
@@ -332,11 +316,10 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
     primary = targets.iloc[0]
     argmax = card[(card["judge"] == "pointwise, argmax") & (card["dataset"] == "TREC DL19")
                   & (card["statistic"] == rc.WEIGHTED_KAPPA)]
-    argmax_part = (f"; the argmax reading, which chapters 03–04 rank with, has κ_w {argmax['value'].iloc[0]:.2f} "
+    argmax_part = (f"; the plain argmax reading of the same calls has κ_w {argmax['value'].iloc[0]:.2f} "
                    f"({interval_over_text(argmax.iloc[0])}), "
                    + ("wholly below the target" if argmax["ci_high"].iloc[0] < primary.goal else
                       "not wholly below the target")
-                   + " (chapter 04's differences are differences under this judge, not under human assessors)"
                    if len(argmax) else "")
     relevance_part = ("the item-level relevance labels of the primary reading" if primary.reached_by_interval
                       else "not the item-level relevance labels of the primary reading" if primary.missed_by_interval
@@ -358,19 +341,21 @@ def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
 
 
 def chapter03(lift: Mapping[str, Any], minilm: Mapping[str, Any]) -> str:
-    """What the primary reading says for chapter 03's label: whether, on DL19, it beats the plain argmax of the
-    same calls by more than the interval of the paired difference (``lift``, primary − argmax, by query) and
-    whether it is distinguishable from MiniLM (``minilm``, primary − MiniLM); chapter 03's own prompt and data are
-    not tested here."""
+    """What DL19 shows beside chapter 03's gain: whether the primary reading beats the plain argmax of the same
+    calls by more than the interval of the paired difference (``lift``, primary − argmax, by query) and whether it
+    is distinguishable from MiniLM (``minilm``, primary − MiniLM). Chapter 03's gain is declared there, not chosen
+    here: E[g] of the same pointwise call with its nudge prompt, checked on known-answer distractors (reported in
+    chapter 04)."""
     beats = bool(np.isfinite(lift["ci_low"]) and lift["ci_low"] > 0)
     over_minilm = ("beats MiniLM by more than its interval" if np.isfinite(minilm["ci_low"]) and minilm["ci_low"] > 0
                    else "is not distinguishable from MiniLM" if np.isfinite(minilm["ci_low"]) and minilm["ci_high"] > 0
                    else "falls below MiniLM")
-    return ("**Chapter 03**: on DL19 the primary reading "
+    return ("**The primary against the argmax, and chapter 03's gain**: on DL19 the primary reading "
             + ("beats the plain argmax of the same calls by more than its interval" if beats
                else "does not beat the plain argmax of the same calls by more than its interval")
-            + f" and {over_minilm}. Whether it helps chapter 03's 0–2 nudge labels is not tested here: that label is "
-              "chosen in chapter 03.")
+            + f" and {over_minilm}. Chapter 03's gain is E[g] of the same pointwise call with its nudge prompt, "
+              "declared there before its labels; the nudges have no human grades, so it is checked on known-answer "
+              "distractors (reported in chapter 04).")
 
 
 def summeval(card: pd.DataFrame, plan: Any, dimension: str) -> str:
@@ -511,8 +496,8 @@ def judge_report_card(tables: Tables) -> str:
     method = relevance["judge"].removesuffix(rc.CHOSEN)
     return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On the TREC DL19 "
             f"queries the relevance reading declared primary ({method}, scored out of fold) has {said(relevance)}; "
-            f"G-Eval on SummEval coherence (chapter 03's documents and this chapter's) has a summary-level "
-            f"{said(geval)}.")
+            f"G-Eval on SummEval coherence (every document judged with its declared configuration) has a "
+            f"summary-level {said(geval)}.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
