@@ -241,8 +241,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', "
                  "'G-Eval, study steps, weighted', 'BM25, thresholds' (lib.analysis.report_card)",
         "model": "judge model identity; '—' for a non-LLM baseline",
-        "dataset": "TREC DL19 (every query), NovelEval (chapter 03's queries), SummEval (the documents judged), ALCE, "
-                   "RAG monitor, CRS simulation",
+        "dataset": "TREC DL19 (every query), SummEval (the documents judged), ALCE, RAG monitor, CRS simulation",
         "criterion": "relevance, a SummEval dimension or 'average', a nugget score, a CRS metric, the monitor score",
         "statistic": "one of lib.analysis.report_card.STATISTICS",
         "level": "item, summary (within documents, averaged), system, answer, session or day",
@@ -271,14 +270,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     "bias_battery": {
         "bias": "position, self-consistency, verbosity or prompt injection (lib.judges.bias)",
-        "form": "the judging form measured: listwise, pairwise or pointwise",
+        "form": "the judging form measured: pairwise or pointwise",
         "statistic": "what value is (e.g. position consistency, mean change of E[g] when padded)",
         "value": "the measured number",
         "ci_low": "95% bootstrap CI, lower bound (queries resampled; NaN: fewer than 10 queries)",
         "ci_high": "95% bootstrap CI, upper bound",
         "n": "items (pairs for pairwise position) compared",
         "ci_over": "the units the CI resamples, e.g. '12 queries' (no CI with fewer than 10)",
-        "dataset": "NovelEval (chapter 03's passages) or TREC DL19 (the test pools of the pairwise ranking)",
+        "dataset": "TREC DL19 (one passage or pair of passages per sampled query)",
         "criterion": "the form again, for matching anchors",
         "level": "item",
         "anchors": "published values shown beside it (MT-Bench's position consistency for pairwise), * unchecked",

@@ -1,4 +1,4 @@
-"""Judges against the fake OpenAI server: relevance (pointwise/listwise), G-Eval, and the rule-based scores."""
+"""Judges against the fake OpenAI server: relevance (pointwise), G-Eval, and the rule-based scores."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from lib.design import PERSONAS_BY_ID
 from lib.judges import geval, relevance
 from lib.judges.guardrails import FINANCIAL_PATTERNS, financial_safety
-from lib.judges.items import JudgeItem, JudgePool, make_pools
+from lib.judges.items import JudgeItem
 from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness
 from lib.llm.gateway import RETRY_SEED_STRIDE, Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, always
@@ -59,54 +59,6 @@ def shown_nudges(body):
 def grade_by_text(body, n):
     """Grade each shown nudge by its text: "good" -> 2, "meh" -> 1, "off" -> 0."""
     return Reply(json.dumps({"grades": [{"good": 2, "meh": 1, "off": 0}[t] for t in shown_nudges(body)]}))
-
-
-def test_listwise_maps_shuffled_grades_back_to_input_order(tmp_path):
-    outputs = ["good", "off", "meh", "off", "good"]
-    pools = make_pools([JudgeItem("e", text, "p") for text in outputs], ["e"] * 5)
-    with FakeOpenAI(grade_by_text) as fake:
-        gateway = gateway_for(fake, tmp_path)
-        straight = relevance.judge_listwise(gateway, pools)
-        shuffled = relevance.judge_listwise(gateway, pools, order_seed=3)
-    assert [j.grade for j in straight] == [j.grade for j in shuffled] == [2, 0, 1, 0, 2]
-    shown = shown_nudges(fake.requests[1])
-    assert shown != outputs and sorted(shown) == sorted(outputs)
-
-
-def test_listwise_puts_each_pools_grades_back_on_its_rows(tmp_path):
-    # Rows 0, 2, 4 belong to entry a, rows 1, 3 to entry b, whose call fails: b's rows fail, a's are graded.
-    items = [JudgeItem("a", "good", "p"), JudgeItem("b", "x", "q"), JudgeItem("a", "off", "p"),
-             JudgeItem("b", "y", "q"), JudgeItem("a", "meh", "p")]
-    pools = make_pools(items, ["a", "b", "a", "b", "a"])
-    assert [(p.source, p.rows, p.outputs) for p in pools] == [("a", (0, 2, 4), ("good", "off", "meh")),
-                                                             ("b", (1, 3), ("x", "y"))]
-
-    def responder(body, n):
-        return grade_by_text(body, n) if "good" in shown_nudges(body) else Reply("not json")
-
-    with FakeOpenAI(responder) as fake:
-        judged = relevance.judge_listwise(gateway_for(fake, tmp_path), pools)
-    assert [j.grade for j in judged] == [2, None, 0, None, 1]
-    assert [j.failure_kind for j in judged] == [None, "invalid_json", None, "invalid_json", None]
-    assert relevance.grades(judged).tolist() == [2, pd.NA, 0, pd.NA, 1]
-    with pytest.raises(ValueError, match="exactly once"):
-        relevance.judge_listwise(gateway_for(fake, tmp_path), pools[:1])
-
-
-def test_make_pools_splits_each_key_into_chunks_in_first_appearance_order():
-    items = [JudgeItem(f"q{k}", f"passage {i}") for k, n in ((2, 12), (1, 3)) for i in range(n)]
-    keys = [item.source for item in items]
-    pools = make_pools(items, keys, size=5)
-    # q2: 12 passages -> 12 // 5 = 2 chunks of 6 (array_split); q1: 3 passages, fewer than 5 -> one pool
-    assert [(p.source, p.rows) for p in pools] == [("q2", tuple(range(6))), ("q2", tuple(range(6, 12))),
-                                                   ("q1", (12, 13, 14))]
-    with pytest.raises(ValueError, match="differ in source or context"):
-        make_pools([JudgeItem("s", "a", "p"), JudgeItem("s", "b", "other person")], ["e", "e"])
-
-
-def test_reordered_pool_keeps_rows_with_their_outputs():
-    pool = JudgePool("s", "c", ("a", "b", "c"), (7, 8, 9)).reordered([2, 0, 1])
-    assert pool.outputs == ("c", "a", "b") and pool.rows == (9, 7, 8)
 
 
 def test_judgments_frame_and_rounded_expected_by_hand():

@@ -16,23 +16,6 @@ def test_agreement_summary():
     assert row["weighted_kappa"] == pytest.approx(cohen_kappa([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2], "quadratic"))
 
 
-def judged_passages():
-    return pd.DataFrame({
-        "human_grade": [0, 1, 2, 2, 0],
-        "grade": pd.array([0, 1, 2, 1, 1], dtype="Int64"),             # 3 of 5 agree
-        "rounded_expected": pd.array([0, 1, 2, 2, 0], dtype="Int64"),  # all agree: κ_w = 1
-        "listwise_grade": pd.array([0, None, 2, 0, 0], dtype="Int64"),  # one failed; 3 of 4 agree
-        "expected_grade": [0.2, 0.9, np.nan, 1.8, 0.1],
-        "qid": ["q1", "q1", "q2", "q2", "q3"],
-    })
-
-
-def test_grade_distribution_counts_each_definition():
-    table = validity.grade_distribution(judged_passages())
-    assert table.index.tolist() == [0, 1, 2]
-    assert table["pointwise argmax"].tolist() == [1, 3, 1] and table["listwise argmax"].tolist() == [3, 0, 1]
-
-
 def correlation_frame():
     return pd.DataFrame({"doc": [1, 1, 1, 2, 2, 2, 3, 3, 3],
                          "human": [1, 2, 3, 1, 2, 3, 2, 2, 2],   # doc 3 constant -> skipped

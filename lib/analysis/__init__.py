@@ -31,8 +31,8 @@ method
 grade
     a relevance value on ``lib.design.GRADES`` (0, 1, 2) given by a judge or a human.
 label
-    the grade chapter 04 scores with (``labels.label``). A *label definition* names which judge output gives
-    it (pointwise argmax, pointwise rounded E[g], listwise argmax; ``validity.LABEL_DEFINITIONS``).
+    the gain chapter 04 scores with (``labels.label``): one *reading* of the pointwise judge call (argmax grade,
+    E[g], rounded E[g]; ``lib.chapters.ch03.READINGS``), named by chapter 03's ``label_rule`` before the labels.
 informative entry
     an entry whose pool's best and worst orders score differently on a measure: only there can methods differ,
     so tests run on the informative entries (decided by the labels alone, never by a method's ranking).

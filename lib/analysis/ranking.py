@@ -192,12 +192,6 @@ def value_range(labels: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["_order", "entry_id"]).drop(columns="_order").reset_index(drop=True)
 
 
-def informative_entries(labels: pd.DataFrame, measure: str) -> set[str]:
-    """Entries whose value of ``measure`` depends on the order of their pool (:func:`value_range`)."""
-    table = value_range(labels)
-    return set(table.loc[(table.measure == measure) & table.informative, "entry_id"])
-
-
 def average_runs(values: pd.DataFrame) -> pd.DataFrame:
     """One value per (ranker, entry, measure): a ranker with several runs (random seeds) is averaged over them."""
     return values.groupby(["ranker", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()

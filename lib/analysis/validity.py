@@ -23,10 +23,6 @@ from numpy.typing import ArrayLike
 from lib.analysis.stats import Interval, MeasurementLevel, cohen_kappa, krippendorff_alpha, unit_bootstrap
 from lib.design import GRADES
 
-# Label definition -> the labels-table column that holds it; chapter 03 chooses among them (choose_label).
-LABEL_DEFINITIONS: dict[str, str] = {"pointwise argmax": "grade", "pointwise rounded E[g]": "rounded_expected",
-                                     "listwise argmax": "listwise_grade"}
-
 
 def sample_ids(ids: Iterable[Any], n: int, seed: int, key: Callable[[Any], Any] | None = None) -> list[Any]:
     """A seeded sample of ``n`` distinct ids without replacement, drawn from the sorted distinct ids and
@@ -75,12 +71,6 @@ def confusion(frame: pd.DataFrame, human: str, judge: str, categories: Sequence[
     table = pd.crosstab(frame.loc[both, human].astype(int), frame.loc[both, judge].astype(int))
     return table.reindex(index=list(categories), columns=list(categories), fill_value=0).rename_axis(
         index=f"human ({human})", columns=f"judge ({judge})")
-
-
-def grade_distribution(labels: pd.DataFrame) -> pd.DataFrame:
-    """Count of each grade under each label definition (grades × definitions)."""
-    return pd.DataFrame({name: labels[column].value_counts().reindex(list(GRADES), fill_value=0)
-                         for name, column in LABEL_DEFINITIONS.items()}).rename_axis("grade")
 
 
 def repeat_pairs(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:

@@ -48,7 +48,7 @@ from lib.prompts import parts as prompt_parts
 class BiasResult:
     """One measured bias: ``statistic`` (what ``value`` is) over ``n`` items, with its 95% CI over the queries
     they belong to (``ci_over``: "12 queries"); ``form`` is the judging form it was
-    measured on (listwise, pairwise, pointwise)."""
+    measured on (pairwise or pointwise)."""
 
     bias: str
     form: str

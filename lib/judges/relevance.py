@@ -1,15 +1,15 @@
 """Relevance judge (UMBRELA-style, Upadhyay et al. 2024): consider the writer's intent, then answer with a
 grade on the scale ``lib.design.GRADES`` (2 highly relevant, 1 okay, 0 irrelevant), as schema-constrained JSON.
 
-Two forms over the same rubric: *pointwise* (one call per :class:`~lib.judges.items.JudgeItem`; the answer is
-pre-filled up to the grade, ``{"grade": ``, so the grade token is read at a fixed position after a fixed prefix
-and its top log-probabilities give p(g) and the expected grade E[g] = Σ_g p(g)·g as a property of the item, not
-of the whitespace the model happened to write) and *listwise* (one call grades a
-whole :class:`~lib.judges.items.JudgePool`; argmax grades only). Two wordings of the rubric: nudges for a
+One call per :class:`~lib.judges.items.JudgeItem` (pointwise): the answer is pre-filled up to the grade,
+``{"grade": ``, so the grade token is read at a fixed position after a fixed prefix and its top log-probabilities
+give p(g) and the expected grade E[g] = Σ_g p(g)·g as a property of the item, not of the whitespace the model
+happened to write. (A listwise form, one call grading a whole pool, was measured in earlier runs of chapter 03 and
+removed when no chapter used it any more.) Two wordings of the rubric: nudges for a
 journal entry and a persona (``NUDGE_PROMPTS``), and passages for a search query (``PASSAGE_PROMPTS``, to
 measure the judge against human qrels). A wording carries its grade scale: ``PASSAGE_4POINT_PROMPTS`` grades
-passages 0–3 as TREC DL's assessors did (UMBRELA's scale), pointwise only. Each prompt file is split by ``---``
-into the system part, the shared context (written first so the server reuses its cached prefix) and the item(s).
+passages 0–3 as TREC DL's assessors did (UMBRELA's scale). Each prompt file is split by ``---`` into the system
+part, the shared context (written first so the server reuses its cached prefix) and the item.
 :func:`judge_messages` sends prepared pointwise messages (few-shot, criteria, perturbed prompts of
 ``lib.judges.methods`` and ``lib.judges.bias``) through the same pre-filled, logprob-reading call.
 """
@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, create_model
 
 from lib.design import GRADES, PERSONAS_BY_ID, GradeValue
-from lib.judges.items import JudgeItem, JudgePool
+from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
@@ -48,28 +48,18 @@ def grade_schema(scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
     return create_model(f"Grade{min(scale)}to{max(scale)}", grade=(Literal[scale], ...))  # type: ignore[arg-type]
 
 
-@cache
-def grades_schema(n: int, scale: tuple[int, ...] = GRADES) -> type[BaseModel]:
-    name = f"Grades{n}" if scale == GRADES else f"Grades{n}of{min(scale)}to{max(scale)}"
-    # ``scale`` is known only at run time, so no static type names this Literal
-    grade_list = Annotated[list[Literal[scale]], Field(min_length=n, max_length=n)]  # type: ignore[valid-type]
-    return create_model(name, grades=(grade_list, ...))
-
-
 @dataclass(frozen=True)
 class RelevancePrompts:
-    """File stems in ``lib/prompts`` of the pointwise and listwise wording of one rubric (``listwise`` None: the
-    wording has no listwise form), and the grade scale the wording asks for."""
+    """The file stem in ``lib/prompts`` of one rubric's wording, and the grade scale the wording asks for."""
 
     pointwise: str
-    listwise: str | None
     scale: tuple[int, ...] = GRADES
 
 
-NUDGE_PROMPTS = RelevancePrompts("relevance_pointwise", "relevance_listwise")
-PASSAGE_PROMPTS = RelevancePrompts("passage_relevance_pointwise", "passage_relevance_listwise")
+NUDGE_PROMPTS = RelevancePrompts("relevance_pointwise")
+PASSAGE_PROMPTS = RelevancePrompts("passage_relevance_pointwise")
 # TREC DL's 4-point scale (0 irrelevant, 1 related, 2 highly relevant, 3 perfectly relevant; UMBRELA's wording).
-PASSAGE_4POINT_PROMPTS = RelevancePrompts("passage_relevance_4point_pointwise", None, scale=(0, 1, 2, 3))
+PASSAGE_4POINT_PROMPTS = RelevancePrompts("passage_relevance_4point_pointwise", scale=(0, 1, 2, 3))
 
 
 @dataclass(frozen=True)
@@ -124,16 +114,6 @@ def pointwise_messages(item: JudgeItem, prompts: RelevancePrompts = NUDGE_PROMPT
              + template.format(output=item.output) + layout.ending}]
 
 
-def listwise_messages(pool: JudgePool, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[dict[str, str]]:
-    if prompts.listwise is None:
-        raise ValueError(f"the wording {prompts.pointwise!r} has no listwise form")
-    system, shared, template = prompt_parts(prompts.listwise, 3)
-    listing = "\n".join(f"[{i}] \"{text}\"" for i, text in enumerate(pool.outputs, start=1))
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(context=pool.context, source=pool.source) + "\n"
-             + template.format(outputs=listing)}]
-
-
 def judge_pointwise(gateway: Gateway, items: Sequence[JudgeItem], call_label: str = "relevance",
                     temperature: float = 0.0, seed: int = 0, prompts: RelevancePrompts = NUDGE_PROMPTS,
                     layout: Layout = DEFAULT_LAYOUT) -> list[Judgment]:
@@ -175,34 +155,6 @@ def judge_variants(gateway: Gateway, variants: Mapping[str, Sequence[list[dict[s
             expected_grade=expected_score(dist) if dist else None,
             p_grade=tuple(dist[g] for g in scale) if dist else None, scale=scale))
     return out
-
-
-def judge_listwise(gateway: Gateway, pools: Sequence[JudgePool], call_label: str = "relevance-list",
-                   order_seed: int | None = None, prompts: RelevancePrompts = NUDGE_PROMPTS) -> list[Judgment]:
-    """Grade each pool in one call; returns one judgment per row of the item list the pools were made from
-    (the pools' rows must cover it exactly once). With ``order_seed`` pool i is shown in the seeded random
-    order ``default_rng([order_seed, i])`` (for the position-bias check). A failed call fails all its rows."""
-    rows = sorted(row for pool in pools for row in pool.rows)
-    if rows != list(range(len(rows))):
-        raise ValueError("the pools' rows must cover 0..n-1 exactly once")
-    shown = shown_pools(pools, order_seed)
-    calls = [LLMCall(listwise_messages(pool, prompts), grades_schema(len(pool.rows), prompts.scale),
-                     call_label=f"{call_label}:{i}", max_tokens=12 + 4 * len(pool.rows))
-             for i, pool in enumerate(shown)]
-    judgments: list[Judgment] = [Judgment(ok=False, scale=prompts.scale)] * len(rows)
-    for pool, result in zip(shown, gateway.complete_many(calls, desc=call_label), strict=True):
-        for k, row in enumerate(pool.rows):
-            judgments[row] = (Judgment(ok=True, grade=result.value.grades[k], scale=prompts.scale) if result.ok
-                              else Judgment(ok=False, failure_kind=result.failure_kind, scale=prompts.scale))
-    return judgments
-
-
-def shown_pools(pools: Sequence[JudgePool], order_seed: int | None = None) -> list[JudgePool]:
-    """The pools in the order a listwise call shows them: as given, or pool i in the seeded random order
-    ``default_rng([order_seed, i])``. ``shown[i].rows[0]`` is the row shown first (for the position effect)."""
-    return [pool if order_seed is None
-            else pool.reordered(np.random.default_rng([order_seed, i]).permutation(len(pool.rows)))
-            for i, pool in enumerate(pools)]
 
 
 def truncate(text: str, max_chars: int) -> str:
