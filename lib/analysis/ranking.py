@@ -220,5 +220,6 @@ def random_expected_rows(labels: pd.DataFrame) -> pd.DataFrame:
     for name, measure in MEASURES.items():
         scored = sorted(scoreable_entries(labelled, measure))
         rows.append({"measure": name, "ranker": RANDOM_EXPECTED, "entries": len(scored),
-                     "mean": float(np.mean([measure.random_expectation(gains[e]) for e in scored]))})
+                     "mean": float(np.mean([measure.random_expectation(gains[e]) for e in scored]))
+                     if scored else float("nan")})
     return pd.DataFrame(rows)

@@ -43,10 +43,18 @@ def _direction(diff: float) -> str:
     return "higher" if diff > 0 else "lower" if diff < 0 else "the same"
 
 
-def constant_label_pools(labels: pd.DataFrame) -> tuple[int, int]:
-    """(pools whose labelled candidates all carry the same label, pools with a label)."""
-    per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.nunique()
-    return int((per_pool == 1).sum()), len(per_pool)
+def constant_label_pools(labels: pd.DataFrame) -> tuple[int, int, int]:
+    """(pools of one labelled candidate, pools of several whose candidates all carry the same label, pools with a
+    label): in both kinds every order scores the same."""
+    per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.agg(["size", "nunique"])
+    single = per_pool["size"] == 1
+    return int(single.sum()), int(((per_pool["nunique"] == 1) & ~single).sum()), len(per_pool)
+
+
+def _unorderable_text(labels: pd.DataFrame) -> str:
+    single, constant, pools = constant_label_pools(labels)
+    return (f"{single + constant} of {pools} pools score the same under every order ({single} hold one candidate, "
+            f"{constant} carry one label on several)")
 
 
 def primary_plan(comparisons: pd.DataFrame, difference: float, pilot_sd: float, pilot_entries: int, alpha: float,
@@ -121,10 +129,8 @@ def known_answer_text(table: pd.DataFrame, reading: str) -> str:
 def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
     """Markdown: the pools with constant labels, the measures tested with their informative entries, and the
     measures not tested with the reason (``lib.analysis.comparisons.measure_status``)."""
-    constant, pools = constant_label_pools(labels)
     tested = status[status.tested.astype(bool)]
-    lines = [f"{constant} of {pools} pools have a single label value on every candidate: every order of such a pool "
-             f"scores the same, so no ranker can win or lose there."]
+    lines = [f"{_unorderable_text(labels)}: no ranker can win or lose there."]
     if len(tested):
         lines.append("- Tested (informative entries / entries scored): " + "; ".join(
             f"{m} {int(r.entries_informative)} / {int(r.entries_scored)}" for m, r in tested.iterrows()) + ".")
@@ -277,7 +283,8 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.D
         model = (f"- **Models.** Generator: {', '.join(map(describe_model, generators))}; judge: "
                  f"{', '.join(map(describe_model, judges))}.")
     moved = (f"; re-judged with another layout of the same prompt, the gain changed on {changes['changed']} of "
-             f"{changes['n']} candidates (a formatting change; other perturbations may move it more)"
+             f"{changes['n']} candidates, by {float(np.mean(np.abs(changes['changes']))):.3f} on average (a formatting "
+             f"change; other perturbations may move it more)"
              if changes["n"] else "; its change under another layout is not measured")
     blind = [k.replace("_", " ") for k, low in known.ci_low.items() if not low > 0.5]
     judge_line = (f"- **A weak judge, with no human labels for nudges.** Its agreement with human relevance grades "
@@ -285,12 +292,10 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.D
                   f"does not tell real candidates from: {', '.join(blind) or 'none of the kinds'} "
                   f"({known.ci_over.iloc[0]}){moved}.")
     gains = labels.label.dropna()
-    constant, pools = constant_label_pools(labels)
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
                    f"informative for {measure}" if len(primary) else "")
-    constant_text = (f"{constant} of {pools} pools carry a single gain, so every ranker scores the same on them"
-                     if constant else "no pool carries a single gain")
+    constant_text = _unorderable_text(labels)
     distribution = (f"- **Gains in a narrow band.** The {len(gains)} gains ({labels.label_source.iloc[0]}) take "
                     f"{gains.nunique()} distinct values from {gains.min():.2f} to {gains.max():.2f} (sd "
                     f"{gains.std(ddof=1):.3f}; {int(labels.label.isna().sum())} missing); {constant_text}"
