@@ -22,6 +22,8 @@ def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapter
     for folder in ("tables", "crs", "notebooks", "html", "ledgers", "bench"):
         (outputs / folder).mkdir(parents=True)
         (outputs / folder / "x.txt").write_text(folder)
+    for ledger in ("03_judge_labeling", "07_validity", "07_validity-drift-c1"):
+        (outputs / "ledgers" / f"{ledger}.json").write_text("{}")
     cache = outputs / "llm-cache"
     for key, notebook in (("aa01", "03_judge_labeling"), ("bb02", "06_crs_simulation-judge"),
                           ("cc03", "07_validity"), ("dd04", "07_validity-drift-c1")):
@@ -32,8 +34,9 @@ def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapter
     out.mkdir()
     assert bench.seed_cold_run("07_validity", out) == 2
     assert sorted(p.stem for p in (out / "llm-cache").glob("??/*.json")) == ["aa01", "bb02"]
-    # earlier chapters' outputs come along; the rendered report, ledgers and bench records do not
-    assert sorted(p.name for p in out.iterdir()) == ["crs", "llm-cache", "tables"]
+    # earlier chapters' outputs and ledgers come along; the rendered report, later ledgers and bench records do not
+    assert sorted(p.name for p in out.iterdir()) == ["crs", "ledgers", "llm-cache", "tables"]
+    assert sorted(p.name for p in (out / "ledgers").iterdir()) == ["03_judge_labeling.json"]
 
 
 def test_the_cold_run_sentence_reads_the_record_against_the_budget(tmp_path):

@@ -176,13 +176,18 @@ def _chapter(notebook: str) -> str:
 
 def seed_cold_run(name: str, out: Path) -> int:
     """Fill ``out`` as ``make all`` from an empty cache would have it when it reaches notebook ``name``: every
-    committed output folder but the cache and the rendered report (earlier chapters' tables, CRS logs, monitor
-    database), and the cache entries earlier chapters wrote (their calls are cache hits for ``name``, as in a
-    cold ``make all``). Returns the number of cache entries copied."""
+    committed output folder but the cache, the ledgers and the rendered report (earlier chapters' tables, CRS logs,
+    monitor database), the ledgers of earlier chapters (a chapter's cost table reads them), and the cache entries
+    earlier chapters wrote (their calls are cache hits for ``name``, as in a cold ``make all``). Returns the number
+    of cache entries copied."""
     skip = {paths.LLM_CACHE.name, paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name, "bench"}
     for folder in paths.OUTPUTS.iterdir():
         if folder.is_dir() and folder.name not in skip:
             shutil.copytree(folder, out / folder.name)
+    for ledger in (paths.OUTPUTS / paths.LEDGERS.name).glob("*.json"):
+        if _chapter(ledger.stem) < _chapter(name):
+            (out / paths.LEDGERS.name).mkdir(exist_ok=True)
+            shutil.copy2(ledger, out / paths.LEDGERS.name / ledger.name)
     copied = 0
     for path in paths.LLM_CACHE.glob("??/*.json"):
         if _chapter(json.loads(path.read_text(encoding="utf-8"))["notebook"]) < _chapter(name):
