@@ -174,23 +174,46 @@ def _chapter(notebook: str) -> str:
     return notebook.split("_", 1)[0]
 
 
-def seed_cold_run(name: str, out: Path) -> int:
-    """Fill ``out`` as ``make all`` from an empty cache would have it when it reaches notebook ``name``: every
-    committed output folder but the cache, the ledgers and the rendered report (earlier chapters' tables, CRS logs,
-    monitor database), the ledgers of earlier chapters (a chapter's cost table reads them), and the cache entries
-    earlier chapters wrote (their calls are cache hits for ``name``, as in a cold ``make all``). Returns the number
-    of cache entries copied."""
+def keys_of_earlier_chapters(name: str) -> set[str]:
+    """The cache keys the notebooks before ``name`` and their measurements ask for today: each replayed in order
+    (``LLM_MODE=replay`` from the committed cache, outputs in a scratch folder, ``LLM_CACHE_USAGE_LOG`` on). A
+    call that moved from an earlier chapter to ``name`` keeps the notebook its entry was first written by, so the
+    entries' ``notebook`` field cannot tell which calls earlier chapters still make."""
+    earlier = [n for n in pipeline.notebook_names() if _chapter(n) < _chapter(name)]
+    with tempfile.TemporaryDirectory() as tmp:
+        _copy_outputs(Path(tmp))
+        log = Path(tmp) / "usage.log"
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(paths.LLM_CACHE), "LLM_MODE": "replay",
+               "LLM_CACHE_USAGE_LOG": str(log)}
+        for notebook in earlier:
+            for command in ("measure", "run"):
+                subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, notebook], cwd=paths.ROOT,
+                               env=env, check=True, capture_output=True)
+        return set(log.read_text(encoding="utf-8").split()) if log.exists() else set()
+
+
+def _copy_outputs(out: Path) -> None:
+    """Every committed output folder but the cache, the ledgers, the rendered report and the bench records."""
     skip = {paths.LLM_CACHE.name, paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name, "bench"}
     for folder in paths.OUTPUTS.iterdir():
         if folder.is_dir() and folder.name not in skip:
             shutil.copytree(folder, out / folder.name)
+
+
+def seed_cold_run(name: str, out: Path, earlier_keys: set[str]) -> int:
+    """Fill ``out`` as ``make all`` from an empty cache would have it when it reaches notebook ``name``: every
+    committed output folder but the cache, the ledgers and the rendered report (earlier chapters' tables, CRS logs,
+    monitor database), the ledgers of earlier chapters (a chapter's cost table reads them), and the cache entries
+    earlier chapters ask for (``earlier_keys``, :func:`keys_of_earlier_chapters`: their calls are cache hits for
+    ``name``, as in a cold ``make all``). Returns the number of cache entries copied."""
+    _copy_outputs(out)
     for ledger in (paths.OUTPUTS / paths.LEDGERS.name).glob("*.json"):
         if _chapter(ledger.stem) < _chapter(name):
             (out / paths.LEDGERS.name).mkdir(exist_ok=True)
             shutil.copy2(ledger, out / paths.LEDGERS.name / ledger.name)
     copied = 0
     for path in paths.LLM_CACHE.glob("??/*.json"):
-        if _chapter(json.loads(path.read_text(encoding="utf-8"))["notebook"]) < _chapter(name):
+        if path.stem in earlier_keys:
             (out / paths.LLM_CACHE.name / path.parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, out / paths.LLM_CACHE.name / path.parent.name / path.name)
             copied += 1
@@ -219,7 +242,7 @@ def notebook_cold_warm(name: str) -> dict[str, float]:
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
-        times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp))
+        times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
         env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
         for step, command in steps:
