@@ -117,6 +117,12 @@ def discrimination(scores: pd.DataFrame, score: str, seed: int, n_resamples: int
     return pd.DataFrame(rows, columns=["kind", "entries", "auc", "ci_low", "ci_high", "ci_over"])
 
 
+def sees(discrimination: pd.DataFrame) -> pd.Series:
+    """Per row of a :func:`discrimination` table: its interval lies above 0.5 (real candidates come out above that
+    kind of distractor more often than a coin would put them), False where there is no interval."""
+    return discrimination.ci_low.gt(0.5).fillna(False).astype(bool)
+
+
 DISTRACTOR_COLUMNS = ["entry_id", "distractor_id", "kind", "persona_id", "source_candidate_id", "nudge_text",
                       "position", "confidence"]
 

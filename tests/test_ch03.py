@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib import tables
+from lib import known_answers, tables
 from lib.chapters import ch03
 
 
@@ -47,7 +47,7 @@ def test_reading_discrimination_and_the_label_rule_text():
     expected = table[table.reading == "expected_grade"].set_index("kind")
     # real (1.6, 1.4): off-topic 0.2 -> 1; mismatch 1.3 -> 1; tone 1.6 -> (½ + 0) / 2
     assert expected.auc.to_dict() == {"off_topic": 1.0, "value_mismatch": 1.0, "tone": 0.25}
-    assert ch03.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True, "tone": False}
+    assert known_answers.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True, "tone": False}
     text = ch03.label_rule_text("expected_grade", table, ch03.reading_table(judged_frame()))
     assert "Kinds of distractor whose interval lies above 0.5 under it: off_topic, value_mismatch." in text
     assert "It can rank: 0 of 12 pools are constant" in text

@@ -17,6 +17,7 @@ from lib.analysis.ranking import (
     random_expected_rows,
     rankers_in,
     register,
+    unorderable_pools,
     value_range,
 )
 
@@ -174,3 +175,10 @@ def test_rankers_in_follows_ranker_order_and_keeps_unknown_methods():
     rankings = pd.DataFrame({"ranker": ["value_aware", "zz_new", "random", "embedding", "aa_new"]})
     assert rankers_in(rankings, order=("random", "embedding", "value_aware")) == [
         "random", "embedding", "value_aware", "aa_new", "zz_new"]
+
+
+def test_unorderable_pools_count_single_and_constant_pools_apart():
+    labels = pd.DataFrame({"entry_id": ["one", "flat", "flat", "mixed", "mixed", "failed", "failed"],
+                           "label": [1.0, 1.5, 1.5, 1.5, 1.2, 1.0, None]})
+    # "failed" keeps one labelled candidate: it counts as a pool of one
+    assert unorderable_pools(labels) == (2, 1, 4)

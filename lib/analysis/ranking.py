@@ -192,6 +192,14 @@ def value_range(labels: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["_order", "entry_id"]).drop(columns="_order").reset_index(drop=True)
 
 
+def unorderable_pools(labels: pd.DataFrame) -> tuple[int, int, int]:
+    """(pools of one labelled candidate, pools of several whose candidates all carry the same label, pools with a
+    label): on both kinds every order scores the same, so no ranker can win or lose there."""
+    per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.agg(["size", "nunique"])
+    single = per_pool["size"] == 1
+    return int(single.sum()), int(((per_pool["nunique"] == 1) & ~single).sum()), len(per_pool)
+
+
 def average_runs(values: pd.DataFrame) -> pd.DataFrame:
     """One value per (ranker, entry, measure): a ranker with several runs (random seeds) is averaged over them."""
     return values.groupby(["ranker", "entry_id", "measure"], as_index=False, sort=False)["value"].mean()

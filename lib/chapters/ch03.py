@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from lib import known_answers
+from lib.analysis.ranking import unorderable_pools
 from lib.analysis.stats import interval_text, krippendorff_alpha, unit_bootstrap
 from lib.chapters.headline import Tables, headline
 from lib.judges import geval
@@ -45,13 +46,11 @@ def reading_table(judged: pd.DataFrame) -> pd.DataFrame:
     rows = {}
     for reading in READINGS:
         values = real[reading].dropna()
-        pools = real.dropna(subset=[reading]).groupby("entry_id")[reading]
-        sizable = pools.size() >= 2
-        constant = (pools.nunique() == 1) & sizable
+        single, constant, pools = unorderable_pools(real.assign(label=real[reading]))
         modal = float(values.value_counts(normalize=True).iloc[0]) if len(values) else float("nan")
         rows[reading] = {"distinct values": values.nunique(), "modal value share": modal,
-                         "pools": int(sizable.sum()), "constant pools": int(constant.sum()),
-                         "unable to rank": not modal <= 0.5 or bool(constant.sum() == sizable.sum())}
+                         "pools": pools - single, "constant pools": constant,
+                         "unable to rank": not modal <= 0.5 or constant == pools - single}
     return pd.DataFrame(rows).T.rename_axis("reading (real candidates)")
 
 
@@ -64,16 +63,10 @@ def reading_discrimination(judged: pd.DataFrame, seed: int, n_resamples: int) ->
     return table[["reading", *[c for c in table.columns if c != "reading"]]]
 
 
-def sees(discrimination: pd.DataFrame) -> pd.Series:
-    """Per row of a discrimination table: the interval lies above 0.5 (the reading puts real candidates above
-    that kind of distractor more often than a coin would), False where there is no interval."""
-    return discrimination.ci_low.gt(0.5).fillna(False).astype(bool)
-
-
 def label_rule_text(rule: str, discrimination: pd.DataFrame, readings: pd.DataFrame) -> str:
     """The declared label rule and what the known-answer check says of it: which kinds of distractor the gain
     sees, and whether it is a label that can rank (it must see one kind and leave some pool non-constant)."""
-    seen = sees(discrimination[discrimination.reading == rule].set_index("kind"))
+    seen = known_answers.sees(discrimination[discrimination.reading == rule].set_index("kind"))
     kinds = ", ".join(seen.index[seen]) or "none"
     can_rank = bool(seen.any()) and not readings.at[rule, "unable to rank"]
     others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "

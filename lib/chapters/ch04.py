@@ -16,7 +16,7 @@ import pandas as pd
 
 from lib import known_answers
 from lib.analysis import power
-from lib.analysis.ranking import value_range
+from lib.analysis.ranking import unorderable_pools, value_range
 from lib.analysis.stats import MIN_CI_UNITS, interval_text
 from lib.chapters.headline import Tables, headline
 from lib.llm.server import describe_model
@@ -43,16 +43,8 @@ def _direction(diff: float) -> str:
     return "higher" if diff > 0 else "lower" if diff < 0 else "the same"
 
 
-def constant_label_pools(labels: pd.DataFrame) -> tuple[int, int, int]:
-    """(pools of one labelled candidate, pools of several whose candidates all carry the same label, pools with a
-    label): in both kinds every order scores the same."""
-    per_pool = labels.dropna(subset=["label"]).groupby("entry_id").label.agg(["size", "nunique"])
-    single = per_pool["size"] == 1
-    return int(single.sum()), int(((per_pool["nunique"] == 1) & ~single).sum()), len(per_pool)
-
-
 def _unorderable_text(labels: pd.DataFrame) -> str:
-    single, constant, pools = constant_label_pools(labels)
+    single, constant, pools = unorderable_pools(labels)
     return (f"{single + constant} of {pools} pools score the same under every order ({single} hold one candidate, "
             f"{constant} carry one label on several)")
 
@@ -109,7 +101,7 @@ def known_answer_text(table: pd.DataFrame, reading: str) -> str:
     """Markdown: which kinds of distractor the judge's gain sees (interval above 0.5), which it does not, and, per
     kind, the rankers that see it without holding by construction."""
     judge = table.loc[f"judge ({reading})"]
-    seen = judge.ci_low > 0.5
+    seen = known_answers.sees(judge)
     lines = ["- **The judge** sees: " + (", ".join(f"{k.replace('_', ' ')} ({judge.at[k, 'auc']:.2f}, "
                                                    f"{interval_text(judge.at[k, 'ci_low'], judge.at[k, 'ci_high'])})"
                                                    for k in judge.index[seen]) or "no kind")
@@ -120,7 +112,7 @@ def known_answer_text(table: pd.DataFrame, reading: str) -> str:
     rankers = table.drop(index=f"judge ({reading})", level="who")
     for kind in judge.index:
         part = rankers.xs(kind, level="kind")
-        honest = part[(part["by construction"] == "") & (part.ci_low > 0.5)]
+        honest = part[(part["by construction"] == "") & known_answers.sees(part)]
         lines.append(f"- **{kind.replace('_', ' ')}**: rankers above 0.5 not by construction: "
                      + (", ".join(f"{who} {r.auc:.2f}" for who, r in honest.iterrows()) or "none") + ".")
     return "\n".join(lines)
@@ -286,7 +278,7 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.D
              f"{changes['n']} candidates, by {float(np.mean(np.abs(changes['changes']))):.3f} on average (a formatting "
              f"change; other perturbations may move it more)"
              if changes["n"] else "; its change under another layout is not measured")
-    blind = [k.replace("_", " ") for k, low in known.ci_low.items() if not low > 0.5]
+    blind = [k.replace("_", " ") for k, seen in known_answers.sees(known).items() if not seen]
     judge_line = (f"- **A weak judge, with no human labels for nudges.** Its agreement with human relevance grades "
                   f"is measured on TREC DL19 passages in chapter 07, not on nudges. On the known answers its gain "
                   f"does not tell real candidates from: {', '.join(blind) or 'none of the kinds'} "
@@ -373,7 +365,7 @@ def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, known: pd.DataF
                                      "judge noise is unknown")
     orders = sorted(set(variant_orders.values()))
     kind = known.loc[required_kind] if required_kind in known.index else None
-    sees_kind = kind is not None and bool(kind["ci_low"] > 0.5)
+    sees_kind = required_kind in known.index and bool(known_answers.sees(known).loc[required_kind])
     kind_text = (f"the judge's gain tells real candidates from {required_kind.replace('_', ' ')} distractors with "
                  f"AUC {kind['auc']:.2f} ({interval_text(kind['ci_low'], kind['ci_high'])}, {kind['ci_over']})"
                  if kind is not None else f"no {required_kind.replace('_', ' ')} distractor was judged")
