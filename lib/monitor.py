@@ -4,13 +4,24 @@ The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.s
 (:func:`init_database`), with a ``queries`` table (id, ts, system, query, contexts as a JSON list of strings,
 answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
 or lacks the monitor's tables (exit 5), so that a mistyped path is not a new empty log. ``run`` samples a day's
-queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on four metrics in one
-schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``), stores the judgments in
-the same database and prints the day's report. Each metric's stored score is the probability-weighted score
+queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on five metrics in one
+schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``): groundedness, context
+relevance (the retrieved documents against the query: the seed requirement), answer relevance (the answer against the
+query), completeness and no-hallucination. Each metric's stored score is the probability-weighted score
 Σ_s p(s)·s / 3 from the score token's ``top_logprobs`` (G-Eval's reading, :mod:`lib.judges.logprobs`; chapter 03
 found the argmax grade of this model collapsing onto one value), or the written integer / 3 when the endpoint
-returns no logprobs (``scored_by`` says which). ``report`` prints the trend over the last days.
+returns no logprobs (``scored_by`` says which); an item's ``overall`` is the mean of its five, stored with the
+time it was judged (``evaluated_at``, UTC). ``run`` stores the judgments in the same database and prints the
+day's report. ``report`` prints the trend over the last calendar days (a night without a run is shown as a gap)
+and the relative alert rule's power at the default sample rate; ``sample-size`` prints the items a day that rule
+needs to catch a given drop.
 
+* **Two alert rules.** Absolute: the day's overall mean below ``--alert-overall`` (0.7). Relative, a Shewhart
+  control limit on the day's mean (:func:`control_limit`): below mean − ``--limit-sds`` (3) × SD / √m of the
+  baseline, the judged items of the ``--baseline-days`` (7) calendar days before the day (at least 3 items), with m
+  the day's judged items. A judge that scores every answer near the top never crosses an absolute target; the
+  relative rule asks only that a bad day fall below the judge's own recent days. Its power for a drop δ is
+  Φ(δ√m/SD − 3) (:func:`lib.analysis.power.control_limit_power`).
 * Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
 * The sample of a day is fixed by its first run that finds rows on the day (⌈rate·n⌉ of the n rows logged then,
   stored with its rate and seed in the ``samples`` table): a later run judges the same rows, whatever its
@@ -32,13 +43,13 @@ returns no logprobs (``scored_by`` says which). ``report`` prints the trend over
   chunk's results committed in one short transaction, so a run stopped by the judge keeps what it received.
   A database locked by another writer (the logging application) is waited for up to ``--busy-timeout``
   seconds (default 60); no transaction is held open while the judge works.
-* The day's report: the items with groundedness below ``--alert-groundedness`` (0.7) or relevance below
-  ``--alert-relevance`` (0.6) are listed; per-metric targets (defaults groundedness 0.9, relevance 0.8,
-  completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
+* The day's report: the items with groundedness below ``--alert-groundedness`` (0.7) or answer relevance below
+  ``--alert-answer-relevance`` (0.6) are listed; per-metric targets (defaults groundedness 0.9, context and answer
+  relevance 0.8, completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
 
-Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of the four
-metric means) below ``--alert-overall`` (default 0.7); 2 usage error, found before the database or the judge is
-touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
+Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of its items'
+overall scores) below ``--alert-overall`` (default 0.7) or below the control limit; 2 usage error, found before
+the database or the judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
 as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or every judge call of the
 day failed, so the alert could not be checked; 5 database error (locked past the busy timeout, read-only, not a
 database, missing or without the monitor's tables, or the day is being judged by another run). Single failed
@@ -73,19 +84,20 @@ import pandas as pd
 from pydantic import BaseModel
 
 from lib import paths
+from lib.analysis import power
 from lib.judges.logprobs import weighted_fields
 from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
-METRICS = ("groundedness", "relevance", "completeness", "no_hallucination")
-DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "relevance": 0.8, "completeness": 0.7,
-                                     "no_hallucination": 0.95}
+METRICS = ("groundedness", "context_relevance", "answer_relevance", "completeness", "no_hallucination")
+DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "context_relevance": 0.8, "answer_relevance": 0.8,
+                                     "completeness": 0.7, "no_hallucination": 0.95}
 DEFAULT_DB = paths.OUTPUTS / "monitor" / "monitor.sqlite"
 EXIT_OK, EXIT_ALERT, EXIT_USAGE, EXIT_MALFORMED, EXIT_JUDGE, EXIT_DATABASE = 0, 1, 2, 3, 4, 5
 EXIT_HELP = """exit status:
   0  ok: the day judged, no alert
-  1  alert: the day's overall mean is below --alert-overall (wins over 3 and 4)
+  1  alert: the day's overall mean is below --alert-overall or below the control limit (wins over 3 and 4)
   2  usage: a bad option or value, found before the database or the judge is touched
   3  malformed rows, no alert: sampled rows that cannot be judged, and log rows whose
      timestamp is not YYYY-MM-DDTHH:MM:SS (they belong to no day), each named by row id
@@ -98,6 +110,10 @@ EXIT_HELP = """exit status:
      another run (its claim lapses an hour after its last renewal)
 errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
+DEFAULT_SAMPLE_RATE = 0.1
+DEFAULT_DROP = 0.05   # fall of the day's mean overall (0–1) that report's power and sample-size plan for
+LIMIT_SDS = 3.0       # the control limit: standard errors of the day's mean below the baseline mean
+BASELINE_DAYS = 7
 TOP_LOGPROBS = 5
 CHUNK_SIZE = 8  # judgments committed together: a run stopped midway has stored all its chunks but the last
 BUSY_TIMEOUT_S = 60.0  # how long a write waits for another writer's lock (the logging application's)
@@ -109,8 +125,8 @@ CREATE TABLE IF NOT EXISTS queries (
     query TEXT NOT NULL, contexts TEXT NOT NULL, answer TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS judgments (
     query_id INTEGER PRIMARY KEY REFERENCES queries(id), day TEXT NOT NULL, ok INTEGER NOT NULL,
-    groundedness REAL, relevance REAL, completeness REAL, no_hallucination REAL,
-    scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT);
+    groundedness REAL, context_relevance REAL, answer_relevance REAL, completeness REAL, no_hallucination REAL,
+    overall REAL, scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT, evaluated_at TEXT);
 CREATE TABLE IF NOT EXISTS samples (
     day TEXT PRIMARY KEY, rate REAL NOT NULL, seed INTEGER NOT NULL, logged INTEGER NOT NULL,
     ids TEXT NOT NULL, fixed_at TEXT NOT NULL);
@@ -119,6 +135,9 @@ CREATE TABLE IF NOT EXISTS claims (
     renewed_at TEXT NOT NULL);
 """
 TABLES = ("queries", "judgments", "samples", "claims")
+# Judgment columns added since the first version: `init` adds them to an older database (its rows keep NULL there)
+ADDED_JUDGMENT_COLUMNS = {"context_relevance": "REAL", "answer_relevance": "REAL", "overall": "REAL",
+                          "evaluated_at": "TEXT"}
 TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
 # Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
 # (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
@@ -127,7 +146,8 @@ CANONICAL_TS = "(ts IS strftime('%Y-%m-%dT%H:%M:%S', julianday(ts)))"
 
 class MonitorScores(BaseModel):
     groundedness: Literal[0, 1, 2, 3]
-    relevance: Literal[0, 1, 2, 3]
+    context_relevance: Literal[0, 1, 2, 3]
+    answer_relevance: Literal[0, 1, 2, 3]
     completeness: Literal[0, 1, 2, 3]
     no_hallucination: Literal[0, 1, 2, 3]
 
@@ -164,6 +184,14 @@ def init_database(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
     with closing(sqlite3.connect(db, timeout=busy_timeout_s)) as connection:
         connection.executescript(SCHEMA_SQL)
+        for name in _missing_judgment_columns(connection):
+            connection.execute(f"ALTER TABLE judgments ADD COLUMN {name} {ADDED_JUDGMENT_COLUMNS[name]}")
+        connection.commit()
+
+
+def _missing_judgment_columns(connection: sqlite3.Connection) -> list[str]:
+    present = {row[1] for row in connection.execute("PRAGMA table_info(judgments)")}
+    return [name for name in ADDED_JUDGMENT_COLUMNS if name not in present]
 
 
 def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
@@ -177,10 +205,11 @@ def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connect
     try:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = [table for table in TABLES if table not in tables]
-        if missing:
-            raise MissingDatabase(f"not a study-monitor database, or one made by an older version (no table "
-                                  f"{', '.join(missing)}): `study-monitor init --db {db}` adds the tables and keeps "
-                                  "the data")
+        missing_columns = [] if "judgments" in missing else _missing_judgment_columns(connection)
+        if missing or missing_columns:
+            what = (f"table {', '.join(missing)}" if missing else f"judgment column {', '.join(missing_columns)}")
+            raise MissingDatabase(f"not a study-monitor database, or one made by an older version (no {what}): "
+                                  f"`study-monitor init --db {db}` adds what is missing and keeps the data")
     except BaseException:
         connection.close()
         raise
@@ -317,10 +346,12 @@ def read_scores(value: MonitorScores, logprobs: list | None) -> tuple[dict[str, 
 def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, scores: Mapping[str, float] | None,
            scored_by: str | None, failure_kind: str | None, error: str | None, model: str | None) -> None:
     values = [scores[m] if scores else None for m in METRICS]
+    overall = sum(values) / len(values) if scores else None  # type: ignore[arg-type]
+    columns = ["query_id", "day", "ok", *METRICS, "overall", "scored_by", "failure_kind", "error", "judge_model",
+               "evaluated_at"]
     connection.execute(
-        "INSERT OR REPLACE INTO judgments (query_id, day, ok, groundedness, relevance, completeness, "
-        "no_hallucination, scored_by, failure_kind, error, judge_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (query_id, day, int(ok), *values, scored_by, failure_kind, error, model))
+        f"INSERT OR REPLACE INTO judgments ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        (query_id, day, int(ok), *values, overall, scored_by, failure_kind, error, model, _now()))
 
 
 def _now() -> str:
@@ -482,16 +513,88 @@ def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
 
 
 def daily_summary(connection: sqlite3.Connection) -> pd.DataFrame:
-    """Per day: judged (ok) and failed counts, the mean of each metric over the successful judgments, and
-    ``overall`` = the mean of the four metric means."""
+    """Per judged day: judged (ok) and failed counts, the mean of each metric over the successful judgments, and
+    ``overall`` = the mean over the day's items of their overall score (the mean of their five metrics)."""
     frame = judgments(connection)
     if frame.empty:
         return pd.DataFrame(columns=["day", "judged", "failed", *METRICS, "overall"])
     ok = frame[frame.ok == 1]
     out = frame.groupby("day").agg(judged=("ok", "sum"), failed=("ok", lambda s: int((s == 0).sum())))
-    out = out.join(ok.groupby("day")[list(METRICS)].mean())
-    out["overall"] = out[list(METRICS)].mean(axis=1, skipna=False)
+    out = out.join(ok.groupby("day")[[*METRICS, "overall"]].mean())
     return out.reset_index()
+
+
+def calendar(summary: pd.DataFrame, end: str, days: int) -> pd.DataFrame:
+    """The ``days`` calendar days ending at ``end`` with their :func:`daily_summary` row; a day without judgments
+    (a missed night) keeps its row, with no counts, so that a report shows the gap."""
+    dates = [(Date.fromisoformat(end) - timedelta(days=k)).isoformat() for k in range(days - 1, -1, -1)]
+    return pd.DataFrame({"day": dates}).merge(summary, on="day", how="left")
+
+
+@dataclass(frozen=True)
+class ControlLimit:
+    """The relative alert rule's baseline for one day: the successfully judged items of the judged days among the
+    ``baseline_days`` calendar days before it (their overall scores' mean and SD), and the limit for a day of
+    ``items`` items, mean − ``limit_sds``·SD/√items (a Shewhart chart on the day's mean; :func:`control_limit`)."""
+
+    days: list[str]
+    baseline_items: int
+    mean: float
+    sd: float
+    items: int
+    limit_sds: float
+
+    @property
+    def limit(self) -> float:
+        return self.mean - self.limit_sds * self.sd / math.sqrt(self.items)
+
+    def text(self) -> str:
+        return (f"control limit {self.limit:.3f}: baseline {self.mean:.3f} (SD {self.sd:.3f} over "
+                f"{self.baseline_items} items of {len(self.days)} judged days, {self.days[0]}..{self.days[-1]}) "
+                f"- {self.limit_sds:g} x SD / sqrt({self.items} items)")
+
+
+MIN_BASELINE_ITEMS = 3  # fewer give no SD worth a limit
+
+
+def control_limit(per_item: pd.DataFrame, day: str, items: int, baseline_days: int = BASELINE_DAYS,
+                  limit_sds: float = LIMIT_SDS) -> ControlLimit | None:
+    """The control limit of ``day`` (:class:`ControlLimit`) from :func:`judgments`, or None while the baseline has
+    fewer than :data:`MIN_BASELINE_ITEMS` judged items. A day that alerted stays in later baselines: the rule
+    has no memory of alerts, so a long outage widens the limit (read the trend)."""
+    first = (Date.fromisoformat(day) - timedelta(days=baseline_days)).isoformat()
+    baseline = per_item[(per_item.ok == 1) & (per_item.day >= first) & (per_item.day < day)]
+    if len(baseline) < MIN_BASELINE_ITEMS or items < 1:
+        return None
+    return ControlLimit(sorted(baseline.day.unique()), len(baseline), float(baseline.overall.mean()),
+                        float(baseline.overall.std(ddof=1)), items, limit_sds)
+
+
+def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float, rate: float = DEFAULT_SAMPLE_RATE,
+                     limit_sds: float = LIMIT_SDS) -> str:
+    """What the relative rule can catch at sample rate ``rate`` (default: the command's): the items a day that
+    rate gives on the median day's log volume, the per-item SD of every judged item, and the probability that a
+    drop of ``drop`` in the day's mean overall falls below the limit (:func:`lib.analysis.power.control_limit_power`),
+    beside the items a day needed for power 0.8 (:func:`lib.analysis.power.items_for_control_limit`)."""
+    scores = per_item[per_item.ok == 1].overall
+    if len(scores) < MIN_BASELINE_ITEMS or samples.empty:
+        return f"alert power: not yet computable ({len(scores)} judged items, {len(samples)} sampled days)"
+    logged = int(samples.logged.median())
+    items = math.ceil(rate * logged)
+    sd = float(scores.std(ddof=1))
+    if sd == 0:
+        return f"alert power: every judged item has the overall score {scores.iloc[0]:.3f}, so no SD to plan with"
+    caught = power.control_limit_power(drop, sd, items, limit_sds)
+    needed = power.items_for_control_limit(drop, sd, limit_sds, 0.8)
+    return (f"alert power at sample rate {rate:g}: {items} items a day (median day: {logged} queries logged); per-item "
+            f"SD {sd:.3f} over {len(scores)} judged items; a drop of {drop:g} in the day's mean overall goes below the "
+            f"{limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline taken as known); power 0.8 "
+            f"needs {needed} items a day")
+
+
+def samples_table(connection: sqlite3.Connection) -> pd.DataFrame:
+    """The days' fixed samples (day, rate, seed, rows logged when fixed)."""
+    return pd.read_sql_query("SELECT day, rate, seed, logged FROM samples ORDER BY day", connection)
 
 
 def release_comparison(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -508,11 +611,11 @@ def release_comparison(per_query: pd.DataFrame, broken_day: str, fixed_day: str)
 
 def low_items(connection: sqlite3.Connection, day: str, groundedness_below: float, relevance_below: float
               ) -> pd.DataFrame:
-    """The day's successfully judged items with groundedness or relevance below the alert thresholds."""
+    """The day's successfully judged items with groundedness or answer relevance below the alert thresholds."""
     frame = judgments(connection)
     frame = frame[(frame.day == day) & (frame.ok == 1)]
-    return frame[(frame.groundedness < groundedness_below) | (frame.relevance < relevance_below)][
-        ["query_id", "system", "groundedness", "relevance", "query"]]
+    return frame[(frame.groundedness < groundedness_below) | (frame.answer_relevance < relevance_below)][
+        ["query_id", "system", "groundedness", "answer_relevance", "query"]]
 
 
 def _fmt(value: float | None) -> str:
@@ -521,12 +624,15 @@ def _fmt(value: float | None) -> str:
 
 def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
     """The trend table as text; a metric mean that does not exceed its target (the header's "> target") carries
-    a ``!``."""
-    header = (f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>16}" for m in METRICS)
+    a ``!``; a day without judgments (:func:`calendar`) reads "not judged"."""
+    header = (f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>17}" for m in METRICS)
               + f"  {'overall':>7}")
-    lines = [header, "targets" + " " * 21 + "  ".join(f"{'> ' + format(targets[m], '.2f'):>16}" for m in METRICS)]
+    lines = [header, "targets" + " " * 21 + "  ".join(f"{'> ' + format(targets[m], '.2f'):>17}" for m in METRICS)]
     for r in summary.itertuples():
-        cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) <= targets[m] else ' '):>16}" for m in METRICS)
+        if pd.isna(r.judged):
+            lines.append(f"{r.day:<10}  not judged")
+            continue
+        cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) <= targets[m] else ' '):>17}" for m in METRICS)
         lines.append(f"{r.day:<10}  {int(r.judged):>6}  {int(r.failed):>6}  {cells}  {_fmt(r.overall):>7}")
     return "\n".join(lines)
 
@@ -551,6 +657,20 @@ def _share(text: str) -> float:
     value = _number(text)
     if not 0 <= value <= 1:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def _positive_share(text: str) -> float:
+    value = _share(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    value = _number(text)
+    if not 0 < value < math.inf:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
 
@@ -606,17 +726,30 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report",
                          epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
-    run.add_argument("--sample-rate", type=_rate, default=0.1,
-                     help="share of the day's queries judged, in (0, 1] (default 0.1)")
+    run.add_argument("--sample-rate", type=_rate, default=DEFAULT_SAMPLE_RATE,
+                     help=f"share of the day's queries judged, in (0, 1] (default {DEFAULT_SAMPLE_RATE})")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     run.add_argument("--alert-overall", type=_share, default=0.7,
                      help="alert when the day's overall mean is below (0.7)")
     run.add_argument("--alert-groundedness", type=_share, default=0.7, help="list items with groundedness below (0.7)")
-    run.add_argument("--alert-relevance", type=_share, default=0.6, help="list items with relevance below (0.6)")
-    report = sub.add_parser("report", help="print the trend table of the last days")
+    run.add_argument("--alert-answer-relevance", type=_share, default=0.6,
+                     help="list items with answer relevance below (0.6)")
+    report = sub.add_parser("report", help="print the trend table of the last days and the alert rule's power")
     report.add_argument("--days", type=_positive, default=7, help="days shown, ending at --end (default 7)")
     report.add_argument("--end", type=_day, default=None, help="last day shown (default: the last judged day)")
-    for command in (init, run, report):  # `study-monitor init --db PATH` as well as `study-monitor --db PATH init`
+    size = sub.add_parser("sample-size", help="print the items a day the control limit needs to catch a drop")
+    size.add_argument("--power", type=_share, default=0.8, help="chance of catching the drop (default 0.8)")
+    size.add_argument("--sd", type=_positive_share, default=None,
+                      help="per-item SD of the overall score (default: from the judged items of --db)")
+    for command in (report, size):
+        command.add_argument("--drop", type=_positive_share, default=DEFAULT_DROP,
+                             help=f"fall of the day's mean overall score to catch (default {DEFAULT_DROP})")
+    for command in (run, report, size):
+        command.add_argument("--limit-sds", type=_positive_number, default=LIMIT_SDS,
+                             help=f"control limit: standard errors below the baseline mean (default {LIMIT_SDS:g})")
+    run.add_argument("--baseline-days", type=_positive, default=BASELINE_DAYS,
+                     help=f"calendar days before --date whose judged items form the baseline (default {BASELINE_DAYS})")
+    for command in (init, run, report, size):  # `study-monitor init --db PATH` as well as `--db PATH init`
         command.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database (as --db before it)")
     return p
 
@@ -632,6 +765,9 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
     which argparse raises as ``SystemExit(2)`` before any work. ``gateway``: the judge to use (default:
     ``Gateway.from_env(notebook="monitor", role="judge")``)."""
     args = parser().parse_args(argv)
+    if args.command == "sample-size" and args.sd is not None:
+        print(sample_size_text(args.drop, args.sd, args.limit_sds, args.power, None))
+        return EXIT_OK
     try:
         if args.command == "init":
             init_database(args.db, args.busy_timeout)
@@ -642,6 +778,8 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
                 return EXIT_OK
             if args.command == "report":
                 return _report(connection, args)
+            if args.command == "sample-size":
+                return _sample_size(connection, args)
             return _run(connection, args, gateway)
     except (sqlite3.Error, MissingDatabase, DayClaimed) as exc:
         return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
@@ -651,10 +789,38 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
 
 def _report(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
     summary = daily_summary(connection)
-    if args.end is not None:
-        summary = summary[summary.day <= args.end]
-    print(trend_text(summary.tail(args.days), {**DEFAULT_TARGETS, **dict(args.target)}) if not summary.empty
-          else "no judged days yet")
+    if summary.empty:
+        print("no judged days yet")
+        return EXIT_OK
+    shown = calendar(summary, args.end or summary.day.max(), args.days)
+    print(trend_text(shown, {**DEFAULT_TARGETS, **dict(args.target)}))
+    missed = shown.day[shown.judged.isna()].tolist()
+    if missed:
+        print(f"not judged: {', '.join(missed)} (a missed run leaves a gap; `run --date` judges it later)")
+    print(alert_power_text(judgments(connection), samples_table(connection), args.drop, limit_sds=args.limit_sds))
+    return EXIT_OK
+
+
+def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: float, samples: pd.DataFrame | None,
+                     sd_from: str = "given") -> str:
+    """The items a day the control limit needs (:func:`lib.analysis.power.items_for_control_limit`) and, with the
+    days' samples, the sample rate that is on the median day's volume."""
+    items = power.items_for_control_limit(drop, sd, limit_sds, target_power)
+    text = (f"to catch a drop of {drop:g} in the day's mean overall with probability {target_power:g} at the "
+            f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): {items} judged items a day")
+    if samples is not None and not samples.empty:
+        logged = int(samples.logged.median())
+        text += (f"; on the median day's {logged} logged queries that is sample rate {min(1.0, items / logged):.2f}"
+                 + (" (every query, and still short)" if items > logged else ""))
+    return text
+
+
+def _sample_size(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
+    scores = judgments(connection).query("ok == 1").overall
+    if len(scores) < MIN_BASELINE_ITEMS or scores.std(ddof=1) == 0:
+        return _fail(EXIT_USAGE, f"{len(scores)} judged items give no per-item SD to plan with; pass --sd")
+    print(sample_size_text(args.drop, float(scores.std(ddof=1)), args.limit_sds, args.power,
+                           samples_table(connection), f"from {len(scores)} judged items"))
     return EXIT_OK
 
 
@@ -688,17 +854,24 @@ def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gate
     print(trend_text(today, {**DEFAULT_TARGETS, **dict(args.target)}))
     status = EXIT_MALFORMED if done.malformed else EXIT_OK
     overall = today.overall.iloc[0] if len(today) else float("nan")
+    judged_today = int(today.judged.iloc[0]) if len(today) else 0
+    limit = control_limit(judgments(connection), done.day, judged_today, args.baseline_days, args.limit_sds)
+    print(limit.text() if limit else f"no control limit yet: fewer than {MIN_BASELINE_ITEMS} judged items in the "
+          f"{args.baseline_days} days before {done.day}")
     if pd.notna(overall) and overall < args.alert_overall:
-        print(f"ALERT {done.day}: overall mean {overall:.2f} is below {args.alert_overall}")
+        print(f"ALERT {done.day}: overall mean {overall:.2f} is below the target {args.alert_overall}")
         status = EXIT_ALERT
-    elif pd.isna(overall) and done.failed:
+    if pd.notna(overall) and limit is not None and overall < limit.limit:
+        print(f"ALERT {done.day}: overall mean {overall:.3f} is below the control limit {limit.limit:.3f}")
+        status = EXIT_ALERT
+    if status != EXIT_ALERT and pd.isna(overall) and done.failed:
         print(f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert could not be checked; "
               "a rerun retries them")
         status = EXIT_JUDGE
-    low = low_items(connection, done.day, args.alert_groundedness, args.alert_relevance)
+    low = low_items(connection, done.day, args.alert_groundedness, args.alert_answer_relevance)
     for r in low.itertuples():
         print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
-              f"relevance {r.relevance:.2f}: {r.query[:80]}")
+              f"answer relevance {r.answer_relevance:.2f}: {r.query[:80]}")
     return status
 
 

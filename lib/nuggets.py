@@ -3,12 +3,15 @@ for the TREC 2024 RAG Track with the AutoNuggetizer Framework", 2024; castorini/
 
 Three LLM steps, each schema-constrained JSON (nuggetizer parses a Python list with ``ast.literal_eval``):
 
-1. **Creation** (:func:`create_nuggets`): sources are read in windows of ``window`` (nuggetizer: 10); each call
-   sees the query, the window's texts and the nuggets listed so far, and writes only *new* nuggets of 1–12
-   words, most important first. Passes over the windows repeat until one adds no new nugget or the list
-   reaches ``max_nuggets`` (nuggetizer: 30). (nuggetizer makes one pass and rewrites the whole list in each
-   window; asking for the new nuggets only keeps a small model's answers short, and repeating the pass lets a
-   model that writes few nuggets per call grow the list.)
+1. **Creation** (:func:`create_nuggets`), as AutoNuggetizer does it: sources are read in windows of ``window``
+   (nuggetizer: 10); each call sees the query, the window's texts and the current list, and returns the whole
+   list *updated* (kept, edited, merged, dropped or added nuggets of 1–12 words, most important first), at most
+   ``max_nuggets`` (nuggetizer: 30). Two guards the paper's prompt asks of the model are also enforced: after each
+   call, a nugget whose MiniLM cosine to an earlier one of the list reaches ``merge_threshold`` is merged into it
+   (dropped), and a nugget whose best cosine to any source sentence is below ``support_threshold`` is dropped as
+   not taken from the sources (a refusal or an off-topic text yields no nuggets). Empty sources are never sent.
+   nuggetizer makes one pass; here passes repeat while a pass changes the list and it is not full, up to
+   ``max_passes``. Nugget length is asked for, not cut: a nugget over 12 words is kept whole and counted.
 2. **Importance** (:func:`label_importance`): ``vital`` or ``okay``, ``window`` nuggets per call.
 3. **Assignment** (:func:`assign`): for one answer, each nugget ``support`` / ``partial_support`` /
    ``not_support`` (``grades=3``) or ``support`` / ``not_support`` (``grades=2``), ``window`` per call.
@@ -30,6 +33,7 @@ its queries of the answers that have one (:func:`system_means`), with the left-o
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -39,13 +43,19 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
-from lib.embeddings import similarity
+from lib import embeddings
+from lib.embeddings import Embed, similarity
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
 WINDOW = 10          # nuggetizer's creator, scorer and assigner window
 MAX_NUGGETS = 30     # nuggetizer's creator_max_nuggets
 MAX_NUGGET_WORDS = 12
+MAX_PASSES = 3          # this study's bound on passes over the windows (nuggetizer makes one)
+MERGE_THRESHOLD = 0.8   # MiniLM cosine at which a nugget is a near-duplicate of an earlier one
+SUPPORT_THRESHOLD = 0.5  # least MiniLM cosine of a nugget to some source sentence (below: not from the sources)
+CREATION_TOKENS_PER_NUGGET = 25
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 Importance = Literal["vital", "okay"]
 IMPORTANCE_WEIGHT: dict[str, float] = {"vital": 1.0, "okay": 0.5}
 ASSIGNMENT_LABELS: dict[int, tuple[str, ...]] = {3: ("support", "partial_support", "not_support"),
@@ -58,13 +68,15 @@ _LABEL_DEFINITIONS = {
     2: '"support" if the answer states it, "not_support" if it does not.',
 }
 _EXAMPLE_LABELS = {3: '["support", "not_support"]', 2: '["support", "not_support"]'}
-NuggetText = Annotated[str, StringConstraints(min_length=1, max_length=120)]
+NuggetText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 @cache
-def new_nuggets_schema(room: int) -> type[BaseModel]:
-    """``{"nuggets": [str, ...]}`` with at most ``room`` nuggets of 1–120 characters."""
-    return create_model(f"NewNuggets{room}", nuggets=(Annotated[list[NuggetText], Field(max_length=room)], ...))
+def nugget_list_schema(max_nuggets: int) -> type[BaseModel]:
+    """``{"nuggets": [str, ...]}``: the whole updated list, at most ``max_nuggets`` non-empty nuggets (no length
+    cut: a cut would end a copied sentence mid-clause)."""
+    return create_model(f"NuggetList{max_nuggets}", nuggets=(Annotated[list[NuggetText], Field(max_length=max_nuggets)],
+                                                              ...))
 
 
 @cache
@@ -87,13 +99,24 @@ class BatchFailure:
 
 @dataclass
 class Creation:
-    """Nuggets created for one query: texts in order of creation, why creation stopped (``cap``: the list is
-    full; ``no_new``: a whole pass over the sources added nothing), how many calls were made and which failed."""
+    """Nuggets created for one query, most important first, and how creation went: why it stopped (``no_sources``:
+    every source was empty, nothing was sent; ``cap``: the list is full; ``unchanged``: a whole pass left the list
+    as it was; ``pass_limit``: ``max_passes`` passes changed it every time), the calls and passes made, the
+    nuggets merged into an earlier near-duplicate and dropped as not taken from the sources (over all calls), and
+    the failed calls."""
 
     nuggets: list[str]
     stopped: str
     calls: int
+    passes: int = 0
+    merged: int = 0
+    unsupported: int = 0
     failures: list[BatchFailure] = field(default_factory=list)
+
+    @property
+    def over_length(self) -> int:
+        """Nuggets longer than the 12 words asked for (kept whole)."""
+        return sum(len(n.split()) > MAX_NUGGET_WORDS for n in self.nuggets)
 
 
 def numbered(texts: Sequence[str]) -> str:
@@ -104,52 +127,86 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().strip(" .").split())
 
 
-def creation_messages(query: str, sources: Sequence[str], known: Sequence[str], room: int) -> list[dict[str, str]]:
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split after . ! ? followed by space and a capital, digit, quote or bracket."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def creation_messages(query: str, sources: Sequence[str], current: Sequence[str], max_nuggets: int
+                      ) -> list[dict[str, str]]:
     system, shared, tail = prompt_parts("nugget_creation", 3)
     return [{"role": "system", "content": system},
             {"role": "user", "content": shared.format(query=query, sources=numbered(sources)) + "\n"
-             + tail.format(n_known=len(known), known=numbered(known) if known else "(none)", room=room)}]
+             + tail.format(n_current=len(current), current=numbered(current) if current else "(empty)",
+                           max_nuggets=max_nuggets)}]
+
+
+def merge_near_duplicates(nuggets: Sequence[str], vectors: np.ndarray, threshold: float) -> list[int]:
+    """Positions of the nuggets kept when each nugget whose cosine to an earlier *kept* one reaches ``threshold``
+    is merged into it (the earlier one is the more important: the list is ordered by importance)."""
+    kept: list[int] = []
+    for i in range(len(nuggets)):
+        if not kept or similarity(vectors[i:i + 1], vectors[kept]).max() < threshold:
+            kept.append(i)
+    return kept
+
+
+def clean_list(nuggets: Sequence[str], source_vectors: np.ndarray, embed: Embed, merge_threshold: float,
+               support_threshold: float) -> tuple[list[str], int, int]:
+    """One call's list after the two guards (module docstring), with ``source_vectors`` the embedded sentences of
+    the sources: (kept nuggets in order, merged, unsupported). Exact repeats (ignoring case, spaces and a final
+    period) are merged without embedding."""
+    first_of_each: dict[str, str] = {}
+    for nugget in nuggets:
+        first_of_each.setdefault(_normal(nugget), nugget)
+    unique = list(first_of_each.values())
+    if not unique:
+        return [], len(nuggets), 0
+    vectors = embed(unique)
+    best = similarity(vectors, source_vectors).max(axis=1)
+    supported = [i for i in range(len(unique)) if best[i] >= support_threshold]
+    kept = [supported[k] for k in merge_near_duplicates([unique[i] for i in supported], vectors[supported],
+                                                        merge_threshold)]
+    merged = len(nuggets) - len(unique) + len(supported) - len(kept)
+    return [unique[i] for i in kept], merged, len(unique) - len(supported)
 
 
 def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_nuggets: int = MAX_NUGGETS,
-                   window: int = WINDOW, call_label: str = "nuggets") -> Creation:
-    """Grow the nugget list of ``query`` from ``sources`` (see the module docstring): pass over the windows of
-    ``window`` sources, each call adding new nuggets to the list, and pass again while a pass added any; stop
-    at ``max_nuggets`` (``cap``) or after a pass that added nothing (``no_new``). A nugget that repeats a listed
-    one (ignoring case, spaces and a final period) is not added. A failed call is recorded and counts as adding
-    nothing. A window is not asked again while the list is unchanged since it was last asked."""
+                   window: int = WINDOW, max_passes: int = MAX_PASSES, merge_threshold: float = MERGE_THRESHOLD,
+                   support_threshold: float = SUPPORT_THRESHOLD, embed: Embed = embeddings.embed,
+                   call_label: str = "nuggets") -> Creation:
+    """The nugget list of ``query`` from ``sources`` (module docstring): each call returns the whole list updated
+    with one window of ``window`` non-empty sources, then near-duplicates are merged and nuggets stated in no
+    source sentence dropped. A pass reads every window once; passes repeat until the list is full (``cap``), a
+    pass leaves its set of nuggets unchanged (``unchanged``) or ``max_passes`` are made (``pass_limit``). A
+    failed call is recorded and leaves the list as it was."""
+    texts = [s.strip() for s in sources if s.strip()]
+    if not texts:
+        return Creation([], "no_sources", 0)
+    source_vectors = embed([sentence for text in texts for sentence in sentences(text)])
+    windows = [(start, texts[start:start + window]) for start in range(0, len(texts), window)]
     nuggets: list[str] = []
     failures: list[BatchFailure] = []
-    calls = 0
-    starts = list(range(0, len(sources), window))
-    asked_at: dict[int, int] = {}  # window start -> list length when it was last asked
-    while starts:
-        added_in_pass = 0
-        for start in starts:
-            room = max_nuggets - len(nuggets)
-            if room <= 0:
-                return Creation(nuggets, "cap", calls, failures)
-            if asked_at.get(start) == len(nuggets):
-                continue  # same window, same list: the (temperature 0) answer would be the same
-            asked_at[start] = len(nuggets)
+    calls = merged = unsupported = 0
+    for passes in range(1, max_passes + 1):
+        before = sorted(map(_normal, nuggets))
+        for start, texts_in_window in windows:
             calls += 1
-            result = gateway.complete(creation_messages(query, sources[start:start + window], nuggets, room),
-                                      new_nuggets_schema(room), call_label=f"{call_label}:create:{calls}",
-                                      max_tokens=40 + 25 * room)
+            result = gateway.complete(creation_messages(query, texts_in_window, nuggets, max_nuggets),
+                                      nugget_list_schema(max_nuggets), call_label=f"{call_label}:create:{calls}",
+                                      max_tokens=CREATION_TOKENS_PER_NUGGET * max_nuggets)
             if not result.ok:
-                failures.append(BatchFailure("create", tuple(range(start, min(start + window, len(sources)))),
+                failures.append(BatchFailure("create", tuple(range(start, start + len(texts_in_window))),
                                              result.failure_kind or "unknown", result.error))
                 continue
-            seen = {_normal(n) for n in nuggets}
-            for text in result.value.nuggets:
-                if text.strip() and _normal(text) not in seen:
-                    nuggets.append(text.strip())
-                    seen.add(_normal(text))
-                    added_in_pass += 1
-        if added_in_pass == 0:
-            break
-    stopped = "cap" if len(nuggets) >= max_nuggets else "no_new"
-    return Creation(nuggets, stopped, calls, failures)
+            nuggets, merged_now, unsupported_now = clean_list(result.value.nuggets, source_vectors, embed,
+                                                              merge_threshold, support_threshold)
+            merged, unsupported = merged + merged_now, unsupported + unsupported_now
+        if len(nuggets) >= max_nuggets:
+            return Creation(nuggets, "cap", calls, passes, merged, unsupported, failures)
+        if sorted(map(_normal, nuggets)) == before:
+            return Creation(nuggets, "unchanged", calls, passes, merged, unsupported, failures)
+    return Creation(nuggets, "pass_limit", calls, max_passes, merged, unsupported, failures)
 
 
 def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tuple[str, ...], step: str,

@@ -89,7 +89,7 @@ def test_alert_exit_code_and_low_items(db, tmp_path, capsys):
                               gateway=gateway_for(fake, tmp_path))
     out = capsys.readouterr().out
     assert status == monitor.EXIT_ALERT
-    assert "ALERT 2026-11-02: overall mean 0.00 is below 0.7" in out
+    assert "ALERT 2026-11-02: overall mean 0.00 is below the target 0.7" in out
     assert out.count("  low: query") == 4
 
 
@@ -130,12 +130,16 @@ def test_report_prints_the_trend_with_target_marks(db, tmp_path, capsys):
         for day in ("2026-11-01", "2026-11-02"):
             monitor.main(["--db", str(db), "run", "--date", day, "--sample-rate", "1"], gateway=gw)
     capsys.readouterr()
-    assert monitor.main(["--db", str(db), "--target", "relevance=0.5", "report", "--days", "7"]) == monitor.EXIT_OK
+    assert monitor.main(["--db", str(db), "--target", "answer_relevance=0.5", "report", "--days", "4",
+                         "--end", "2026-11-04"]) == monitor.EXIT_OK
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split()[1:] == ["targets", ">", "0.90", ">", "0.50", ">", "0.70", ">", "0.95"][1:]
+    assert lines[1].split() == ["targets", ">", "0.90", ">", "0.80", ">", "0.50", ">", "0.70", ">", "0.95"]
     day1 = next(line for line in lines if line.startswith("2026-11-01"))
     day2 = next(line for line in lines if line.startswith("2026-11-02"))
-    assert "!" not in day1 and day2.count("!") == 4
+    assert "!" not in day1 and day2.count("!") == 5
+    # the calendar days 11-01..11-04: the two nights without a run are shown as gaps, not skipped
+    assert [line.split()[0] for line in lines[2:6]] == ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+    assert lines[4] == "2026-11-03  not judged" and "not judged: 2026-11-03, 2026-11-04" in lines[6]
 
 
 def test_bad_target_and_bad_date_are_usage_errors(db):
@@ -179,12 +183,14 @@ def test_installed_console_script_runs(tmp_path):
 
 def test_scores_are_probability_weighted_when_logprobs_come_back():
     import math
-    scores = monitor.MonitorScores(groundedness=3, relevance=2, completeness=3, no_hallucination=3)
+    scores = monitor.MonitorScores(groundedness=3, context_relevance=3, answer_relevance=2, completeness=3,
+                                   no_hallucination=3)
     tokens: list[dict[str, Any]] = []
-    text = '{"groundedness": 3, "relevance": 2, "completeness": 3, "no_hallucination": 3}'
+    text = ('{"groundedness": 3, "context_relevance": 3, "answer_relevance": 2, "completeness": 3, '
+            '"no_hallucination": 3}')
     # one token per character run, the value tokens with alternatives: p(3)=0.5, p(2)=0.5 for groundedness
-    for piece in ['{"groundedness": ', "3", ', "relevance": ', "2", ', "completeness": ', "3",
-                  ', "no_hallucination": ', "3", "}"]:
+    for piece in ['{"groundedness": ', "3", ', "context_relevance": ', "3", ', "answer_relevance": ', "2",
+                  ', "completeness": ', "3", ', "no_hallucination": ', "3", "}"]:
         top = []
         if piece == "3" and not tokens[1:]:
             top = [{"token": "3", "logprob": math.log(0.5)}, {"token": "2", "logprob": math.log(0.5)}]
@@ -194,7 +200,7 @@ def test_scores_are_probability_weighted_when_logprobs_come_back():
     assert "".join(t["token"] for t in tokens) == text
     read, how = monitor.read_scores(scores, tokens)
     assert (how == "logprobs" and read["groundedness"] == pytest.approx(2.5 / 3)
-            and read["relevance"] == pytest.approx(2 / 3))
+            and read["answer_relevance"] == pytest.approx(2 / 3) and read["context_relevance"] == 1.0)
     read, how = monitor.read_scores(scores, None)
     assert how == "argmax" and read["groundedness"] == 1.0
 
@@ -206,7 +212,7 @@ def test_release_comparison_pairs_the_same_queries_across_releases():
                                       ("d1", "q1", 1, 0.1)]]  # another day: not part of the comparison
     table, difference = monitor.release_comparison(pd.DataFrame(rows), broken_day="d3", fixed_day="d5")
     assert table.index.tolist() == ["q1"]
-    assert difference.index.tolist() == list(monitor.METRICS) and difference.to_numpy() == pytest.approx([0.4] * 4)
+    assert difference.index.tolist() == list(monitor.METRICS) and difference.to_numpy() == pytest.approx([0.4] * 5)
 
 
 # Exit codes: one per kind of trouble, one line on stderr, no traceback (issue 4).
@@ -218,7 +224,9 @@ def test_release_comparison_pairs_the_same_queries_across_releases():
     ["run", "--date", "2026-11-01", "--sample-rate", "1.5"],
     ["run", "--date", "2026-11-01", "--sample-rate", "nan"],
     ["run", "--date", "2026-11-01", "--alert-overall", "nan"],
-    ["run", "--date", "2026-11-01", "--alert-relevance", "-0.1"],
+    ["run", "--date", "2026-11-01", "--alert-answer-relevance", "-0.1"],
+    ["sample-size", "--drop", "0"],
+    ["run", "--date", "2026-11-01", "--limit-sds", "-1"],
     ["report", "--days", "0"],
 ])
 def test_option_errors_are_usage_errors_before_any_database_or_judge_work(args, tmp_path, capsys):
@@ -451,3 +459,84 @@ def test_two_simultaneous_runs_with_separate_caches_judge_each_row_once(db, tmp_
         sent = len(fake.requests)
     assert sent == stored_judgments(db) == 10
     assert sorted(statuses) in ([0, 0], [0, 5])  # the second waits for nothing or is refused
+
+
+# The relative alert rule, its power and the sample size (issue 22).
+
+def graded(body, n):
+    """Scores written in the answer: 'scores 3 3 2 3 3' gives the five metrics in METRICS order."""
+    values = body["messages"][-1]["content"].rsplit("scores", 1)[1].split()[:5]
+    return Reply(content=json.dumps(dict(zip(monitor.METRICS, map(int, values), strict=True))))
+
+
+def graded_log(tmp_path, days):
+    path = tmp_path / "graded.sqlite"
+    monitor.init_database(path)
+    with closing(monitor.connect(path)) as connection:
+        for day, answers in days.items():
+            monitor.add_queries(connection, log_rows(day, answers))
+    return path
+
+
+def test_control_limit_catches_a_drop_the_absolute_target_misses(tmp_path, capsys):
+    # baseline: 6 items over 3 days, overall 1 or 14/15, 3 each: mean 29/30, SD (1/30)·sqrt(6/5) = 0.036515;
+    # day 4: 2 items at 12/15 = 0.8 > 0.7 (no target alert) but < 29/30 - 3 * 0.036515 / sqrt(2) = 0.8892
+    days = {"2026-11-01": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"],
+            "2026-11-02": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"],
+            "2026-11-03": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"],
+            "2026-11-04": ["scores 3 3 2 2 2", "scores 3 3 2 2 2"]}
+    db = graded_log(tmp_path, days)
+    with FakeOpenAI(graded) as fake:
+        gw = gateway_for(fake, tmp_path)
+        statuses = [monitor.main(["--db", str(db), "run", "--date", day, "--sample-rate", "1"], gateway=gw)
+                    for day in days]
+    out = capsys.readouterr().out
+    assert statuses == [monitor.EXIT_OK] * 3 + [monitor.EXIT_ALERT]
+    assert out.count("no control limit yet") == 2  # day 1 has no baseline, day 2 has 2 items (fewer than 3)
+    assert "ALERT 2026-11-04: overall mean 0.800 is below the control limit 0.889" in out
+    assert "below the target" not in out
+    with closing(monitor.connect(db)) as connection:
+        stored = monitor.judgments(connection)
+    assert stored.overall.tolist()[:2] == pytest.approx([1.0, 14 / 15])
+    assert stored.evaluated_at.str.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00").all()
+    limit = monitor.control_limit(stored, "2026-11-04", items=2)
+    assert limit is not None and limit.baseline_items == 6 and limit.days == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert limit.mean == pytest.approx(29 / 30) and limit.sd == pytest.approx(0.0365148, abs=1e-6)
+    assert monitor.control_limit(stored, "2026-11-02", items=2) is None  # 2 baseline items
+
+
+def test_report_prints_the_alert_power_and_sample_size_the_planner_gives(tmp_path, capsys):
+    days = {"2026-11-01": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"] * 5,   # 10 logged a day: rate 0.1 -> 1 item
+            "2026-11-02": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"] * 5}
+    db = graded_log(tmp_path, days)
+    with FakeOpenAI(graded) as fake:
+        gw = gateway_for(fake, tmp_path)
+        for day in days:
+            monitor.main(["--db", str(db), "run", "--date", day, "--sample-rate", "0.5"], gateway=gw)
+    capsys.readouterr()
+    assert monitor.main(["--db", str(db), "report", "--drop", "0.1"]) == monitor.EXIT_OK
+    power_line = capsys.readouterr().out.splitlines()[-1]
+    # 10 items with overall 1 or 14/15, 5 each: SD = (1/15)/2 * sqrt(10/9) = 0.035136
+    sd = (1 / 15) / 2 * (10 / 9) ** 0.5
+    expected = monitor.power.control_limit_power(0.1, sd, 1)
+    assert f"per-item SD {sd:.3f} over 10 judged items" in power_line and "1 items a day" in power_line
+    assert f"probability {expected:.2f}" in power_line  # Φ(0.1 / 0.035136 - 3) = Φ(-0.154) = 0.44
+    assert monitor.main(["--db", str(db), "sample-size", "--drop", "0.1"]) == monitor.EXIT_OK
+    needed = -(-((3 + 0.8416212) * sd / 0.1) ** 2 // 1)  # ceil by hand
+    assert f"{int(needed)} judged items a day" in capsys.readouterr().out
+    assert monitor.main(["sample-size", "--drop", "0.05", "--sd", "0.05"]) == monitor.EXIT_OK  # no database needed
+    assert "15 judged items a day" in capsys.readouterr().out  # ((3 + 0.8416) * 1)^2 = 14.8 -> 15
+
+
+def test_init_adds_the_new_judgment_columns_to_an_older_database(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.executescript(monitor.SCHEMA_SQL.replace(
+            "context_relevance REAL, answer_relevance REAL, ", "relevance REAL, ").replace(
+            "overall REAL, ", "").replace(", evaluated_at TEXT", ""))
+    with pytest.raises(monitor.MissingDatabase, match="no judgment column context_relevance"):
+        monitor.connect(path)
+    monitor.init_database(path)
+    with closing(monitor.connect(path)) as connection:
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(judgments)")}
+    assert {"relevance", "overall", "evaluated_at", "answer_relevance"} <= columns

@@ -1,6 +1,7 @@
 """AutoNuggetizer steps against the fake endpoint, and the score formulas on hand-made assignments."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -101,37 +102,86 @@ def test_importance_label_outside_the_scale_is_a_failure_not_okay(tmp_path):
     assert labels == [None, None] and failures[0].step == "importance"
 
 
-def test_creation_stops_at_the_cap(tmp_path):
-    # 25 sources = 3 windows; the first window fills the cap of 4, so the second is never asked.
-    with FakeOpenAI(always(json.dumps({"nuggets": ["a fact", "b fact", "c fact", "d fact"]}))) as fake:
-        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", [f"s{i}" for i in range(25)], max_nuggets=4)
-        requests = len(fake.requests)
-    assert created.nuggets == ["a fact", "b fact", "c fact", "d fact"]
-    assert created.stopped == "cap" and created.calls == 1 and requests == 1
+def word_embed(texts):
+    """A small stand-in for MiniLM: unit bag-of-words vectors (a word's dimension from its SHA-256), so texts
+    sharing most words are near-duplicates and texts sharing none have cosine 0."""
+    vectors = np.zeros((len(texts), 512))
+    for row, text in enumerate(texts):
+        for word in text.lower().replace(".", " ").split():
+            vectors[row, int(hashlib.sha256(word.encode()).hexdigest(), 16) % 512] += 1
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def test_creation_passes_again_until_a_pass_adds_nothing(tmp_path):
-    # one window (3 sources): the 1st call adds 2, the 2nd only repeats them (with case and spacing changes)
-    replies = sequence(Reply(content=json.dumps({"nuggets": ["a fact", "b fact"]})),
-                       Reply(content=json.dumps({"nuggets": ["A fact.", "b  fact"]})),
+def create(fake, tmp_path, sources, **options):
+    return nug.create_nuggets(gateway_for(fake, tmp_path), "why do cubs fans wait", sources, embed=word_embed,
+                              **options)
+
+
+SOURCE = "The Cubs won the World Series in 1908. They won again in 2016 after a long wait."
+
+
+def test_creation_rewrites_the_whole_list_and_stops_when_a_pass_changes_nothing(tmp_path):
+    # one window; call 1 writes two nuggets, call 2 edits one (the list is replaced, not appended to), call 3
+    # returns the same set in another order -> unchanged after pass 3
+    first = ["cubs won the world series in 1908", "cubs won in 2016"]
+    replies = sequence(Reply(content=json.dumps({"nuggets": first})),
+                       Reply(content=json.dumps({"nuggets": ["cubs won the world series in 1908",
+                                                             "cubs won again in 2016 after a long wait"]})),
+                       Reply(content=json.dumps({"nuggets": ["cubs won again in 2016 after a long wait",
+                                                             "Cubs won the World Series in 1908."]})),
                        Reply(content=json.dumps({"nuggets": ["never asked"]})))
     with FakeOpenAI(replies) as fake:
-        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", ["s1", "s2", "s3"], max_nuggets=30)
+        created = create(fake, tmp_path, [SOURCE, "  "], max_passes=5)
         second_prompt = user_text(fake.requests[1])
-    assert created.nuggets == ["a fact", "b fact"] and created.stopped == "no_new" and created.calls == 2
-    assert "[1] a fact" in second_prompt and "at most 28" in second_prompt  # the list so far and the room left
-
-
-def test_creation_pass_over_several_windows_continues_while_any_window_adds(tmp_path):
-    # 15 sources = 2 windows. Pass 1: window 1 adds "x", window 2 (seeing "x") adds nothing. Pass 2: window 1
-    # is asked again (the list changed since), adds nothing; window 2 is skipped (its list is unchanged) -> stop
-    replies = sequence(Reply(content=json.dumps({"nuggets": ["x"]})), Reply(content=json.dumps({"nuggets": []})),
-                       Reply(content=json.dumps({"nuggets": ["x"]})),
-                       Reply(content=json.dumps({"nuggets": ["never asked"]})))
-    with FakeOpenAI(replies) as fake:
-        created = nug.create_nuggets(gateway_for(fake, tmp_path), "q", [f"s{i}" for i in range(15)])
         sent = len(fake.requests)
-    assert created.nuggets == ["x"] and created.stopped == "no_new" and created.calls == 3 and sent == 3
+    assert created.nuggets == ["cubs won again in 2016 after a long wait", "Cubs won the World Series in 1908."]
+    assert created.stopped == "unchanged" and created.calls == created.passes == sent == 3
+    assert "[1] cubs won the world series in 1908\n[2] cubs won in 2016" in second_prompt  # the current list
+    assert "[2]" not in second_prompt.split("Current list")[0].split("Texts:")[1]  # the empty source is not sent
+
+
+def test_creation_merges_near_duplicates_into_the_first(tmp_path):
+    # the 2nd nugget shares 6 of its 7 words with the 1st (cosine 0.93 >= 0.8); the 3rd shares 2 (< 0.8)
+    reply = {"nuggets": ["the cubs won the world series in 1908", "the cubs won the series in 1908",
+                         "cubs won in 2016", "cubs won in 2016."]}
+    with FakeOpenAI(always(json.dumps(reply))) as fake:
+        created = create(fake, tmp_path, [SOURCE], max_passes=1)
+    assert created.nuggets == ["the cubs won the world series in 1908", "cubs won in 2016"]
+    assert created.merged == 2 and created.unsupported == 0 and created.stopped == "pass_limit"
+
+
+def test_refusal_or_empty_sources_yield_no_nuggets(tmp_path):
+    # a refusal: the model invents a fact no source sentence states (cosine 0 < 0.5), so it is dropped
+    refusal = "There are no search results that answer the question."
+    with FakeOpenAI(always(json.dumps({"nuggets": ["urination can trigger arousal"]}))) as fake:
+        created = create(fake, tmp_path, [refusal], max_passes=3)
+        with_empty = create(fake, tmp_path, ["", "   "])
+        sent = len(fake.requests)
+    assert created.nuggets == [] and created.unsupported == 1
+    assert created.stopped == "unchanged" and created.calls == 1  # the list stayed empty: one pass
+    assert with_empty.nuggets == [] and with_empty.stopped == "no_sources" and with_empty.calls == 0
+    assert sent == 1  # nothing is sent for the empty sources
+
+
+def test_creation_stops_at_the_cap_and_keeps_long_nuggets_whole(tmp_path):
+    long_nugget = "the cubs won the world series in 1908 and then waited until 2016 again"  # 14 words, not cut
+    with FakeOpenAI(always(json.dumps({"nuggets": [long_nugget, "cubs won in 2016"]}))) as fake:
+        created = create(fake, tmp_path, [SOURCE] * 25, max_nuggets=2)  # 3 windows; the first fills the list
+        sent = len(fake.requests)
+        schema = fake.requests[0]["response_format"]["json_schema"]["schema"]
+    assert created.nuggets == [long_nugget, "cubs won in 2016"] and created.over_length == 1
+    assert created.stopped == "cap" and created.calls == sent == 3  # a pass reads every window once
+    assert schema["properties"]["nuggets"]["maxItems"] == 2 and "maxLength" not in json.dumps(schema)
+
+
+def test_failed_creation_call_is_recorded_and_keeps_the_list(tmp_path):
+    replies = sequence(Reply(content=json.dumps({"nuggets": ["cubs won in 2016"]})), Reply(content="not json"),
+                       Reply(content="not json"), Reply(content="not json"),
+                       Reply(content=json.dumps({"nuggets": ["cubs won in 2016"]})))
+    with FakeOpenAI(replies) as fake:
+        created = create(fake, tmp_path, [SOURCE] * 11, max_passes=2)  # 2 windows
+    assert created.nuggets == ["cubs won in 2016"] and len(created.failures) == 1
+    assert created.failures[0].positions == (10,) and created.stopped == "unchanged"
 
 
 def test_llm_match_reads_covered_labels(tmp_path):
@@ -166,3 +216,8 @@ def test_notes_effect_counts_shown_and_held_out_support_with_fishers_exact_test(
     odds, p = fisher_exact([[4, 6], [1, 9]])
     assert effect["p"] == pytest.approx(p) and effect["odds_ratio"] == pytest.approx(odds)
     assert effect["p"] == pytest.approx(0.3034, abs=1e-4)  # hypergeometric by hand: P(≤1 or ≥4 of 5 in row one)
+
+
+def test_sentences_split_at_sentence_ends_only():
+    assert nug.sentences("It costs $3.50 today. Prices rose in 2020! Why? \"Yes.\"") == [
+        "It costs $3.50 today.", "Prices rose in 2020!", "Why?", "\"Yes.\""]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from lib.analysis import power
 from lib.analysis.comparisons import holm
 from lib.analysis.power import (
     PLAN_COLUMNS,
@@ -358,3 +359,14 @@ def test_plan_text_and_table_are_formatted_from_the_fields():
 def test_invalid_inputs_raise_a_clear_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_control_limit_power_and_items_by_hand():
+    # Φ(δ√m/σ − z): δ = 2.3σ, z = 3 -> m = 1: Φ(-0.7) = 0.2420; m = 2: Φ(0.2527) = 0.5998
+    assert power.control_limit_power(0.023, 0.010, 1) == pytest.approx(0.24196, abs=1e-4)
+    assert power.control_limit_power(0.023, 0.010, 2) == pytest.approx(0.59975, abs=1e-4)
+    # ((3 + 0.841621) · σ/δ)²: δ = σ -> 14.76 -> 15; δ = 2σ -> 3.69 -> 4
+    assert power.items_for_control_limit(0.01, 0.01) == 15 and power.items_for_control_limit(0.02, 0.01) == 4
+    assert power.control_limit_power(0.02, 0.01, power.items_for_control_limit(0.02, 0.01)) >= 0.8
+    with pytest.raises(ValueError):
+        power.control_limit_power(0.02, 0.0, 1)

@@ -189,6 +189,31 @@ def units_for_t_test(mean_difference: float, sd: float, alpha: float = 0.05, pow
     return n
 
 
+def control_limit_power(drop: float, sd: float, items: int, limit_sds: float = 3.0) -> float:
+    """Probability that a day whose items' mean falls by ``drop`` goes below a Shewhart control limit (Shewhart
+    1931; Montgomery, *Introduction to Statistical Quality Control*, ch. 6) set ``limit_sds`` standard errors under
+    the baseline mean: with the day's mean of m items ~ N(μ − δ, σ²/m) and the limit μ − z·σ/√m,
+    power = Φ(δ√m/σ − z). The baseline's μ and σ are taken as known, so with a short baseline the power is
+    optimistic. (δ = 2.3σ: m = 1 gives 0.24, m = 2 gives 0.60.)"""
+    from scipy.stats import norm
+
+    _check_positive("sd", sd)
+    _check_positive("limit_sds", limit_sds)
+    if items < 1:
+        raise ValueError(f"a day needs at least 1 item, got {items}")
+    return float(norm.cdf(drop * math.sqrt(items) / sd - limit_sds))
+
+
+def items_for_control_limit(drop: float, sd: float, limit_sds: float = 3.0, power: float = 0.8) -> int:
+    """Fewest items a day for which :func:`control_limit_power` reaches ``power``: m = ⌈((z + z_power)·σ/δ)²⌉
+    (δ = σ, z = 3, power 0.8: (3.8416)² → 15)."""
+    from scipy.stats import norm
+
+    _check_open_unit("power", power)
+    _check_positive("drop", drop)
+    return max(1, _ceil(((limit_sds + float(norm.ppf(power))) * sd / drop) ** 2))
+
+
 def min_nonzero_units(alpha: float, family_size: int = 1) -> int:
     """Fewest non-tied units for which an exact sign-flip or sign test can give p < α at all, alone
     (``family_size`` 1) or as the best test of a Holm family of k: the smallest n with :func:`holm_min_p`
