@@ -48,13 +48,13 @@ needs to catch a given drop.
   relevance 0.8, completeness 0.7, no_hallucination 0.95; ``--target metric=value``) mark it.
 
 Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of its items'
-overall scores) below ``--alert-overall`` (default 0.7) or below the control limit; 2 usage error, found before
-the database or the judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such
-as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept) or every judge call of the
-day failed, so the alert could not be checked; 5 database error (locked past the busy timeout, read-only, not a
-database, missing or without the monitor's tables, or the day is being judged by another run). Single failed
-judgments do not change the status when other items of the day have scores: they are counted in the report and
-retried by the next run. Errors are one line on stderr, ``study-monitor: ...``, never a traceback.
+overall scores) below ``--alert-overall`` (default 0.7) or below the control limit; 2 usage error, found before the
+database or the judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung
+endpoint, an HTTP 4xx such as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept)
+or every judge call of the day failed, so the alert could not be checked; 5 database error (locked past the busy
+timeout, read-only, not a database, missing or without the monitor's tables, or the day is being judged by another
+run). Single failed judgments do not change the status when other items of the day have scores: they are counted in
+the report and retried by the next run. Errors are one line on stderr, ``study-monitor: ...``, never a traceback.
 
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 

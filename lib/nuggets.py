@@ -8,10 +8,12 @@ Three LLM steps, each schema-constrained JSON (nuggetizer parses a Python list w
    list *updated* (kept, edited, merged, dropped or added nuggets of 1–12 words, most important first), at most
    ``max_nuggets`` (nuggetizer: 30). Two guards the paper's prompt asks of the model are also enforced: after each
    call, a nugget whose MiniLM cosine to an earlier one of the list reaches ``merge_threshold`` is merged into it
-   (dropped), and a nugget whose best cosine to any source sentence is below ``support_threshold`` is dropped as
-   not taken from the sources (a refusal or an off-topic text yields no nuggets). Empty sources are never sent.
+   (dropped), and a nugget whose best cosine to any source sentence that is not a refusal (:data:`REFUSALS`) is
+   below ``support_threshold`` is dropped as not taken from a stated fact, so a refusal yields no nuggets, whether
+   the model copies it or invents a fact. Empty sources are never sent.
    nuggetizer makes one pass; here passes repeat while a pass changes the list and it is not full, up to
-   ``max_passes``. Nugget length is asked for, not cut: a nugget over 12 words is kept whole and counted.
+   ``max_passes``. Nugget length is asked for, not cut (as in nuggetizer): a nugget over 12 words is kept
+   whole and counted.
 2. **Importance** (:func:`label_importance`): ``vital`` or ``okay``, ``window`` nuggets per call.
 3. **Assignment** (:func:`assign`): for one answer, each nugget ``support`` / ``partial_support`` /
    ``not_support`` (``grades=3``) or ``support`` / ``not_support`` (``grades=2``), ``window`` per call.
@@ -54,7 +56,14 @@ MAX_NUGGET_WORDS = 12
 MAX_PASSES = 3          # this study's bound on passes over the windows (nuggetizer makes one)
 MERGE_THRESHOLD = 0.8   # MiniLM cosine at which a nugget is a near-duplicate of an earlier one
 SUPPORT_THRESHOLD = 0.5  # least MiniLM cosine of a nugget to some source sentence (below: not from the sources)
-CREATION_TOKENS_PER_NUGGET = 25
+REFUSAL_THRESHOLD = 0.7  # MiniLM cosine of a source sentence to a refusal template at which it is a refusal
+REFUSALS = (  # sentences that state no fact about the query, whatever their wording (ALCE's systems write these)
+    "There are no search results that provide an answer to the question.",
+    "The search results do not contain any information relevant to the question.",
+    "I cannot answer this question based on the provided documents.",
+    "I'm sorry, I don't know the answer to this question.",
+)
+CREATION_TOKENS_PER_NUGGET = 40  # room for a copied sentence per nugget
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 Importance = Literal["vital", "okay"]
 IMPORTANCE_WEIGHT: dict[str, float] = {"vital": 1.0, "okay": 0.5}
@@ -68,6 +77,7 @@ _LABEL_DEFINITIONS = {
     2: '"support" if the answer states it, "not_support" if it does not.',
 }
 _EXAMPLE_LABELS = {3: '["support", "not_support"]', 2: '["support", "not_support"]'}
+# no length cut: a cut would end a copied sentence mid-clause; the 1–12 words are asked for, and counted
 NuggetText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
@@ -99,9 +109,9 @@ class BatchFailure:
 
 @dataclass
 class Creation:
-    """Nuggets created for one query, most important first, and how creation went: why it stopped (``no_sources``:
-    every source was empty, nothing was sent; ``cap``: the list is full; ``unchanged``: a whole pass left the list
-    as it was; ``pass_limit``: ``max_passes`` passes changed it every time), the calls and passes made, the
+    """Nuggets created for one query, most important first, and how creation went: why it stopped (``no_sources``: every
+    source was empty or a refusal, nothing was sent; ``cap``: the list is full; ``unchanged``: a whole pass left the
+    list as it was; ``pass_limit``: ``max_passes`` passes changed it every time), the calls and passes made, the
     nuggets merged into an earlier near-duplicate and dropped as not taken from the sources (over all calls), and
     the failed calls."""
 
@@ -154,8 +164,8 @@ def merge_near_duplicates(nuggets: Sequence[str], vectors: np.ndarray, threshold
 def clean_list(nuggets: Sequence[str], source_vectors: np.ndarray, embed: Embed, merge_threshold: float,
                support_threshold: float) -> tuple[list[str], int, int]:
     """One call's list after the two guards (module docstring), with ``source_vectors`` the embedded sentences of
-    the sources: (kept nuggets in order, merged, unsupported). Exact repeats (ignoring case, spaces and a final
-    period) are merged without embedding."""
+    the sources that state something (refusals left out: :func:`fact_sentences`): (kept nuggets in order, merged,
+    unsupported). Exact repeats (ignoring case, spaces and a final period) are merged without embedding."""
     first_of_each: dict[str, str] = {}
     for nugget in nuggets:
         first_of_each.setdefault(_normal(nugget), nugget)
@@ -163,12 +173,26 @@ def clean_list(nuggets: Sequence[str], source_vectors: np.ndarray, embed: Embed,
     if not unique:
         return [], len(nuggets), 0
     vectors = embed(unique)
-    best = similarity(vectors, source_vectors).max(axis=1)
+    best = similarity(vectors, source_vectors).max(axis=1) if len(source_vectors) else np.zeros(len(unique))
     supported = [i for i in range(len(unique)) if best[i] >= support_threshold]
     kept = [supported[k] for k in merge_near_duplicates([unique[i] for i in supported], vectors[supported],
                                                         merge_threshold)]
     merged = len(nuggets) - len(unique) + len(supported) - len(kept)
     return [unique[i] for i in kept], merged, len(unique) - len(supported)
+
+
+def fact_sentences(texts: Sequence[str], embed: Embed, refusal_threshold: float = REFUSAL_THRESHOLD
+                   ) -> tuple[list[str], np.ndarray]:
+    """The sentences of ``texts`` that are not refusals (MiniLM cosine to one of :data:`REFUSALS` below
+    ``refusal_threshold``), with their vectors: what a nugget may be taken from. A nugget whose closest sentence is
+    a refusal ("There are no search results...") states no fact about the query."""
+    found = [sentence for text in texts for sentence in sentences(text)]
+    if not found:
+        return [], np.zeros((0, 0))
+    vectors = embed(found)
+    refusal = similarity(vectors, embed(list(REFUSALS))).max(axis=1) >= refusal_threshold
+    keep = np.flatnonzero(~refusal)
+    return [found[i] for i in keep], vectors[keep]
 
 
 def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_nuggets: int = MAX_NUGGETS,
@@ -183,7 +207,9 @@ def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_
     texts = [s.strip() for s in sources if s.strip()]
     if not texts:
         return Creation([], "no_sources", 0)
-    source_vectors = embed([sentence for text in texts for sentence in sentences(text)])
+    facts, source_vectors = fact_sentences(texts, embed)
+    if not facts:  # only refusals: nothing to take a nugget from
+        return Creation([], "no_sources", 0)
     windows = [(start, texts[start:start + window]) for start in range(0, len(texts), window)]
     nuggets: list[str] = []
     failures: list[BatchFailure] = []

@@ -151,16 +151,25 @@ def test_creation_merges_near_duplicates_into_the_first(tmp_path):
 
 
 def test_refusal_or_empty_sources_yield_no_nuggets(tmp_path):
-    # a refusal: the model invents a fact no source sentence states (cosine 0 < 0.5), so it is dropped
-    refusal = "There are no search results that answer the question."
-    with FakeOpenAI(always(json.dumps({"nuggets": ["urination can trigger arousal"]}))) as fake:
-        created = create(fake, tmp_path, [refusal], max_passes=3)
+    refusal = "There are no search results that provide an answer to the question."
+    # beside a real answer, the model copies the refusal and invents a fact: neither is kept
+    reply = {"nuggets": ["There are no search results that provide an answer to the question",
+                         "urination can trigger arousal", "the cubs won the world series in 1908"]}
+    with FakeOpenAI(always(json.dumps(reply))) as fake:
+        created = create(fake, tmp_path, [refusal, SOURCE], max_passes=1)
+        only_refusal = create(fake, tmp_path, [refusal, "  "])
         with_empty = create(fake, tmp_path, ["", "   "])
         sent = len(fake.requests)
-    assert created.nuggets == [] and created.unsupported == 1
-    assert created.stopped == "unchanged" and created.calls == 1  # the list stayed empty: one pass
+    assert created.nuggets == ["the cubs won the world series in 1908"] and created.unsupported == 2
+    assert only_refusal.nuggets == [] and only_refusal.stopped == "no_sources" and only_refusal.calls == 0
     assert with_empty.nuggets == [] and with_empty.stopped == "no_sources" and with_empty.calls == 0
-    assert sent == 1  # nothing is sent for the empty sources
+    assert sent == 1  # nothing is sent for a refusal alone or for empty sources
+
+
+def test_fact_sentences_leave_out_refusals():
+    facts, vectors = nug.fact_sentences(["I cannot answer this question based on the provided documents. The Cubs "
+                                         "won in 1908."], word_embed)
+    assert facts == ["The Cubs won in 1908."] and vectors.shape == (1, 512)
 
 
 def test_creation_stops_at_the_cap_and_keeps_long_nuggets_whole(tmp_path):

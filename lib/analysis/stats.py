@@ -116,7 +116,8 @@ def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resampl
     ``method``: ``spearman`` (Spearman's ρ) or ``kendall`` (Kendall's τ-b, which corrects for ties). Resamples
     where the coefficient is undefined (a constant side) are dropped. Keys: n (pairs), r, p (scipy's test of
     r = 0, which treats the pairs as independent), ci_low, ci_high (NaN when n < 3, a side is constant or there
-    are too few units), units, ci_over ("12 questions")."""
+    are too few units), units, ci_over ("12 questions"), undefined_share (of the resamples, when there is an
+    interval)."""
     from scipy.stats import kendalltau, spearmanr
 
     coefficient = {"spearman": spearmanr, "kendall": kendalltau}[method]
@@ -136,7 +137,8 @@ def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resampl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns of the undefined resamples, dropped by unit_bootstrap
         interval = unit_bootstrap(statistic, [x, y], labels, unit, seed, n_resamples, level)
-    out |= {"ci_low": interval.low, "ci_high": interval.high, "ci_over": interval.ci_over}
+    out |= {"ci_low": interval.low, "ci_high": interval.high, "ci_over": interval.ci_over,
+            "undefined_share": interval.undefined_share}
     return out
 
 

@@ -8,6 +8,7 @@ Vocabulary: a *topic* is a TREC RAG25 query (``qid``), a *variant* the answer wr
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -20,9 +21,9 @@ import pandas as pd
 from lib import embeddings, monitor, tables
 from lib import nuggets as nug
 from lib.analysis import validity
-from lib.analysis.stats import correlation_ci, interval_over_text
+from lib.analysis.power import control_limit_power, items_for_control_limit, units_for_t_test
+from lib.analysis.stats import correlation_ci, interval_over_text, nested_sample
 from lib.chapters.headline import Tables, headline
-from lib.judges import triad
 from lib.llm.gateway import Gateway
 
 VARIANTS = ("with_context", "no_context")
@@ -79,33 +80,55 @@ def example_text(qid: str, narrative: Mapping[str, str], notes: Mapping[str, lis
 
 
 @dataclass(frozen=True)
+class Creator:
+    """The declared settings of AutoNuggetizer's creation step (:func:`lib.nuggets.create_nuggets`)."""
+    max_nuggets: int = nug.MAX_NUGGETS
+    max_passes: int = nug.MAX_PASSES
+    merge_threshold: float = nug.MERGE_THRESHOLD
+    support_threshold: float = nug.SUPPORT_THRESHOLD
+
+    def create(self, judge: Gateway, query: str, sources: Sequence[str], call_label: str) -> nug.Creation:
+        return nug.create_nuggets(judge, query, sources, max_nuggets=self.max_nuggets, max_passes=self.max_passes,
+                                  merge_threshold=self.merge_threshold, support_threshold=self.support_threshold,
+                                  call_label=call_label)
+
+
+@dataclass(frozen=True)
 class AutomaticNuggets:
-    """One topic's automatic nuggets with their importance labels."""
+    """One query's automatic nuggets with their importance labels."""
     created: nug.Creation
     importance: list[str | None]
     importance_failures: list[nug.BatchFailure]
 
 
+def nuggets_for(judge: Gateway, query: str, sources: Sequence[str], creator: Creator, call_label: str
+                ) -> AutomaticNuggets:
+    """Nuggets created from ``sources``, then labelled vital/okay."""
+    created = creator.create(judge, query, sources, call_label)
+    importance, failures = nug.label_importance(judge, query, created.nuggets, call_label=call_label)
+    return AutomaticNuggets(created, importance, failures)
+
+
 def automatic_nuggets(judge: Gateway, qids: Sequence[str], narrative: Mapping[str, str], answers: pd.DataFrame,
-                      max_nuggets: int) -> dict[str, AutomaticNuggets]:
-    """Per topic: nuggets created from the narrative and the topic's answers, then labelled vital/okay."""
-    auto = {}
-    for q in qids:
-        sources = [narrative[q], *answers[(answers.qid == q) & answers.answer.notna()].answer.tolist()]
-        created = nug.create_nuggets(judge, narrative[q], sources, max_nuggets=max_nuggets, call_label=f"rag25:{q}")
-        importance, failures = nug.label_importance(judge, narrative[q], created.nuggets, call_label=f"rag25:{q}")
-        auto[q] = AutomaticNuggets(created, importance, failures)
-    return auto
+                      creator: Creator) -> dict[str, AutomaticNuggets]:
+    """Per topic: nuggets created from the narrative and the topic's answers, then labelled vital/okay. (The
+    topic's documents, AutoNuggetizer's sources, are not in this study's data; its notes are NIST nuggets, which
+    would hand creation the answer key.)"""
+    return {q: nuggets_for(judge, narrative[q],
+                           [narrative[q], *answers[(answers.qid == q) & answers.answer.notna()].answer.tolist()],
+                           creator, f"rag25:{q}") for q in qids}
 
 
-def automatic_nuggets_table(auto: Mapping[str, AutomaticNuggets]) -> pd.DataFrame:
-    """Per topic: how creation went (nuggets, why it stopped, calls, failures) and the importance labels."""
-    return pd.DataFrame([{"qid": q, "automatic nuggets": len(a.created.nuggets), "stopped": a.created.stopped,
-                          "calls": a.created.calls, "creation failures": len(a.created.failures),
+def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid") -> pd.DataFrame:
+    """Per query: how creation went (nuggets, why it stopped, calls, passes, nuggets merged as near-duplicates
+    and dropped as not from the sources, failures, nuggets over the 12 words asked for) and the importance labels."""
+    return pd.DataFrame([{key: q, "automatic nuggets": len(a.created.nuggets), "stopped": a.created.stopped,
+                          "calls": a.created.calls, "passes": a.created.passes, "merged": a.created.merged,
+                          "not from the sources": a.created.unsupported,
+                          "creation failures": len(a.created.failures), "over 12 words": a.created.over_length,
                           "vital": sum(i == "vital" for i in a.importance),
-                          "importance failures": len(a.importance_failures),
-                          "over 12 words": sum(len(n.split()) > nug.MAX_NUGGET_WORDS for n in a.created.nuggets)}
-                         for q, a in auto.items()]).set_index("qid")
+                          "importance failures": len(a.importance_failures)}
+                         for q, a in auto.items()]).set_index(key)
 
 
 def match_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, auto: Mapping[str, AutomaticNuggets],
@@ -135,6 +158,17 @@ def recall_table(evaluated: pd.DataFrame) -> pd.DataFrame:
         nuggets=("nugget", "size"), embedding_recall=("embedding_match", "mean"),
         narrative_only_baseline=("narrative_match", "mean"), llm_recall=("llm_match", "mean"),
         llm_failed=("llm_match", lambda s: int(s.isna().sum())))
+
+
+def recall_summary(evaluated: pd.DataFrame) -> pd.DataFrame:
+    """Recall of the NIST nuggets held out from the generator (the primary figure: the with-notes answer, a source
+    of creation, copied the shown ones) and, apart, of the shown ones: nuggets, topics, embedding and LLM recall
+    (LLM: over the nuggets it matched), the narrative-only baseline."""
+    groups = evaluated.assign(nuggets_are=evaluated.in_context.map({False: "held out", True: "shown as notes"}))
+    return groups.groupby("nuggets_are").agg(
+        nuggets=("nugget", "size"), topics=("qid", "nunique"), embedding_recall=("embedding_match", "mean"),
+        llm_recall=("llm_match", "mean"), narrative_only_baseline=("narrative_match", "mean")
+    ).reindex(["held out", "shown as notes"])
 
 
 def match_agreement(evaluated: pd.DataFrame) -> tuple[int, int]:
@@ -181,110 +215,159 @@ def importance_agreement(evaluated: pd.DataFrame, seed: int, n_resamples: int) -
 
 def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence[str], answers: pd.DataFrame,
                          narrative: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Each evaluated topic's human nuggets assigned to both of its answers with 3 and with 2 grades: (one row
-    per nugget, answer and grade set; one row of nugget scores per answer and grade set). A failed generation
-    gives no labels and one recorded failure, never a score of 0."""
+    """Each evaluated topic's human nuggets assigned to both of its answers (3 grades): (one row per nugget and
+    answer; one row of nugget scores per answer). A failed generation gives no labels and one recorded failure,
+    never a score of 0."""
     assignment_rows, score_rows = [], []
     for q in qids:
         rows = evaluated[evaluated.qid == q]
         for variant in VARIANTS:
             answer = answer_of(answers, q, variant)
-            for grades in (3, 2):
-                labels: list[str | None]
-                failures: list[nug.BatchFailure] | list[str]
-                if answer is None:
-                    labels, failures = [None] * len(rows), ["generation failed"]
-                else:
-                    labels, failures = nug.assign(judge, narrative[q], answer, rows.nugget.tolist(), grades=grades,
-                                                  call_label=f"rag25:{q}:{variant}")
-                assignment_rows += [{"qid": q, "variant": variant, "grades": grades, "nugget": n, "in_context": c,
-                                     "importance": i, "assignment": label}
-                                    for n, c, i, label in zip(rows.nugget, rows.in_context, rows.importance, labels,
-                                                              strict=True)]
-                score_rows.append({"dataset": "rag25", "qid": q, "system": variant, "grades": grades,
-                                   "failed_batches": len(failures),
-                                   **nug.answer_scores(labels, rows.importance.tolist())})
+            labels: list[str | None]
+            failures: list[nug.BatchFailure] | list[str]
+            if answer is None:
+                labels, failures = [None] * len(rows), ["generation failed"]
+            else:
+                labels, failures = nug.assign(judge, narrative[q], answer, rows.nugget.tolist(),
+                                              call_label=f"rag25:{q}:{variant}")
+            assignment_rows += [{"qid": q, "variant": variant, "nugget": n, "in_context": c, "importance": i,
+                                 "assignment": label}
+                                for n, c, i, label in zip(rows.nugget, rows.in_context, rows.importance, labels,
+                                                          strict=True)]
+            score_rows.append({"dataset": "rag25", "qid": q, "system": variant, "grades": 3,
+                               "failed_batches": len(failures), **nug.answer_scores(labels, rows.importance.tolist())})
     return pd.DataFrame(assignment_rows), pd.DataFrame(score_rows)
 
 
 def support_table(assignment: pd.DataFrame) -> pd.DataFrame:
-    """With 3 grades: per answer variant and shown/held-out nuggets, how many are fully supported."""
-    support = assignment[assignment.grades == 3].assign(supported=lambda f: f.assignment == "support")
+    """Per answer variant and shown/held-out nuggets, how many are fully supported."""
+    support = assignment.assign(supported=lambda f: f.assignment == "support")
     return (support.groupby(["variant", "in_context"]).supported.agg(["sum", "size", "mean"])
             .rename(columns={"sum": "supported", "size": "nuggets", "mean": "share"}))
 
 
-def alce_sample(alce: pd.DataFrame, questions: int, seed: int) -> tuple[dict[str, list[str]], pd.DataFrame]:
-    """(sampled question ids per dataset, the answers to them)."""
-    qids = {ds: validity.sample_ids(alce[alce.dataset == ds].qid, questions, seed) for ds in ("asqa", "eli5")}
+def alce_sample(alce: pd.DataFrame, questions: int, seed: int, pilot_questions: int
+                ) -> tuple[dict[str, list[str]], pd.DataFrame]:
+    """(sampled question ids per dataset, the answers to them). The pilot's ``pilot_questions`` per dataset
+    (its seeded draw) come first and the rest follow a seeded hash order (:func:`lib.analysis.stats.nested_sample`),
+    so raising ``questions`` adds questions and never redraws the judged ones."""
+    qids = {}
+    for dataset in ("asqa", "eli5"):
+        ids = alce[alce.dataset == dataset].qid
+        pilot = validity.sample_ids(ids, pilot_questions, seed)
+        qids[dataset] = [str(q) for q in nested_sample(ids, questions, seed, first=pilot)]
     sample = alce[[q in qids[d] for d, q in zip(alce.dataset, alce.qid, strict=True)]].reset_index(drop=True)
     return qids, sample
 
 
-def alce_nugget_scores(judge: Gateway, sample: pd.DataFrame, max_nuggets: int
+def alce_design_table(pilot_within_sd: Mapping[int, float], effect: float, alpha: float, power: float,
+                      fixed_calls: int) -> pd.DataFrame:
+    """The planner's questions and calls for each number of answers per question k: a paired t-test on the mean
+    within-question ρ (:func:`lib.analysis.power.units_for_t_test`, effect ``effect``) with the pilot's SD of
+    within-question ρ at k answers, and calls per question = ``fixed_calls`` (creation and importance, shared
+    by the question's answers) + k (one assignment call per answer)."""
+    rows = []
+    for k, sd in sorted(pilot_within_sd.items()):
+        questions = units_for_t_test(effect, sd, alpha, power)
+        rows.append({"answers per question": k, "pilot SD of within-question ρ": sd, "questions needed": questions,
+                     "calls per question": fixed_calls + k, "calls needed": questions * (fixed_calls + k)})
+    return pd.DataFrame(rows).set_index("answers per question")
+
+
+def alce_nugget_scores(judge: Gateway, sample: pd.DataFrame, creator: Creator
                        ) -> tuple[pd.DataFrame, dict[tuple[str, str], AutomaticNuggets]]:
-    """Per question: nuggets created from its systems' non-empty answers and labelled vital/okay, then assigned to
-    every answer (3 grades): (one row of nugget scores per answer with its utility and length, the nuggets)."""
+    """Per question: nuggets created from its systems' answers (the data has no retrieved passages; an empty answer
+    is no source) and labelled vital/okay, then assigned to every answer (3 grades; an empty answer supports no
+    nugget, without a call): (one row of nugget scores per answer with its utility and length, the nuggets)."""
     rows, created_nuggets = [], {}
     for (dataset, qid), group in sample.groupby(["dataset", "qid"], sort=True):
         question = group.question.iloc[0]
-        created = nug.create_nuggets(judge, question, [a for a in group.answer if a.strip()], max_nuggets=max_nuggets,
-                                     call_label=f"alce:{qid}")
-        importance, failures = nug.label_importance(judge, question, created.nuggets, call_label=f"alce:{qid}")
-        created_nuggets[(dataset, qid)] = AutomaticNuggets(created, importance, failures)
+        auto = nuggets_for(judge, question, group.answer.tolist(), creator, f"alce:{qid}")
+        created_nuggets[(dataset, qid)] = auto
         for r in group.itertuples():
-            labels, failed = nug.assign(judge, question, r.answer, created.nuggets,
+            labels, failed = nug.assign(judge, question, r.answer, auto.created.nuggets,
                                         call_label=f"alce:{qid}:{r.system}")
             rows.append({"dataset": dataset, "qid": qid, "system": r.system, "grades": 3, "utility": r.utility,
-                         "words": len(r.answer.split()), "nuggets": len(created.nuggets),
-                         "failed_batches": len(failed), **nug.answer_scores(labels, importance)})
+                         "words": len(r.answer.split()), "nuggets": len(auto.created.nuggets),
+                         "failed_batches": len(failed), **nug.answer_scores(labels, auto.importance)})
     return pd.DataFrame(rows), created_nuggets
 
 
-def alce_scores_text(sample: pd.DataFrame, scores: pd.DataFrame, created: Mapping[tuple[str, str], AutomaticNuggets],
-                     primary_score: str) -> str:
-    """How many answers and nuggets, and why answers lack the primary score."""
+def alce_scores_text(sample: pd.DataFrame, scores: pd.DataFrame, primary_score: str) -> str:
+    """How many answers and questions, and why answers lack the primary score."""
     undefined = scores[scores.failed_batches == 0][primary_score].isna().sum()
-    return (f"{len(sample)} answers to {sample.groupby('dataset').qid.nunique().to_dict()} questions; "
-            f"nuggets per question {[len(a.created.nuggets) for a in created.values()]}; answers without a score "
-            f"({primary_score}): {int(scores[primary_score].isna().sum())}\n"
-            f"{undefined} of {len(scores)} answers have no {primary_score} score although assignment succeeded: "
-            f"their question's nuggets include no vital one (vital nuggets per question: "
-            f"{[sum(i == 'vital' for i in a.importance) for a in created.values()]})")
+    return (f"{len(sample)} answers to {sample.groupby('dataset').qid.nunique().to_dict()} questions "
+            f"({int((scores.words == 0).sum())} empty); answers without a {primary_score} score: "
+            f"{int(scores[primary_score].isna().sum())}, of which {undefined} because their question has no vital "
+            f"nugget (or none at all) and {int((scores.failed_batches > 0).sum())} because an assignment call failed")
 
 
-def alce_triad(judge: Gateway, sample: pd.DataFrame, max_nuggets: int) -> pd.DataFrame:
-    """Answer relevance of each ALCE answer, traditional and nuggetized (the only leg without passages)."""
+ANSWER_SETS = {"non-empty answers": lambda f: f[f.words > 0], "all answers": lambda f: f}
+
+
+def human_ceiling(alce: pd.DataFrame, seed: int, n_resamples: int) -> dict[str, Any]:
+    """How well ALCE's utility agrees with itself: pairs of byte-identical non-empty answers to one question from
+    different systems (the same text, rated twice). Keys: pairs, questions, exact (share of equal ratings),
+    apart_2 (share 2 or more points apart), and Spearman's ρ of the two ratings (each pair entered in both orders,
+    so the order is not arbitrary) with its CI over questions. No judge can be expected to agree with one
+    rating much better than a second rating of the same text does."""
+    pairs = []
+    for (_, qid), group in alce[alce.answer.str.strip() != ""].groupby(["dataset", "qid"], sort=True):
+        rated = group[["answer", "utility"]].to_numpy()
+        pairs += [(qid, a[1], b[1]) for i, a in enumerate(rated) for b in rated[i + 1:] if a[0] == b[0]]
+    frame = pd.DataFrame(pairs, columns=["qid", "first", "second"])
+    both = pd.concat([frame, frame.rename(columns={"first": "second", "second": "first"})], ignore_index=True)
+    rho = correlation_ci(both["first"], both["second"], "spearman", seed, n_resamples, units=both.qid,
+                         unit="questions")
+    gap = (frame["first"] - frame["second"]).abs()
+    return {"pairs": len(frame), "questions": frame.qid.nunique(), "exact": float((gap == 0).mean()),
+            "apart_2": float((gap >= 2).mean()), **{k: rho[k] for k in ("r", "ci_low", "ci_high", "ci_over")}}
+
+
+def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n_resamples: int,
+                      ceiling: Mapping[str, Any]) -> pd.DataFrame:
+    """Each score's agreement with human utility, on the non-empty answers and on all of them: the mean over
+    questions of the within-question Spearman ρ (questions where either side is constant have none and are
+    counted), with a CI over the questions kept, beside the pooled ρ over all answers with a CI over questions;
+    the share of resamples where the statistic was undefined; and the human ceiling (:func:`human_ceiling`)."""
     rows = []
-    for r in sample.itertuples():
-        traditional = triad.traditional_triad(judge, r.question, r.answer, None, call_label=f"triad:{r.qid}:{r.system}")
-        nuggetized, _ = triad.nuggetized_triad(judge, r.question, r.answer, None, max_nuggets=max_nuggets,
-                                               call_label=f"triad:{r.qid}:{r.system}")
-        rows.append({"dataset": r.dataset, "qid": r.qid, "system": r.system, "utility": r.utility,
-                     "words": len(r.answer.split()), "traditional_answer_relevance": traditional["answer_relevance"],
-                     "nuggetized_answer_relevance": nuggetized["answer_relevance"]})
-    return pd.DataFrame(rows)
+    for answers, select in ANSWER_SETS.items():
+        part = select(scores)
+        for column in columns:
+            both = part.dropna(subset=[column, "utility"])
+            per_question = validity.document_correlations(both, "qid", column, "utility")
+            within = validity.within_unit_correlation(both, "qid", column, "utility", "spearman", seed, n_resamples,
+                                                      "questions")
+            pooled = correlation_ci(both[column], both["utility"], "spearman", seed, n_resamples, units=both.qid,
+                                    unit="questions")
+            rows.append({"answers": answers, "score": column, "answers scored": len(both),
+                         "questions": both.qid.nunique(), "questions with a within ρ": len(per_question),
+                         "within ρ": within.value, "within ci_low": within.low, "within ci_high": within.high,
+                         "within undefined resamples": within.undefined_share,
+                         "pooled ρ": pooled["r"], "pooled ci_low": pooled["ci_low"],
+                         "pooled ci_high": pooled["ci_high"],
+                         "pooled undefined resamples": pooled.get("undefined_share", np.nan),
+                         "human ceiling ρ": ceiling["r"]})
+    return pd.DataFrame(rows).set_index(["answers", "score"])
 
 
-def rag_triad(judge: Gateway, qids: Sequence[str], answers: pd.DataFrame, narrative: Mapping[str, str],
-              notes: Mapping[str, list[str]], max_nuggets: int
-              ) -> tuple[pd.DataFrame, dict[tuple[str, str], triad.NuggetBreakdown]]:
-    """Both triads on both answers of each topic (the answer without notes, judged against the same notes, is the
-    negative control): (one row per topic, answer and triad; the nuggetized breakdown per topic and answer)."""
-    rows, breakdowns = [], {}
-    for q in qids:
-        for variant in VARIANTS:
-            answer = answer_of(answers, q, variant)
-            if answer is None:
-                continue
-            label = f"triad:{q}" if variant == "with_context" else f"triad:{q}:{variant}"
-            traditional = triad.traditional_triad(judge, narrative[q], answer, notes[q], call_label=label)
-            nuggetized, breakdowns[(q, variant)] = triad.nuggetized_triad(
-                judge, narrative[q], answer, notes[q], max_nuggets=max_nuggets,
-                context_relevance=traditional["context_relevance"], call_label=label)
-            rows += [{"qid": q, "answer": variant, "triad": "traditional", **traditional},
-                     {"qid": q, "answer": variant, "triad": "nuggetized", **nuggetized}]
-    return pd.DataFrame(rows), breakdowns
+def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.DataFrame, answers_per_question: int,
+                 ceiling: Mapping[str, Any]) -> str:
+    """The primary question's answer: the declared score's mean within-question ρ on the non-empty answers, its
+    interval, how many questions the planner needs and whether this run has them; the ceiling beside it."""
+    row = correlations.loc[("non-empty answers", primary_score)]
+    needed = int(design.loc[answers_per_question, "questions needed"])
+    kept = int(row["questions with a within ρ"])
+    decides = kept >= needed and np.isfinite(row["within ci_low"])
+    within = {"ci_low": row["within ci_low"], "ci_high": row["within ci_high"], "ci_over": f"{kept} questions"}
+    return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ "
+            f"{row['within ρ']:.2f} ({interval_over_text(within)}"
+            f"; {int(row['questions']) - kept} of {int(row['questions'])} questions have no within ρ, a constant side; "
+            f"{row['within undefined resamples']:.0%} of resamples undefined). The planner needs {needed} questions "
+            f"with a within ρ; this run has {kept}, so it "
+            + ("can decide the question." if decides else "cannot decide it.")
+            + f" Human ceiling: ρ {ceiling['r']:.2f} between two ratings of the same text "
+              f"({interval_over_text(ceiling)}, {ceiling['pairs']} pairs).")
 
 
 def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesign, sample_rate: float,
@@ -305,12 +388,49 @@ def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesi
     return statuses
 
 
-def monitor_verdict(statuses: Mapping[str, int], degraded: str) -> str:
-    """Whether the alert fired on the degraded day, and on which other days it fired."""
-    caught = statuses[degraded] == monitor.EXIT_ALERT
-    false_alarms = [d for d, s in statuses.items() if d != degraded and s == monitor.EXIT_ALERT]
-    return (f"degraded day {degraded}: {'caught by the alert' if caught else 'NOT caught by the alert'}; "
-            f"alerts on other days: {false_alarms or 'none'}")
+def monitor_rules(per_query: pd.DataFrame, summary: pd.DataFrame, degraded: str, target: float,
+                  baseline_days: int = monitor.BASELINE_DAYS, limit_sds: float = monitor.LIMIT_SDS) -> pd.DataFrame:
+    """Per judged day: the overall mean, the absolute target and the control limit (:func:`lib.monitor.control_limit`,
+    NaN while the baseline is too short), which rule flags the day, and whether it is the degraded day."""
+    rows = []
+    for r in summary.itertuples():
+        limit = monitor.control_limit(per_query, r.day, int(r.judged), baseline_days, limit_sds)
+        rows.append({"day": r.day, "judged": int(r.judged), "overall": r.overall, "target": target,
+                     "control_limit": limit.limit if limit else np.nan,
+                     "baseline_items": limit.baseline_items if limit else 0,
+                     "below_target": bool(r.overall < target),
+                     "below_control_limit": bool(limit is not None and r.overall < limit.limit),
+                     "degraded": r.day == degraded})
+    return pd.DataFrame(rows)
+
+
+def monitor_plan(per_query: pd.DataFrame, logged_per_day: int, drops: Mapping[str, float],
+                 rate: float = monitor.DEFAULT_SAMPLE_RATE, limit_sds: float = monitor.LIMIT_SDS,
+                 target_power: float = 0.8) -> pd.DataFrame:
+    """The relative rule's power at sample rate ``rate`` on ``logged_per_day`` queries a day, for each named drop
+    of the day's mean overall, with the per-item SD of every judged item
+    (:func:`lib.analysis.power.control_limit_power`), and the items a day needed for ``target_power``."""
+    scores = per_query[per_query.ok == 1].overall
+    sd = float(scores.std(ddof=1))
+    items = math.ceil(rate * logged_per_day)
+    return pd.DataFrame([{"drop": name, "size": size, "per-item SD": sd, "items judged": len(scores),
+                          "items a day at the default rate": items,
+                          "power": control_limit_power(size, sd, items, limit_sds) if size > 0 else np.nan,
+                          f"items a day for power {target_power:g}":
+                              items_for_control_limit(size, sd, limit_sds, target_power) if size > 0 else np.nan}
+                         for name, size in drops.items()]).set_index("drop")
+
+
+def monitor_verdict(rules: pd.DataFrame) -> str:
+    """Which rule flagged the degraded day, and which other days each rule flagged."""
+    degraded = rules[rules.degraded].iloc[0]
+    others = rules[~rules.degraded]
+    parts = []
+    for rule, column in (("absolute target", "below_target"), ("control limit", "below_control_limit")):
+        caught = "caught" if degraded[column] else "NOT caught"
+        false_alarms = others.day[others[column]].tolist()
+        parts.append(f"{rule}: degraded day {degraded.day} {caught}; other days flagged: {false_alarms or 'none'}")
+    return "\n".join(parts)
 
 
 def nugget_scores_table(rag_scores: pd.DataFrame, alce_scores: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -320,105 +440,111 @@ def nugget_scores_table(rag_scores: pd.DataFrame, alce_scores: pd.DataFrame, mod
                      ignore_index=True)[columns].assign(model=model)
 
 
+def monitor_days_table(summary: pd.DataFrame, rules: pd.DataFrame, model: str) -> pd.DataFrame:
+    """The ``monitor_days`` table: the daily summary with the control limit, the degraded flag and the judge."""
+    joined = summary.merge(rules[["day", "control_limit", "degraded"]], on="day", how="left")
+    return joined[list(tables.SCHEMAS["monitor_days"])[:-1]].assign(model=model)
+
+
 @dataclass(frozen=True)
 class Results:
     """What chapter 05's summary reads: the tables and values its sections computed."""
     primary_score: str
+    alce_correlations: pd.DataFrame
+    alce_design: pd.DataFrame
+    answers_per_question: int
+    ceiling: Mapping[str, Any]
+    alce_created: pd.DataFrame
+    recall: pd.DataFrame
     embedding_threshold: float
-    auto: Mapping[str, AutomaticNuggets]
-    evaluated: pd.DataFrame
+    rag_created: pd.DataFrame
     importance: ImportanceAgreement
-    rag_scores: pd.DataFrame
-    rag_assignment: pd.DataFrame
     notes_support: Mapping[str, float]
-    alce_scores: pd.DataFrame
-    alce_correlation: pd.DataFrame
-    answered_correlation: pd.DataFrame
-    alce_questions: int
-    triad_answered: pd.DataFrame
-    rag_triad: pd.DataFrame
-    statuses: Mapping[str, int]
-    monitor_summary: pd.DataFrame
-    degraded: str
+    rules: pd.DataFrame
+    plan: pd.DataFrame
     paired_drop: pd.Series
 
 
 def summary(r: Results) -> str:
     """Chapter 05's "What the numbers say" as Markdown bullets, every number read from ``r``."""
-    agreement, nist, ours = r.importance.agreement, r.importance.nist, r.importance.judge
-    evaluated = r.evaluated
-    agree, with_llm = match_agreement(evaluated)
-    overall_corr = r.alce_correlation.loc[("all", "all", "spearman")]
-    answered_corr = r.answered_correlation.loc[("all", "all", "spearman")]
-    triad_corr = r.triad_answered.loc["all"].xs("spearman", level="method")
-    primary_corr = r.alce_correlation.loc[("all", r.primary_score, "spearman")]
-    length_corr = r.alce_correlation.loc[("all", "words", "spearman")]
-    primary_eli5 = r.alce_correlation.loc[("eli5", r.primary_score, "spearman")]
-    by_variant = r.rag_scores.groupby(["grades", "system"])["all"].mean().unstack()
-    traditional_ground = r.rag_triad[r.rag_triad.triad == "traditional"].groupby("answer").groundedness.mean()
-    empty = int((r.alce_scores.words == 0).sum())
+    c = r.alce_correlations
+    primary_all = c.loc[("all answers", r.primary_score)]
+    length = c.loc[("non-empty answers", "words")]
+    held, shown = r.recall.loc["held out"], r.recall.loc["shown as notes"]
+    agreement = r.importance.agreement
+    kappa = {"ci_low": agreement["kappa_ci_low"], "ci_high": agreement["kappa_ci_high"],
+             "ci_over": agreement["ci_over"]}
+    created = pd.concat([r.rag_created, r.alce_created])
     support = r.notes_support
-    normal = r.monitor_summary[r.monitor_summary.day != r.degraded].overall
-    caught = r.statuses[r.degraded] == monitor.EXIT_ALERT
-    kappa_interval = {"ci_low": agreement["kappa_ci_low"], "ci_high": agreement["kappa_ci_high"],
-                      "ci_over": agreement["ci_over"]}
+    degraded = r.rules[r.rules.degraded].iloc[0]
+    normal = r.rules[~r.rules.degraded]
+    measured = r.plan.loc["measured (fixed − broken, same topics)"]
+    default = r.plan.iloc[0]
     lines = [
-        f"**Importance**: the judge's vital/okay labels agree with NIST's at κ = {agreement['kappa']:.2f} "
-        f"({interval_over_text(kappa_interval)}) on {agreement['n']} nuggets; it "
-        f"calls {sum(ours)} vital where NIST calls {sum(nist)}. Its exact agreement, "
-        f"{agreement['exact_agreement']:.3f}, is far below always answering 'vital' ({np.mean(nist):.3f}).",
-        f"**Recall** of {len(evaluated)} assessed NIST nuggets by the automatic ones "
-        f"({', '.join(str(len(a.created.nuggets)) for a in r.auto.values())} per topic): "
-        f"{evaluated.embedding_match.mean():.0%} by embedding match (cosine ≥ {r.embedding_threshold}; the narrative "
-        f"alone reaches {evaluated.narrative_match.mean():.0%} the same way: a cosine match credits topical "
-        f"similarity as well as facts) and {evaluated.llm_match.mean():.0%} by LLM match; the two agree on {agree} "
-        f"of {with_llm}.",
-        f"**With vs without notes** (mean 'all' score of the NIST nuggets over the {len(r.auto)} topics): "
-        + "; ".join(f"{g} grades: with {by_variant.loc[g, 'with_context']:.2f}, without "
-                    f"{by_variant.loc[g, 'no_context']:.2f}" for g in (3, 2))
-        + ". The notes barely move the score, so assignment is not shown to see them.",
+        "**Primary (declared before the run)**: " + primary_text(c, r.primary_score, r.alce_design,
+                                                                 r.answers_per_question, r.ceiling),
+        f"Beside it, on the same non-empty answers: answer length's mean within-question ρ {length['within ρ']:.2f}; "
+        f"the pooled ρ of the {r.primary_score} score (answers of different questions compared) "
+        f"{c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f}. With the empty answers (no nugget "
+        f"supported by rule, utility low) the within-question ρ is {primary_all['within ρ']:.2f} over "
+        f"{int(primary_all['questions with a within ρ'])} questions: the rule, not the judge, earns the difference. "
+        f"Two humans' ratings of byte-identical answers agree exactly in {r.ceiling['exact']:.0%} of "
+        f"{r.ceiling['pairs']} pairs and are 2 or more points apart in {r.ceiling['apart_2']:.0%}.",
+        f"**Recall of the held-out NIST nuggets** (the primary recall figure; {int(held['nuggets'])} nuggets of "
+        f"{int(held['topics'])} topics, too few topics for an interval): {held['embedding_recall']:.0%} by embedding "
+        f"match (cosine ≥ {r.embedding_threshold}; the narrative alone reaches {held['narrative_only_baseline']:.0%}) "
+        f"and {held['llm_recall']:.0%} by LLM match. The nuggets shown to the generator as notes, which the "
+        f"with-notes answer could copy: {shown['embedding_recall']:.0%} and {shown['llm_recall']:.0%}.",
+        f"**Creation** ({len(created)} queries): {int(created['automatic nuggets'].sum())} nuggets, "
+        f"{int(created['merged'].sum())} merged as near-duplicates, {int(created['not from the sources'].sum())} "
+        f"dropped as stated in no source sentence, {int(created['over 12 words'].sum())} over the 12 words asked "
+        f"for (kept whole); stopped: "
+        + ", ".join(f"{k} {v}" for k, v in created.stopped.value_counts().sort_index().items()) + ".",
+        f"**Importance**: the judge's vital/okay labels of the NIST nuggets agree with NIST's at κ = "
+        f"{agreement['kappa']:.2f} ({interval_over_text(kappa)}) on {agreement['n']} nuggets.",
         f"**Assignment**: the answer written with the notes supports {support['shown_supported']}/{support['shown']} "
         f"shown and {support['held_out_supported']}/{support['held_out']} held-out nuggets (Fisher exact p = "
-        f"{support['p']:.2g}); with 3 grades the judge gives partial_support to "
-        f"{(r.rag_assignment[r.rag_assignment.grades == 3].assignment == 'partial_support').mean():.0%} of all "
-        f"nugget-answer pairs.",
-        f"**ALCE**: the declared primary score ({r.primary_score}) exists for {int(primary_corr['n'])} of "
-        f"{len(r.alce_scores)} answers (the judge labels few nuggets vital) and ranks them against utility with "
-        f"Spearman ρ = {primary_corr['r']:.2f} ({interval_over_text(primary_corr)}; "
-        f"ELI5: n = {int(primary_eli5['n'])}). As a secondary score, 'all' ranks {int(overall_corr['n'])} answers "
-        f"with ρ = {overall_corr['r']:.2f} ({interval_over_text(overall_corr)}), "
-        f"answer length with ρ = {length_corr['r']:.2f}; without the {empty} empty answers, ρ = "
-        f"{answered_corr['r']:.2f} ({interval_over_text(answered_corr)}) "
-        f"over {int(answered_corr['n'])}.",
-        f"**Triad on ALCE** (answer relevance, non-empty answers, n = {int(triad_corr.loc['words', 'n'])}): Spearman "
-        f"ρ with utility {triad_corr.loc['traditional_answer_relevance', 'r']:.2f} traditional, "
-        f"{triad_corr.loc['nuggetized_answer_relevance', 'r']:.2f} nuggetized, {triad_corr.loc['words', 'r']:.2f} "
-        f"for length; on the RAG25 answers, traditional groundedness is "
-        f"{traditional_ground.get('with_context', np.nan):.2f} with the notes and "
-        f"{traditional_ground.get('no_context', np.nan):.2f} for the answers written without them (the negative "
-        f"control) — a ceiling that does not separate them. These correlations treat answers as independent "
-        f"although they are nested in {r.alce_questions} questions.",
-        f"**Monitor**: the day with the broken release was {'caught' if caught else 'not caught'} by the alert; its "
-        f"overall mean was {r.monitor_summary.set_index('day').overall[r.degraded]:.2f} against "
-        f"{normal.min():.2f}–{normal.max():.2f} on the other days; on the same topics, the fixed release scores "
-        f"{r.paired_drop.mean():+.3f} higher on average over the four metrics.",
+        f"{support['p']:.2g}).",
+        f"**Monitor**: on the broken-release day the overall mean was {degraded.overall:.3f} against "
+        f"{normal.overall.min():.3f}–{normal.overall.max():.3f} on the other days; the absolute target "
+        f"{degraded.target:g} {'flags' if degraded.below_target else 'does not flag'} it, the control limit "
+        + (f"({degraded.control_limit:.3f}, {int(degraded.baseline_items)} baseline items) "
+           f"{'flags' if degraded.below_control_limit else 'does not flag'} it"
+           if np.isfinite(degraded.control_limit) else "has no baseline yet")
+        + f". On the same topics, fixed − broken: groundedness {r.paired_drop['groundedness']:+.3f}, context "
+          f"relevance {r.paired_drop['context_relevance']:+.3f} (the same documents: a known zero), overall "
+          f"{measured['size']:+.3f}. At the command's default rate the log gives "
+          f"{int(default['items a day at the default rate'])} item a day: a drop of {default['size']:g} is caught "
+          f"with probability {default['power']:.2f}, the measured one with {measured['power']:.2f} (per-item SD "
+          f"{default['per-item SD']:.3f} over {int(default['items judged'])} items)",
     ]
     return "\n".join(f"* {line}" for line in lines)
 
 
 @headline("05_nugget_evaluation", "nugget_scores", "monitor_days")
 def nugget_validity(tables: Tables) -> str:
-    """How many ALCE answers have the declared vital score, the rank correlation of the all-nuggets score with
-    human utility, and whether the monitor's overall mean separated the degraded day from the others."""
+    """The declared primary: the vital score's mean within-question ρ with human utility on the non-empty ALCE
+    answers (interval over questions); and whether the control limit flagged the broken-release day."""
     scores, days = tables["nugget_scores"], tables["monitor_days"]
-    alce = scores[scores["dataset"].isin(["asqa", "eli5"])]
-    rated = alce.dropna(subset=["all", "utility"])
-    rho = correlation_ci(rated["all"], rated["utility"], "spearman", seed=0, units=rated["qid"], unit="questions")
-    degraded, normal = days[days["degraded"]], days[~days["degraded"]]
-    return (f"ALCE: {int(alce['vital'].notna().sum())} of {len(alce)} answers have a vital-nugget score (the judge "
-            f"labels few nuggets vital); the all-nuggets score ranks {int(rho['n'])} answers to {rho['units']} "
-            f"questions against human utility with Spearman ρ = {rho['r']:.2f} "
-            f"({interval_over_text(rho)}). "
-            f"Monitor: overall "
-            f"judge score {degraded['overall'].mean():.2f} on the degraded day vs {normal['overall'].min():.2f}–"
-            f"{normal['overall'].max():.2f} on the {len(normal)} normal days.")
+    alce = scores[scores["dataset"].isin(["asqa", "eli5"]) & (scores["words"] > 0)].dropna(subset=["vital"])
+    within = validity.within_unit_correlation(alce, "qid", "vital", "utility", "spearman", seed=0,
+                                              unit_name="questions")
+    degraded = days[days["degraded"]].iloc[0]
+    flagged = bool(degraded["overall"] < degraded["control_limit"])
+    return (f"ALCE (declared primary): the vital-nugget score's mean within-question Spearman ρ with human utility "
+            f"on the non-empty answers is {within.text()}. Monitor: the broken-release day's overall "
+            f"{degraded['overall']:.3f} is {'below' if flagged else 'not below'} its control limit "
+            f"{degraded['control_limit']:.3f}.")
+
+
+def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
+    """What the whole ALCE set would cost at this run's rate: the judge's requests and recorded request time of
+    the ALCE section (ledger counts ``before`` and ``after`` it; the same in a replay) per question, times
+    ``all_questions``."""
+    requests = after["requests"] - before["requests"]
+    seconds = after["recorded_latency_s"] - before["recorded_latency_s"]
+    per_question = requests / questions
+    return (f"The ALCE section made {requests} judge requests for {questions} questions ({per_question:.1f} a "
+            f"question, {seconds / requests:.1f} s of recorded request time each, summed over parallel requests); "
+            f"all {all_questions} questions would take about {per_question * all_questions:,.0f} requests, "
+            f"{per_question * all_questions * seconds / requests / 3600:.1f} hours of request time on this backend.")
