@@ -41,15 +41,20 @@ def test_headline_04_names_no_detectable_effect_when_no_outcome_could_be_signifi
     assert "±0.061" not in sentence
 
 
-def test_headline_05_counts_vital_scores_and_compares_the_degraded_day():
-    scores = pd.DataFrame({"dataset": ["asqa"] * 4 + ["rag25"], "vital": [None, 0.5, None, None, 1.0],
-                           "all": [0.1, 0.2, 0.3, 0.4, 1.0], "utility": [1, 2, 3, 4, None],
-                           "qid": ["a", "a", "b", "b", "c"]})
-    days = pd.DataFrame({"day": ["d1", "d2", "d3"], "overall": [0.9, 0.5, 0.8], "degraded": [False, True, False]})
+def test_headline_05_reads_the_declared_primary_within_questions_and_the_control_limit():
+    # question a: vital order = utility order (ρ 1); b: reversed (-1); c: no vital score; the empty answer left out
+    scores = pd.DataFrame({"dataset": ["asqa"] * 7 + ["rag25"], "qid": list("aaabbcc") + ["t"],
+                           "vital": [0.1, 0.5, 0.0, 0.9, 0.2, None, None, 1.0], "words": [5, 6, 0, 7, 8, 9, 9, None],
+                           "utility": [1, 2, 1, 3, 4, 2, 3, None]})
+    days = pd.DataFrame({"day": ["d1", "d2", "d3"], "overall": [0.9, 0.85, 0.8], "degraded": [False, True, False],
+                         "control_limit": [None, 0.87, 0.86]})
     sentence = HEADLINES["05_nugget_evaluation"].sentence({"nugget_scores": scores, "monitor_days": days})
-    assert "1 of 4 answers have a vital-nugget score" in sentence
-    assert "ranks 4 answers to 2 questions against human utility with Spearman ρ = 1.00 (no interval" in sentence
-    assert "0.50 on the degraded day vs 0.80–0.90 on the 2 normal days" in sentence
+    assert "2 of 3 questions have vital-nugget scores" in sentence
+    assert "is 0.00 (2 questions, fewer than 10 questions)" in sentence
+    assert "overall 0.850 is below its control limit 0.870" in sentence
+    no_limit = days.assign(control_limit=None)
+    assert "has no control limit" in HEADLINES["05_nugget_evaluation"].sentence(
+        {"nugget_scores": scores, "monitor_days": no_limit})
 
 
 def test_headline_06_counts_the_known_differences_and_names_the_failures():

@@ -1,10 +1,10 @@
-"""Chapter 05 (nugget evaluation, nuggetized RAG triad, nightly judge monitor): the loops that build its tables,
-its generated "what the numbers say" and its front-page headline. The notebook calls these; the functions that
-need no LLM are tested on small hand-made tables (``tests/test_ch05.py``), the ones that call the judge on the
-fake endpoint.
+"""Chapter 05 (nugget evaluation against ALCE utility and TREC RAG25 nuggets, nightly judge monitor): the loops that
+build its tables, its generated "what the numbers say" and its front-page headline. The notebook calls these; the
+functions that need no LLM are tested on small hand-made tables (``tests/test_ch05.py``), the LLM steps they call on
+the fake endpoint (``tests/test_nuggets.py``, ``tests/test_monitor.py``).
 
-Vocabulary: a *topic* is a TREC RAG25 query (``qid``), a *variant* the answer written with or without the notes,
-*grades* the size of the assignment label set (3: support / partial / not; 2: support / not).
+Vocabulary: a *topic* is a TREC RAG25 query (``qid``), a *question* an ALCE one, a *variant* the answer written with
+or without the notes; assignment uses 3 grades (support / partial / not).
 """
 from __future__ import annotations
 
@@ -260,14 +260,14 @@ def alce_sample(alce: pd.DataFrame, questions: int, seed: int, pilot_questions: 
     return qids, sample
 
 
-def alce_design_table(pilot_within_sd: Mapping[int, float], effect: float, alpha: float, power: float,
+def alce_design_table(pilot_within_sd: Mapping[int | str, float], effect: float, alpha: float, power: float,
                       fixed_calls: int) -> pd.DataFrame:
     """The planner's questions and calls for each number of answers per question k: a paired t-test on the mean
     within-question ρ (:func:`lib.analysis.power.units_for_t_test`, effect ``effect``) with the pilot's SD of
     within-question ρ at k answers, and calls per question = ``fixed_calls`` (creation and importance, shared
     by the question's answers) + k (one assignment call per answer)."""
     rows = []
-    for k, sd in sorted(pilot_within_sd.items()):
+    for k, sd in sorted((int(k), sd) for k, sd in pilot_within_sd.items()):  # JSON parameters give "4" for 4
         questions = units_for_t_test(effect, sd, alpha, power)
         rows.append({"answers per question": k, "pilot SD of within-question ρ": sd, "questions needed": questions,
                      "calls per question": fixed_calls + k, "calls needed": questions * (fixed_calls + k)})
@@ -404,6 +404,9 @@ def monitor_rules(per_query: pd.DataFrame, summary: pd.DataFrame, degraded: str,
     return pd.DataFrame(rows)
 
 
+MEASURED_DROP = "measured (fixed − broken, same topics)"  # the row of monitor_plan the summary reads
+
+
 def monitor_plan(per_query: pd.DataFrame, logged_per_day: int, drops: Mapping[str, float],
                  rate: float = monitor.DEFAULT_SAMPLE_RATE, limit_sds: float = monitor.LIMIT_SDS,
                  target_power: float = 0.8) -> pd.DataFrame:
@@ -478,7 +481,7 @@ def summary(r: Results) -> str:
     support = r.notes_support
     degraded = r.rules[r.rules.degraded].iloc[0]
     normal = r.rules[~r.rules.degraded]
-    measured = r.plan.loc["measured (fixed − broken, same topics)"]
+    measured = r.plan.loc[MEASURED_DROP]
     default = r.plan.iloc[0]
     lines = [
         "**Primary (declared before the run)**: " + primary_text(c, r.primary_score, r.alce_design,
@@ -524,17 +527,23 @@ def summary(r: Results) -> str:
 @headline("05_nugget_evaluation", "nugget_scores", "monitor_days")
 def nugget_validity(tables: Tables) -> str:
     """The declared primary: the vital score's mean within-question ρ with human utility on the non-empty ALCE
-    answers (interval over questions); and whether the control limit flagged the broken-release day."""
+    answers (interval over questions), with how many questions have a vital score at all; and whether the control
+    limit flagged the broken-release day."""
     scores, days = tables["nugget_scores"], tables["monitor_days"]
-    alce = scores[scores["dataset"].isin(["asqa", "eli5"]) & (scores["words"] > 0)].dropna(subset=["vital"])
-    within = validity.within_unit_correlation(alce, "qid", "vital", "utility", "spearman", seed=0,
+    answered = scores[scores["dataset"].isin(["asqa", "eli5"]) & (scores["words"] > 0)]
+    scored = answered.dropna(subset=["vital", "utility"])
+    within = validity.within_unit_correlation(scored, "qid", "vital", "utility", "spearman", seed=0,
                                               unit_name="questions")
     degraded = days[days["degraded"]].iloc[0]
-    flagged = bool(degraded["overall"] < degraded["control_limit"])
-    return (f"ALCE (declared primary): the vital-nugget score's mean within-question Spearman ρ with human utility "
-            f"on the non-empty answers is {within.text()}. Monitor: the broken-release day's overall "
-            f"{degraded['overall']:.3f} is {'below' if flagged else 'not below'} its control limit "
-            f"{degraded['control_limit']:.3f}.")
+    if pd.isna(degraded["control_limit"]):
+        monitor_text = "has no control limit (too few baseline items)"
+    else:
+        below = "below" if degraded["overall"] < degraded["control_limit"] else "not below"
+        monitor_text = f"is {below} its control limit {degraded['control_limit']:.3f}"
+    return (f"ALCE (declared primary): {scored['qid'].nunique()} of {answered['qid'].nunique()} questions have "
+            f"vital-nugget scores (a question without a vital nugget has none); their mean within-question Spearman "
+            f"ρ with human utility on the non-empty answers is {within.text()}. Monitor: the broken-release day's "
+            f"overall {degraded['overall']:.3f} {monitor_text}.")
 
 
 def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
