@@ -525,9 +525,10 @@ def daily_summary(connection: sqlite3.Connection) -> pd.DataFrame:
 
 
 def calendar(summary: pd.DataFrame, end: str, days: int) -> pd.DataFrame:
-    """The ``days`` calendar days ending at ``end`` with their :func:`daily_summary` row; a day without judgments
-    (a missed night) keeps its row, with no counts, so that a report shows the gap."""
+    """The ``days`` calendar days ending at ``end``, from the first judged day on, with their :func:`daily_summary`
+    row; a day without judgments (a missed night) keeps its row, with no counts, so that a report shows the gap."""
     dates = [(Date.fromisoformat(end) - timedelta(days=k)).isoformat() for k in range(days - 1, -1, -1)]
+    dates = [d for d in dates if d >= summary.day.min()]
     return pd.DataFrame({"day": dates}).merge(summary, on="day", how="left")
 
 
@@ -586,10 +587,15 @@ def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float,
         return f"alert power: every judged item has the overall score {scores.iloc[0]:.3f}, so no SD to plan with"
     caught = power.control_limit_power(drop, sd, items, limit_sds)
     needed = power.items_for_control_limit(drop, sd, limit_sds, 0.8)
-    return (f"alert power at sample rate {rate:g}: {items} items a day (median day: {logged} queries logged); per-item "
+    return (f"alert power at sample rate {rate:g}: {_count(items, 'item')} a day (median day: {logged} queries "
+            f"logged); per-item "
             f"SD {sd:.3f} over {len(scores)} judged items; a drop of {drop:g} in the day's mean overall goes below the "
             f"{limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline taken as known); power 0.8 "
-            f"needs {needed} items a day")
+            f"needs {_count(needed, 'item')} a day")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def samples_table(connection: sqlite3.Connection) -> pd.DataFrame:
@@ -807,7 +813,7 @@ def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: flo
     days' samples, the sample rate that is on the median day's volume."""
     items = power.items_for_control_limit(drop, sd, limit_sds, target_power)
     text = (f"to catch a drop of {drop:g} in the day's mean overall with probability {target_power:g} at the "
-            f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): {items} judged items a day")
+            f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): {_count(items, 'judged item')} a day")
     if samples is not None and not samples.empty:
         logged = int(samples.logged.median())
         text += (f"; on the median day's {logged} logged queries that is sample rate {min(1.0, items / logged):.2f}"

@@ -519,7 +519,7 @@ def test_report_prints_the_alert_power_and_sample_size_the_planner_gives(tmp_pat
     # 10 items with overall 1 or 14/15, 5 each: SD = (1/15)/2 * sqrt(10/9) = 0.035136
     sd = (1 / 15) / 2 * (10 / 9) ** 0.5
     expected = monitor.power.control_limit_power(0.1, sd, 1)
-    assert f"per-item SD {sd:.3f} over 10 judged items" in power_line and "1 items a day" in power_line
+    assert f"per-item SD {sd:.3f} over 10 judged items" in power_line and "1 item a day" in power_line
     assert f"probability {expected:.2f}" in power_line  # Φ(0.1 / 0.035136 - 3) = Φ(-0.154) = 0.44
     assert monitor.main(["--db", str(db), "sample-size", "--drop", "0.1"]) == monitor.EXIT_OK
     needed = -(-((3 + 0.8416212) * sd / 0.1) ** 2 // 1)  # ceil by hand

@@ -354,17 +354,20 @@ def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n
 def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.DataFrame, answers_per_question: int,
                  ceiling: Mapping[str, Any]) -> str:
     """The primary question's answer: the declared score's mean within-question ρ on the non-empty answers, its
-    interval, how many questions the planner needs and whether this run has them; the ceiling beside it."""
+    interval, how many questions have the score at all, how many the planner needs and whether this run has them;
+    the human ceiling beside it."""
     row = correlations.loc[("non-empty answers", primary_score)]
+    asked = int(correlations.xs("non-empty answers").questions.max())
     needed = int(design.loc[answers_per_question, "questions needed"])
     kept = int(row["questions with a within ρ"])
     decides = kept >= needed and np.isfinite(row["within ci_low"])
     within = {"ci_low": row["within ci_low"], "ci_high": row["within ci_high"], "ci_over": f"{kept} questions"}
-    return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ "
-            f"{row['within ρ']:.2f} ({interval_over_text(within)}"
-            f"; {int(row['questions']) - kept} of {int(row['questions'])} questions have no within ρ, a constant side; "
-            f"{row['within undefined resamples']:.0%} of resamples undefined). The planner needs {needed} questions "
-            f"with a within ρ; this run has {kept}, so it "
+    value = "undefined" if np.isnan(row["within ρ"]) else f"{row['within ρ']:.2f}"
+    return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ {value} "
+            f"({interval_over_text(within)}). {int(row['questions'])} of the {asked} questions have a "
+            f"{primary_score} score at all (a question whose nuggets include none has none) and {kept} a within ρ "
+            f"(neither side constant); {row['within undefined resamples']:.0%} of resamples undefined. The planner "
+            f"needs {needed} questions with a within ρ; this run has {kept}, so it "
             + ("can decide the question." if decides else "cannot decide it.")
             + f" Human ceiling: ρ {ceiling['r']:.2f} between two ratings of the same text "
               f"({interval_over_text(ceiling)}, {ceiling['pairs']} pairs).")
@@ -468,11 +471,19 @@ class Results:
     paired_drop: pd.Series
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def summary(r: Results) -> str:
     """Chapter 05's "What the numbers say" as Markdown bullets, every number read from ``r``."""
     c = r.alce_correlations
     primary_all = c.loc[("all answers", r.primary_score)]
     length = c.loc[("non-empty answers", "words")]
+    secondary = c.loc[("non-empty answers", "all")]
+    secondary_within, length_within = ({"ci_low": row["within ci_low"], "ci_high": row["within ci_high"],
+                                        "ci_over": f"{int(row['questions with a within ρ'])} questions"}
+                                       for row in (secondary, length))
     held, shown = r.recall.loc["held out"], r.recall.loc["shown as notes"]
     agreement = r.importance.agreement
     kappa = {"ci_low": agreement["kappa_ci_low"], "ci_high": agreement["kappa_ci_high"],
@@ -486,13 +497,15 @@ def summary(r: Results) -> str:
     lines = [
         "**Primary (declared before the run)**: " + primary_text(c, r.primary_score, r.alce_design,
                                                                  r.answers_per_question, r.ceiling),
-        f"Beside it, on the same non-empty answers: answer length's mean within-question ρ {length['within ρ']:.2f}; "
-        f"the pooled ρ of the {r.primary_score} score (answers of different questions compared) "
-        f"{c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f}. With the empty answers (no nugget "
-        f"supported by rule, utility low) the within-question ρ is {primary_all['within ρ']:.2f} over "
-        f"{int(primary_all['questions with a within ρ'])} questions: the rule, not the judge, earns the difference. "
-        f"Two humans' ratings of byte-identical answers agree exactly in {r.ceiling['exact']:.0%} of "
-        f"{r.ceiling['pairs']} pairs and are 2 or more points apart in {r.ceiling['apart_2']:.0%}.",
+        f"Beside it, on the same non-empty answers: the secondary 'all' score's mean within-question ρ "
+        f"{secondary['within ρ']:.2f} ({interval_over_text(secondary_within)}), answer length's "
+        f"{length['within ρ']:.2f} ({interval_over_text(length_within)}); the pooled ρ over answers of different "
+        f"questions: {r.primary_score} {c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f}, 'all' "
+        f"{secondary['pooled ρ']:.2f}. With the empty answers (scored 0 by rule, without a call) the "
+        f"{r.primary_score} score's within-question ρ is {primary_all['within ρ']:.2f} over "
+        f"{_count(int(primary_all['questions with a within ρ']), 'question')}. Two humans' ratings of "
+        f"byte-identical answers agree exactly in {r.ceiling['exact']:.0%} of {r.ceiling['pairs']} pairs and are "
+        f"2 or more points apart in {r.ceiling['apart_2']:.0%}.",
         f"**Recall of the held-out NIST nuggets** (the primary recall figure; {int(held['nuggets'])} nuggets of "
         f"{int(held['topics'])} topics, too few topics for an interval): {held['embedding_recall']:.0%} by embedding "
         f"match (cosine ≥ {r.embedding_threshold}; the narrative alone reaches {held['narrative_only_baseline']:.0%}) "
@@ -518,8 +531,11 @@ def summary(r: Results) -> str:
           f"relevance {r.paired_drop['context_relevance']:+.3f} (the same documents: a known zero), overall "
           f"{measured['size']:+.3f}. At the command's default rate the log gives "
           f"{int(default['items a day at the default rate'])} item a day: a drop of {default['size']:g} is caught "
-          f"with probability {default['power']:.2f}, the measured one with {measured['power']:.2f} (per-item SD "
-          f"{default['per-item SD']:.3f} over {int(default['items judged'])} items)",
+          f"with probability {default['power']:.2f} (per-item SD {default['per-item SD']:.3f} over "
+          f"{int(default['items judged'])} items); "
+        + (f"the measured one with {measured['power']:.2f}, and it would need "
+           f"{measured['items a day for power 0.8']:.0f} items a day for power 0.8."
+           if np.isfinite(measured["power"]) else "the fixed release did not score higher, so no drop was measured."),
     ]
     return "\n".join(f"* {line}" for line in lines)
 

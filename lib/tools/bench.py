@@ -231,44 +231,33 @@ def _prefix_share(entries: Sequence[Path]) -> float:
     return float(100 * (1 - frame.processed.sum() / prompt)) if prompt else float("nan")
 
 
-def notebook_cold_warm(name: str, adopt: bool = False) -> dict[str, float]:
+def notebook_cold_warm(name: str) -> dict[str, float]:
     """Wall time of one notebook cold and then replaying it, in a temporary output folder set up as a cold
     ``make all`` reaches it (:func:`seed_cold_run`): first its measurements (``pipeline.MEASUREMENTS``, timed
     apart: they are not part of the chapter), then the notebook with every call of its own live. Also: the
     requests each sent (new cache entries), how many are not in the committed cache (0 when scheduling changed no
     request), and the share of the notebook's prompt tokens the server served from its prefix cache. The result
     is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
-    budget is read from. With ``adopt``, the cold run's cache entries are copied into the committed cache (replacing
-    entries of the same request), also when the run fails, so that the committed record of the notebook's calls is
-    this one cold session's and a failed run's calls are not lost."""
+    budget is read from."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
         env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
-        seeded = set(_entries(cache))
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
-        try:
-            for step, command in steps:
-                before = _entries(cache)
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, name], cwd=paths.ROOT,
-                               env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
-                               capture_output=True)
-                times[f"{step} s"] = time.perf_counter() - start
-                new = [path for key, path in _entries(cache).items() if key not in before]
-                if step != "warm":
-                    times[f"{step} requests sent"] = len(new)
-                if step == "cold":
-                    times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
-            times["cold requests not in the committed cache"] = len(set(_entries(cache))
-                                                                    - set(_entries(paths.LLM_CACHE)))
-        finally:
-            if adopt:
-                for key, path in _entries(cache).items():
-                    if key not in seeded:
-                        (paths.LLM_CACHE / path.parent.name).mkdir(parents=True, exist_ok=True)
-                        shutil.copy2(path, paths.LLM_CACHE / path.parent.name / path.name)
+        for step, command in steps:
+            before = _entries(cache)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, name], cwd=paths.ROOT,
+                           env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
+                           capture_output=True)
+            times[f"{step} s"] = time.perf_counter() - start
+            new = [path for key, path in _entries(cache).items() if key not in before]
+            if step != "warm":
+                times[f"{step} requests sent"] = len(new)
+            if step == "cold":
+                times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
+        times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(_entries(paths.LLM_CACHE)))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
     record = {"notebook": name, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
@@ -286,8 +275,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="prompts for the gateway overhead comparison (0: skip it)")
     parser.add_argument("--cold-notebook", default=None,
                         help="also time this notebook cold and warm (e.g. 07_validity)")
-    parser.add_argument("--adopt", action="store_true",
-                        help="copy the cold run's cache entries into the committed cache (its record of the calls)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     print("Study rates recorded by the server (committed cache):")
@@ -301,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in gateway_overhead(args.prompts).items()))
         if args.cold_notebook:
             print("\n".join(f"{args.cold_notebook} {k}: {v:,.1f}"
-                            for k, v in notebook_cold_warm(args.cold_notebook, args.adopt).items()))
+                            for k, v in notebook_cold_warm(args.cold_notebook).items()))
     finally:
         print(server.stop(autostarted_only=True))
 
