@@ -88,7 +88,10 @@ def cold_runs(names: Sequence[str], budget_min: float, folder: Path = paths.OUTP
     requests = sum(int(r["cold requests sent"]) + int(r["measurements requests sent"]) for r in records.values()
                    if r is not None)
     dates = sorted({str(r["date"]) for r in records.values() if r is not None})
+    within = "within" if total <= budget_min else "over"
+    if len(names) == 1:
+        return (f"Cold run of {names[0]} (make bench, {dates[0]}): {total:.1f} min for {requests} requests, {within} "
+                f"its budget of {budget_min:g} min.")
     return (f"Cold runs of {' + '.join(names)} (make bench, {', '.join(dates)}): "
             + " + ".join(f"{m:.1f}" for m in minutes.values())
-            + f" = {total:.1f} min for {requests} requests, {'within' if total <= budget_min else 'over'} their "
-              f"budget of {budget_min:g} min.")
+            + f" = {total:.1f} min for {requests} requests, {within} their budget of {budget_min:g} min.")

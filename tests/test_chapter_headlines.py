@@ -43,7 +43,7 @@ def test_headline_04_names_no_detectable_effect_when_no_outcome_could_be_signifi
 
 def test_headline_05_reads_the_declared_primary_within_questions_and_the_control_limit():
     # question a: vital order = utility order (ρ 1); b: reversed (-1); c: no vital score; the empty answer left out
-    scores = pd.DataFrame({"dataset": ["asqa"] * 7 + ["rag25"], "qid": list("aaabbcc") + ["t"],
+    scores = pd.DataFrame({"dataset": ["asqa"] * 7 + ["rag25"], "qid": [*"aaabbcc", "t"],
                            "vital": [0.1, 0.5, 0.0, 0.9, 0.2, None, None, 1.0], "words": [5, 6, 0, 7, 8, 9, 9, None],
                            "utility": [1, 2, 1, 3, 4, 2, 3, None]})
     days = pd.DataFrame({"day": ["d1", "d2", "d3"], "overall": [0.9, 0.85, 0.8], "degraded": [False, True, False],

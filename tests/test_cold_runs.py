@@ -72,6 +72,8 @@ def test_cold_runs_of_several_notebooks_add_up_against_their_budget(tmp_path):
         "Cold runs of 01 + 02 (make bench, 2026-11-24): 10.0 + 1.5 = 11.5 min for 85 requests, within their "
         "budget of 20 min.")
     assert costs.cold_runs(["01", "02"], 11, tmp_path).endswith("over their budget of 11 min.")
+    assert costs.cold_runs(["01"], 12, tmp_path) == (
+        "Cold run of 01 (make bench, 2026-11-24): 10.0 min for 80 requests, within its budget of 12 min.")
 
 
 def test_prefix_share_and_rates_read_the_servers_own_counts(tmp_path):
