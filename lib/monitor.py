@@ -111,6 +111,7 @@ EXIT_HELP = """exit status:
 errors are one line on stderr: "study-monitor: ..."."""
 SCALE = [0, 1, 2, 3]
 DEFAULT_SAMPLE_RATE = 0.1
+ALERT_OVERALL = 0.7   # the absolute target on the day's overall mean
 DEFAULT_DROP = 0.05   # fall of the day's mean overall (0–1) that report's power and sample-size plan for
 LIMIT_SDS = 3.0       # the control limit: standard errors of the day's mean below the baseline mean
 BASELINE_DAYS = 7
@@ -580,14 +581,14 @@ def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float,
     scores = per_item[per_item.ok == 1].overall
     if len(scores) < MIN_BASELINE_ITEMS or samples.empty:
         return f"alert power: not yet computable ({len(scores)} judged items, {len(samples)} sampled days)"
-    logged = int(samples.logged.median())
+    logged = float(samples.logged.median())
     items = math.ceil(rate * logged)
     sd = float(scores.std(ddof=1))
     if sd == 0:
         return f"alert power: every judged item has the overall score {scores.iloc[0]:.3f}, so no SD to plan with"
     caught = power.control_limit_power(drop, sd, items, limit_sds)
     needed = power.items_for_control_limit(drop, sd, limit_sds, 0.8)
-    return (f"alert power at sample rate {rate:g}: {_count(items, 'item')} a day (median day: {logged} queries "
+    return (f"alert power at sample rate {rate:g}: {_count(items, 'item')} a day (median day: {logged:g} queries "
             f"logged); per-item "
             f"SD {sd:.3f} over {len(scores)} judged items; a drop of {drop:g} in the day's mean overall goes below the "
             f"{limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline taken as known); power 0.8 "
@@ -735,8 +736,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-rate", type=_rate, default=DEFAULT_SAMPLE_RATE,
                      help=f"share of the day's queries judged, in (0, 1] (default {DEFAULT_SAMPLE_RATE})")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    run.add_argument("--alert-overall", type=_share, default=0.7,
-                     help="alert when the day's overall mean is below (0.7)")
+    run.add_argument("--alert-overall", type=_share, default=ALERT_OVERALL,
+                     help=f"alert when the day's overall mean is below ({ALERT_OVERALL})")
     run.add_argument("--alert-groundedness", type=_share, default=0.7, help="list items with groundedness below (0.7)")
     run.add_argument("--alert-answer-relevance", type=_share, default=0.6,
                      help="list items with answer relevance below (0.6)")
@@ -815,8 +816,8 @@ def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: flo
     text = (f"to catch a drop of {drop:g} in the day's mean overall with probability {target_power:g} at the "
             f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): {_count(items, 'judged item')} a day")
     if samples is not None and not samples.empty:
-        logged = int(samples.logged.median())
-        text += (f"; on the median day's {logged} logged queries that is sample rate {min(1.0, items / logged):.2f}"
+        logged = float(samples.logged.median())
+        text += (f"; on the median day's {logged:g} logged queries that is sample rate {min(1.0, items / logged):.2f}"
                  + (" (every query, and still short)" if items > logged else ""))
     return text
 

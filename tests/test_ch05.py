@@ -70,6 +70,8 @@ def test_human_ceiling_pairs_identical_non_empty_answers_of_one_question():
     # pairs: (5, 3) in q1, (4, 4) in q3; the empty answers and the twin of another question are no pair
     assert (ceiling["pairs"], ceiling["questions"]) == (2, 2)
     assert ceiling["exact"] == 0.5 and ceiling["apart_2"] == 0.5 and "2 questions" in ceiling["ci_over"]
+    # both orders: (5, 3), (3, 5), (4, 4), (4, 4) -> ρ = -1, and no √r bound from a negative reliability
+    assert ceiling["r"] == pytest.approx(-1.0) and np.isnan(ceiling["ceiling"])
 
 
 def test_alce_correlations_average_within_questions_and_count_the_undefined():
@@ -78,7 +80,8 @@ def test_alce_correlations_average_within_questions_and_count_the_undefined():
                            "utility": [1, 2, 3, 1, 2, 3, 4, 4], "words": [5, 6, 0, 5, 6, 7, 8, 9],
                            "vital": [0.1, 0.2, 0.0, 0.3, 0.2, 0.1, 0.5, 0.6]})
     table = ch05.alce_correlations(scores, ["vital"], seed=0, n_resamples=50,
-                                   ceiling={"r": 0.4, "ci_low": np.nan, "ci_high": np.nan, "ci_over": "2 questions"})
+                                   ceiling={"r": 0.16, "ci_low": np.nan, "ci_high": np.nan, "ci_over": "2 questions",
+                                            "ceiling": 0.4})
     everything, answered = table.loc[("all answers", "vital")], table.loc[("non-empty answers", "vital")]
     # q1: vital ranks 2, 3, 1 against 1, 2, 3: ρ = 1 - 6·6 / (3·8) = -0.5; q2: -1; mean -0.75
     assert everything["questions with a within ρ"] == 2 and everything["within ρ"] == -0.75
@@ -143,3 +146,22 @@ def test_full_size_text_scales_the_measured_rate():
                                {"requests": 40, "recorded_latency_s": 400.0}, questions=3, all_questions=200)
     assert text.startswith("The ALCE section made 30 judge requests for 3 questions (10.0 a question, 10.0 s")
     assert "about 2,000 requests, 5.6 hours" in text
+
+
+def test_primary_text_says_how_many_questions_to_ask_at_the_usable_share():
+    index = pd.MultiIndex.from_tuples([("non-empty answers", "vital"), ("non-empty answers", "all")],
+                                      names=["answers", "score"])
+    correlations = pd.DataFrame({"questions": [4, 12], "questions with a within ρ": [3, 6],
+                                 "within ρ": [0.5, 0.3], "within ci_low": [np.nan] * 2,
+                                 "within ci_high": [np.nan] * 2}, index=index)
+    design = pd.DataFrame({"questions needed": [16]}, index=pd.Index([4], name="answers per question"))
+    ceiling = {"r": 0.36, "ci_low": 0.1, "ci_high": 0.5, "ci_over": "68 questions", "pairs": 74, "ceiling": 0.6}
+    text = ch05.primary_text(correlations, "vital", design, 4, ceiling)
+    assert "mean ρ 0.50 (no interval: 3 questions)" in text
+    assert "4 questions of 12 have a vital score at all" in text and "and 3 a within ρ" in text
+    # 16 usable questions at 3 usable of 12 asked: 16 * 12 / 3 = 64 to ask
+    assert "usable questions (3 of 12) that means asking about 64; this run cannot decide it." in text
+    assert "can hardly exceed √0.36 = 0.60" in text
+    none = correlations.assign(**{"questions with a within ρ": [0, 6], "within ρ": [np.nan, 0.3]})
+    assert "mean ρ undefined" in ch05.primary_text(none, "vital", design, 4, ceiling)
+    assert "no number of questions would do" in ch05.primary_text(none, "vital", design, 4, ceiling)

@@ -149,7 +149,8 @@ MIN_CI_UNITS = 10  # fewer resampled independent units: no interval is reported,
 class Interval:
     """A statistic with its percentile bootstrap interval and what the interval resampled: ``units`` distinct
     independent units called ``unit`` (plural, e.g. "queries"). ``undefined_share``: the share of resamples
-    where the statistic was undefined (dropped before taking percentiles; a large share is a warning).
+    where the statistic was undefined (dropped before taking percentiles; a large share is a warning; NaN when no
+    resample was drawn).
     ``low``/``high`` are NaN when there is no interval (fewer than :data:`MIN_CI_UNITS` units, an undefined
     value, or every resample undefined). ``se``: the standard deviation of the defined resample values, the
     bootstrap standard error a sample-size plan starts from (:mod:`lib.analysis.power`), NaN likewise."""
@@ -203,7 +204,7 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
         value = float(statistic(*arrays)) if len(labels) else float("nan")
     nan = float("nan")
     if len(names) < max(min_units, 2) or not np.isfinite(value):
-        return Interval(value, nan, nan, unit, len(names))
+        return Interval(value, nan, nan, unit, len(names), undefined_share=nan)  # no resample was drawn
     members = [np.flatnonzero(index == g) for g in range(len(names))]
     # one item per unit (a plain bootstrap over items): unit g's item is item_of[g], no concatenation needed
     item_of = np.argsort(index) if len(labels) == len(names) and not two_stage else None

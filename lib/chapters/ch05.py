@@ -307,10 +307,11 @@ ANSWER_SETS = {"non-empty answers": lambda f: f[f.words > 0], "all answers": lam
 
 def human_ceiling(alce: pd.DataFrame, seed: int, n_resamples: int) -> dict[str, Any]:
     """How well ALCE's utility agrees with itself: pairs of byte-identical non-empty answers to one question from
-    different systems (the same text, rated twice). Keys: pairs, questions, exact (share of equal ratings),
-    apart_2 (share 2 or more points apart), and Spearman's ρ of the two ratings (each pair entered in both orders,
-    so the order is not arbitrary) with its CI over questions. No judge can be expected to agree with one
-    rating much better than a second rating of the same text does."""
+    different systems (the same text, rated twice; the data name no rater). Keys: pairs, questions, exact (share
+    of equal ratings), apart_2 (share 2 or more points apart), Spearman's ρ of the two ratings (each pair entered
+    in both orders, so the order is not arbitrary) with its CI over questions: the ratings' test–retest
+    reliability r, pooled over questions; and ceiling = √r, the classical bound on a score's correlation with one
+    rating when the rating's reliability is r (Spearman 1904, correction for attenuation)."""
     pairs = []
     for (_, qid), group in alce[alce.answer.str.strip() != ""].groupby(["dataset", "qid"], sort=True):
         rated = group[["answer", "utility"]].to_numpy()
@@ -321,15 +322,17 @@ def human_ceiling(alce: pd.DataFrame, seed: int, n_resamples: int) -> dict[str, 
                          unit="questions")
     gap = (frame["first"] - frame["second"]).abs()
     return {"pairs": len(frame), "questions": frame.qid.nunique(), "exact": float((gap == 0).mean()),
-            "apart_2": float((gap >= 2).mean()), **{k: rho[k] for k in ("r", "ci_low", "ci_high", "ci_over")}}
+            "apart_2": float((gap >= 2).mean()), **{k: rho[k] for k in ("r", "ci_low", "ci_high", "ci_over")},
+            "ceiling": float(np.sqrt(rho["r"])) if rho["r"] > 0 else float("nan")}
 
 
 def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n_resamples: int,
                       ceiling: Mapping[str, Any]) -> pd.DataFrame:
     """Each score's agreement with human utility, on the non-empty answers and on all of them: the mean over
     questions of the within-question Spearman ρ (questions where either side is constant have none and are
-    counted), with a CI over the questions kept, beside the pooled ρ over all answers with a CI over questions;
-    the share of resamples where the statistic was undefined; and the human ceiling (:func:`human_ceiling`)."""
+    counted: their number is the undefined share of this statistic), with a CI over the questions kept, beside the
+    pooled ρ over all answers with a CI over questions and the share of its resamples where ρ was undefined (NaN
+    when there was no interval); and the human ceiling (:func:`human_ceiling`)."""
     rows = []
     for answers, select in ANSWER_SETS.items():
         part = select(scores)
@@ -343,19 +346,19 @@ def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n
             rows.append({"answers": answers, "score": column, "answers scored": len(both),
                          "questions": both.qid.nunique(), "questions with a within ρ": len(per_question),
                          "within ρ": within.value, "within ci_low": within.low, "within ci_high": within.high,
-                         "within undefined resamples": within.undefined_share,
                          "pooled ρ": pooled["r"], "pooled ci_low": pooled["ci_low"],
                          "pooled ci_high": pooled["ci_high"],
                          "pooled undefined resamples": pooled.get("undefined_share", np.nan),
-                         "human ceiling ρ": ceiling["r"]})
+                         "human ceiling ρ": ceiling["ceiling"]})
     return pd.DataFrame(rows).set_index(["answers", "score"])
 
 
 def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.DataFrame, answers_per_question: int,
                  ceiling: Mapping[str, Any]) -> str:
     """The primary question's answer: the declared score's mean within-question ρ on the non-empty answers, its
-    interval, how many questions have the score at all, how many the planner needs and whether this run has them;
-    the human ceiling beside it."""
+    interval, how many questions have the score at all and a within ρ, how many the planner needs and how many
+    questions that means asking at this run's share of usable ones; the reliability of the human rating beside
+    it."""
     row = correlations.loc[("non-empty answers", primary_score)]
     asked = int(correlations.xs("non-empty answers").questions.max())
     needed = int(design.loc[answers_per_question, "questions needed"])
@@ -363,14 +366,17 @@ def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.Data
     decides = kept >= needed and np.isfinite(row["within ci_low"])
     within = {"ci_low": row["within ci_low"], "ci_high": row["within ci_high"], "ci_over": f"{kept} questions"}
     value = "undefined" if np.isnan(row["within ρ"]) else f"{row['within ρ']:.2f}"
+    to_ask = (f"at this run's share of usable questions ({kept} of {asked}) that means asking about "
+              f"{math.ceil(needed * asked / kept)}" if kept else "at this run's share (none usable) no number of "
+              "questions would do")
     return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ {value} "
-            f"({interval_over_text(within)}). {int(row['questions'])} of the {asked} questions have a "
-            f"{primary_score} score at all (a question whose nuggets include none has none) and {kept} a within ρ "
-            f"(neither side constant); {row['within undefined resamples']:.0%} of resamples undefined. The planner "
-            f"needs {needed} questions with a within ρ; this run has {kept}, so it "
-            + ("can decide the question." if decides else "cannot decide it.")
-            + f" Human ceiling: ρ {ceiling['r']:.2f} between two ratings of the same text "
-              f"({interval_over_text(ceiling)}, {ceiling['pairs']} pairs).")
+            f"({interval_over_text(within)}). {_count(int(row['questions']), 'question')} of {asked} have a "
+            f"{primary_score} score at all (a question whose nuggets include no {primary_score} one has none) and "
+            f"{kept} a within ρ (neither side constant). The planner needs {needed} questions with a within ρ, and "
+            f"{to_ask}; this run " + ("can decide the question." if decides else "cannot decide it.")
+            + f" The human rating itself: two ratings of the same text correlate at ρ {ceiling['r']:.2f} "
+              f"({interval_over_text(ceiling)}, {ceiling['pairs']} pairs, pooled over questions), so a score's ρ "
+              f"with one rating can hardly exceed √{ceiling['r']:.2f} = {ceiling['ceiling']:.2f}.")
 
 
 def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesign, sample_rate: float,
@@ -407,7 +413,8 @@ def monitor_rules(per_query: pd.DataFrame, summary: pd.DataFrame, degraded: str,
     return pd.DataFrame(rows)
 
 
-MEASURED_DROP = "measured (fixed − broken, same topics)"  # the row of monitor_plan the summary reads
+# the rows of monitor_plan the summary reads
+DECLARED_DROP, MEASURED_DROP = "declared", "measured (fixed − broken, same topics)"
 
 
 def monitor_plan(per_query: pd.DataFrame, logged_per_day: int, drops: Mapping[str, float],
@@ -469,6 +476,7 @@ class Results:
     rules: pd.DataFrame
     plan: pd.DataFrame
     paired_drop: pd.Series
+    logged_per_day: int
 
 
 def _count(n: int, noun: str) -> str:
@@ -481,6 +489,7 @@ def summary(r: Results) -> str:
     primary_all = c.loc[("all answers", r.primary_score)]
     length = c.loc[("non-empty answers", "words")]
     secondary = c.loc[("non-empty answers", "all")]
+    primary = c.loc[("non-empty answers", r.primary_score)]
     secondary_within, length_within = ({"ci_low": row["within ci_low"], "ci_high": row["within ci_high"],
                                         "ci_over": f"{int(row['questions with a within ρ'])} questions"}
                                        for row in (secondary, length))
@@ -493,24 +502,31 @@ def summary(r: Results) -> str:
     degraded = r.rules[r.rules.degraded].iloc[0]
     normal = r.rules[~r.rules.degraded]
     measured = r.plan.loc[MEASURED_DROP]
-    default = r.plan.iloc[0]
+    default = r.plan.loc[DECLARED_DROP]
     lines = [
         "**Primary (declared before the run)**: " + primary_text(c, r.primary_score, r.alce_design,
                                                                  r.answers_per_question, r.ceiling),
         f"Beside it, on the same non-empty answers: the secondary 'all' score's mean within-question ρ "
         f"{secondary['within ρ']:.2f} ({interval_over_text(secondary_within)}), answer length's "
-        f"{length['within ρ']:.2f} ({interval_over_text(length_within)}); the pooled ρ over answers of different "
-        f"questions: {r.primary_score} {c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f}, 'all' "
-        f"{secondary['pooled ρ']:.2f}. With the empty answers (scored 0 by rule, without a call) the "
+        f"{length['within ρ']:.2f} ({interval_over_text(length_within)}). Pooled over answers of different "
+        f"questions (between-question differences included): {r.primary_score} "
+        f"{c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f} over "
+        f"{_count(int(primary['answers scored']), 'answer')} of {_count(int(primary['questions']), 'question')}, "
+        f"'all' {secondary['pooled ρ']:.2f} over {int(secondary['answers scored'])} answers. With the empty "
+        f"answers (scored 0 by rule, without a call) the "
         f"{r.primary_score} score's within-question ρ is {primary_all['within ρ']:.2f} over "
-        f"{_count(int(primary_all['questions with a within ρ']), 'question')}. Two humans' ratings of "
-        f"byte-identical answers agree exactly in {r.ceiling['exact']:.0%} of {r.ceiling['pairs']} pairs and are "
-        f"2 or more points apart in {r.ceiling['apart_2']:.0%}.",
+        f"{_count(int(primary_all['questions with a within ρ']), 'question')}. The two ratings of a byte-identical "
+        f"answer agree exactly in {r.ceiling['exact']:.0%} of {r.ceiling['pairs']} pairs and are 2 or more points "
+        f"apart in {r.ceiling['apart_2']:.0%}.",
         f"**Recall of the held-out NIST nuggets** (the primary recall figure; {int(held['nuggets'])} nuggets of "
         f"{int(held['topics'])} topics, too few topics for an interval): {held['embedding_recall']:.0%} by embedding "
         f"match (cosine ≥ {r.embedding_threshold}; the narrative alone reaches {held['narrative_only_baseline']:.0%}) "
         f"and {held['llm_recall']:.0%} by LLM match. The nuggets shown to the generator as notes, which the "
-        f"with-notes answer could copy: {shown['embedding_recall']:.0%} and {shown['llm_recall']:.0%}.",
+        f"with-notes answer could copy: {shown['embedding_recall']:.0%} and {shown['llm_recall']:.0%}"
+        + ("; the LLM match finds the held-out nuggets more often than the shown ones, the opposite of what copying "
+           "predicts, so it is not read as recall here." if held["llm_recall"] > shown["llm_recall"] else ".")
+        + f" {r.rag_created['automatic nuggets'].min()} to {r.rag_created['automatic nuggets'].max()} automatic "
+          f"nuggets per topic carry these figures.",
         f"**Creation** ({len(created)} queries): {int(created['automatic nuggets'].sum())} nuggets, "
         f"{int(created['merged'].sum())} merged as near-duplicates, {int(created['not from the sources'].sum())} "
         f"dropped as stated in no source sentence, {int(created['over 12 words'].sum())} over the 12 words asked "
@@ -520,21 +536,25 @@ def summary(r: Results) -> str:
         f"{agreement['kappa']:.2f} ({interval_over_text(kappa)}) on {agreement['n']} nuggets.",
         f"**Assignment**: the answer written with the notes supports {support['shown_supported']}/{support['shown']} "
         f"shown and {support['held_out_supported']}/{support['held_out']} held-out nuggets (Fisher exact p = "
-        f"{support['p']:.2g}).",
+        f"{support['p']:.2g})"
+        + (": it was written from the shown notes, so an assignment that finds fewer than half of them supported "
+           "misses facts the answer states." if support["shown_supported"] < support["shown"] / 2 else "."),
         f"**Monitor**: on the broken-release day the overall mean was {degraded.overall:.3f} against "
         f"{normal.overall.min():.3f}–{normal.overall.max():.3f} on the other days; the absolute target "
         f"{degraded.target:g} {'flags' if degraded.below_target else 'does not flag'} it, the control limit "
         + (f"({degraded.control_limit:.3f}, {int(degraded.baseline_items)} baseline items) "
            f"{'flags' if degraded.below_control_limit else 'does not flag'} it"
            if np.isfinite(degraded.control_limit) else "has no baseline yet")
-        + f". On the same topics, fixed − broken: groundedness {r.paired_drop['groundedness']:+.3f}, context "
-          f"relevance {r.paired_drop['context_relevance']:+.3f} (the same documents: a known zero), overall "
-          f"{measured['size']:+.3f}. At the command's default rate the log gives "
-          f"{int(default['items a day at the default rate'])} item a day: a drop of {default['size']:g} is caught "
-          f"with probability {default['power']:.2f} (per-item SD {default['per-item SD']:.3f} over "
-          f"{int(default['items judged'])} items); "
-        + (f"the measured one with {measured['power']:.2f}, and it would need "
-           f"{measured['items a day for power 0.8']:.0f} items a day for power 0.8."
+        + f". On the same topics, fixed − broken: groundedness {r.paired_drop['groundedness']:+.3f}, overall "
+          f"{measured['size']:+.3f}, and context relevance {r.paired_drop['context_relevance']:+.3f}, which the "
+          f"broken release cannot change (the same documents): differences of that size are noise. At the "
+          f"command's default rate the log gives {_count(int(default['items a day at the default rate']), 'item')} "
+          f"a day: a drop of {default['size']:g} would be caught with probability {default['power']:.2f} (per-item "
+          f"SD {default['per-item SD']:.3f} over the {int(default['items judged'])} items of the normal days, the "
+          f"baseline taken as known: optimistic with a baseline this short); "
+        + (f"the measured drop with {measured['power']:.2f}, and catching it with power 0.8 would need "
+           f"{measured['items a day for power 0.8']:.0f} judged items a day, where the log has "
+           f"{r.logged_per_day} queries a day."
            if np.isfinite(measured["power"]) else "the fixed release did not score higher, so no drop was measured."),
     ]
     return "\n".join(f"* {line}" for line in lines)
