@@ -122,3 +122,24 @@ def crs_known_behaviour(tables: Tables) -> str:
     return (f"Over {sessions['session_id'].nunique()} simulated users, the adaptation metrics reproduce "
             f"{int(checks['holds'].sum())} of {len(checks)} expected differences between systems of known behaviour"
             + (f" (not: {'; '.join(failing)})" if len(failing) else "") + f".{llm}")
+
+
+def metric_check_text(table: pd.DataFrame, recommenders: Sequence[str] = ("llm", "retrieval_template")) -> str:
+    """What the adaptation metrics can and cannot see, from :func:`lib.crs.recommendation.metric_check_table`: the
+    TAS and CAS of the replies that recommend nothing against the real recommenders', beside the
+    recommendation-level hit rate that tells them apart."""
+    real = table.loc[list(recommenders)]
+    nothing = table.loc["nothing"]
+    fooled = [m.upper() for m in ("tas", "cas") if nothing[m] >= real[m].min()]
+    return (f"A reply that only notes the user's last wish and recommends nothing scores TAS {nothing['tas']:.2f} "
+            f"and CAS {nothing['cas']:.2f}, against {real['tas'].min():.2f}–{real['tas'].max():.2f} and "
+            f"{real['cas'].min():.2f}–{real['cas'].max():.2f} for the real recommenders ({', '.join(recommenders)}); "
+            + (f"{' and '.join(fooled)} {'score' if len(fooled) > 1 else 'scores'} it within or above the "
+               "recommenders' range. " if fooled else "both score it below them. ")
+            + f"The recommendation-level hit rate (a named title fits the current hidden preference) is "
+              f"{nothing['hit_rate']:.2f} for it (by construction: it names no title) and "
+              f"{real['hit_rate'].min():.2f}–{real['hit_rate'].max():.2f} for the recommenders; two random titles "
+              f"added to it score TAS {table.loc['nothing_random_titles', 'tas']:.2f}, the preference restated "
+              f"without a title {table.loc['preference_restated', 'tas']:.2f}, the hidden target named "
+              f"{table.loc['target_named', 'tas']:.2f}. TAS and CAS measure whether a reply talks about the "
+              f"current wishes, not whether it recommends something that satisfies them.")
