@@ -33,7 +33,8 @@ def user(turn, text, stated, preference, dropped=(), shift=False):
     return {"speaker": "USER", "text": text,
             "user_meta": {"turn": turn, "kind": "shift" if shift else ("open" if turn == 0 else "refine"),
                           "focus": stated[0].split("=")[0], "stated": list(stated), "preference": list(preference),
-                          "dropped": list(dropped), "shift": shift, "phrasing": "template", "target": "7"}}
+                          "dropped": list(dropped), "shift": shift, "phrasing": "template", "target": "7",
+                          "liked": None}}
 
 
 def system(text, constraints=()):
@@ -139,7 +140,7 @@ def scripted_shift():
     ]
 
 
-EVENTS = [{"turn": 2, "from": "actor", "to": "genre", "values": ["genre=horror"],
+EVENTS = [{"turn": 2, "from": "actor", "to": "genre", "values": ["genre=horror"], "kept": [],
            "dropped": ["actor=tom hanks", "genre=comedy"]}]
 
 
@@ -179,6 +180,19 @@ def test_an_echo_never_recovers_and_an_empty_reply_is_not_scored(universe):
     assert shift["delay"] is None and not shift["recovered"]
     summary = session_summary(turns, shift_table(turns, EVENTS, config), config)
     assert summary["recovery_delay"] is None and (summary["scored_turns"], summary["failed_turns"]) == (3, 1)
+
+
+def test_a_reply_that_keeps_an_abandoned_wish_does_not_recover(universe):
+    conversation = scripted_shift()
+    conversation[7] = system("Matching genre horror, director F.W. Murnau, actor Tom Hanks: Nosferatu (1922).")
+    config = MetricConfig()
+    turns = turn_table(conversation, universe, config)
+    # S = {horror, Murnau, Tom Hanks}, P = {horror, Murnau}: CC = 2/3; U = {Murnau}.
+    h, m, t = (universe.idf(c) for c in ("genre=horror", "director=f w murnau", "actor=tom hanks"))
+    assert turns.loc[3, "tas"] == pytest.approx(0.5 * 2 / 3 + 0.5 * m / math.sqrt(h ** 2 + m ** 2 + t ** 2))
+    assert turns.loc[3, "tas"] >= config.recovery_threshold and turns.loc[3, "stale"] == ("actor=tom hanks",)
+    shift = shift_table(turns, EVENTS, config).iloc[0]
+    assert shift["delay"] is None and not shift["recovered"]
 
 
 def test_a_session_without_shifts_has_no_recovery_or_cas(universe):

@@ -19,6 +19,7 @@ from lib.crs.runner import read_run, run_sessions
 from lib.crs.simulator import (
     SimulatorSettings,
     acceptable_utterance,
+    describe,
     names_title,
     phrase_scripts,
     simulate_script,
@@ -72,7 +73,7 @@ def fake_llm(body, n):
     if schema == "UserUtterance":
         wishes = body["messages"][-1]["content"].split("Wishes: ")[1].splitlines()[0]
         return Reply(json.dumps({"text": "I would love "
-                                 + " and ".join(w.rsplit(" (", 1)[0] for w in wishes.split("; "))}))
+                                 + " and ".join(w.rsplit(" (", 1)[0] for w in wishes.split("; ")) + "."}))
     return Reply('{"coherence": 4, "personalisation": 3, "proactiveness": 5}')
 
 
@@ -110,6 +111,59 @@ def test_script_follows_the_state_machine(universe):
         assert script == simulate_script(universe, SimulatorSettings(), seed)  # deterministic
 
 
+def test_shifts_keep_the_shared_wishes_and_are_real_changes(universe):
+    settings = SimulatorSettings(shift_turns=None)
+    partial = 0
+    for seed in range(10):
+        script = simulate_script(universe, settings, seed)
+        for event in script.shift_events:
+            before, at = script.turns[event.turn - 1], script.turns[event.turn]
+            assert set(event.kept) <= set(before.preference) & universe.concepts_of[at.target]
+            assert set(at.preference) == set(event.values) == {*event.kept, *at.stated}
+            assert set(event.dropped) == set(before.preference) - set(event.kept)
+            # A real change: the old focus value is abandoned and the new wish was not wanted before.
+            assert event.dropped and set(event.values) - set(event.kept) - set(before.preference)
+            partial += bool(event.kept)
+    assert partial > 5  # most draws share the genre with the old target
+
+
+def test_quiet_shifts_carry_no_cue_word(universe):
+    from lib.crs.systems import has_shift_cue
+
+    for share, cue in ((1.0, False), (0.0, True)):
+        for seed in range(6):
+            script = simulate_script(universe, SimulatorSettings(shift_turns=None, quiet_shift_share=share), seed)
+            assert all(has_shift_cue(plan.template_text) == cue for plan in script.turns if plan.shift)
+            assert not any(has_shift_cue(plan.template_text) for plan in script.turns if not plan.shift)
+    with pytest.raises(ValueError, match="quiet_shift_share"):
+        SimulatorSettings(quiet_shift_share=1.5)
+
+
+def test_the_user_names_a_liked_movie_that_is_no_target(universe):
+    from lib.crs.simulator import user_text
+
+    for seed in range(6):
+        script = simulate_script(universe, SimulatorSettings(liked_share=1.0), seed)
+        first = script.turns[0]
+        if first.liked is None:  # only when no other movie carries the first wish
+            assert universe.postings[first.stated[0]] <= set(script.targets)
+            continue
+        assert first.liked not in script.targets
+        assert first.stated[0] in universe.concepts_of[first.liked]
+        text = user_text(first, first.template_text, None, None, universe, script.targets)
+        assert text.endswith(f"I loved {universe.names[first.liked]}.")
+        assert not any(names_title(text, universe, t) for t in script.targets)
+        assert all(plan.liked is None for plan in script.turns[1:])
+    assert simulate_script(universe, SimulatorSettings(liked_share=0.0), 0).turns[0].liked is None
+
+
+def test_sessions_are_not_replicas(universe):
+    settings = SimulatorSettings(shift_turns=None, quiet_shift_share=0.5)
+    scripts = [simulate_script(universe, settings, seed) for seed in range(6)]
+    shapes = {tuple((p.kind, len(p.stated), p.template_text.split()[0]) for p in s.turns) for s in scripts}
+    assert len(shapes) == len(scripts)
+
+
 def test_template_utterances_say_their_concepts_and_no_title(universe):
     for seed in range(10):
         script = simulate_script(universe, SimulatorSettings(), seed)
@@ -143,6 +197,16 @@ def test_llm_phrasing_that_leaks_a_title_falls_back_to_the_template(universe, tm
     assert all(p == "template" for _, p in phrased[1])
     prompts = " ".join(m["content"] for body in fake.requests for m in body["messages"])
     assert not any(names_title(prompts, universe, t) for s in scripts for t in s.targets)
+
+
+def test_a_cut_or_overreaching_llm_utterance_falls_back(universe, tmp_path):
+    scripts = [simulate_script(universe, SimulatorSettings(), 0)]
+    wish = describe(scripts[0].turns[0].stated, universe)
+
+    for text in (f"I would love {wish} and", f"I would love {wish}, a horror one."):
+        plan = scripts[0].turns[0]
+        assert not acceptable_utterance(text, plan, universe, scripts[0].targets), text
+    assert acceptable_utterance(f"I would love {wish}.", scripts[0].turns[0], universe, scripts[0].targets)
 
 
 def test_llm_phrasing_is_kept_when_it_names_every_wish(universe, tmp_path):
@@ -284,7 +348,7 @@ def log_record(**changes):
               "conversation": [{"speaker": "USER", "text": "a comedy",
                                 "user_meta": {"turn": 0, "kind": "open", "focus": "genre", "stated": ["genre=comedy"],
                                               "preference": ["genre=comedy"], "dropped": [], "shift": False,
-                                              "phrasing": "template", "target": "1"}},
+                                              "phrasing": "template", "target": "1", "liked": None}},
                                {"speaker": "SYSTEM", "text": "a comedy", "constraints": []}]}
     return record | changes
 
@@ -299,7 +363,7 @@ def test_logs_are_validated_on_write(tmp_path):
     assert not (tmp_path / "other.jsonl").exists()
     with pytest.raises(ValueError, match="shift_events turns"):
         SessionLog.model_validate(log_record(shift_events=[{"turn": 0, "from": "genre", "to": "actor",
-                                                            "values": ["actor=tom hanks"], "dropped": []}]))
+                                                            "values": ["actor=tom hanks"], "kept": [], "dropped": []}]))
     with pytest.raises(ValueError, match=r"string_pattern_mismatch|should match pattern"):
         SessionLog.model_validate(log_record(conversation=[log_record()["conversation"][0],
                                                            {"speaker": "SYSTEM", "text": "x",

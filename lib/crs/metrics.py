@@ -28,9 +28,11 @@ Per turn:
 A system turn with empty text (a failed LLM call) is not scored.
 
 Around each shift at user turn t_s (segment [t_s, b), b the next shift or the end): the recovery delay is the
-least k ≥ 0 with TAS(t_s + k) ≥ θ inside the segment (none if no such turn); the shift is *recovered within W*
-when delay < W. TAS rather than CC alone, so that a reply that repeats the user's new wish word for word
-(TAS ≤ α + β − γ·I) does not count as recovering. Interference = the share of scored turns in
+least k ≥ 0 with TAS(t_s + k) ≥ θ and stale(t_s + k) = ∅ inside the segment (none if no such turn); the shift is
+*recovered within W* when delay < W. TAS rather than CC alone, so that a reply that repeats the user's new wish
+word for word (TAS ≤ α + β − γ·I) does not count as recovering; no stale concept, so that a reply still serving
+an abandoned wish does not either (θ alone is reached at CC = CR = 0.5 with half the wishes stale).
+Interference = the share of scored turns in
 [t_s, min(t_s + W, b)) with stale(t) ≠ ∅.
 Session: recovery rate = share of shifts recovered within W; recovery delay = mean delay of the recovered
 shifts; interference = mean over shifts; CAS = Σ_k w_k·component_k (``CAS_WEIGHTS``) over tas, recovery
@@ -150,7 +152,8 @@ def turn_table(conversation: Sequence[Turn], universe: ItemUniverse, config: Met
 
 
 def shift_table(turns: pd.DataFrame, shift_events: Sequence[Mapping[str, Any]], config: MetricConfig) -> pd.DataFrame:
-    """One row per shift: turn, from, to, delay (None: not recovered in its segment), recovered (delay < W),
+    """One row per shift: turn, from, to, delay (None: not recovered in its segment; a reply recovers with TAS ≥ θ
+    and no stale concept), recovered (delay < W),
     censored (the segment ends before W turns), interference, and mean CC over the W turns before and after."""
     n_turns = len(turns)
     starts = [int(e["turn"]) for e in shift_events]
@@ -160,7 +163,8 @@ def shift_table(turns: pd.DataFrame, shift_events: Sequence[Mapping[str, Any]], 
     # the ends list carries n_turns even without a shift, so it is one longer when there is none
     for event, start, end in zip(shift_events, starts, [*starts[1:], n_turns], strict=False):
         segment = range(start, end)
-        delay = next((t - start for t in segment if scored[t] and tas[t] >= config.recovery_threshold), None)
+        delay = next((t - start for t in segment if scored[t] and tas[t] >= config.recovery_threshold
+                      and not stale[t]), None)
         window = [t for t in range(start, min(start + config.window, end)) if scored[t]]
         before = [t for t in range(max(0, start - config.window), start) if scored[t]]
         rows.append({"turn": start, "from": event["from"], "to": event["to"], "delay": delay,

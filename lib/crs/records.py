@@ -5,7 +5,7 @@
   call (not scored).
 * Session log (``outputs/crs/sessions.jsonl``, one line per session and system): ``{"session_id",
   "system", "true_genre", "conversation", "shift_events"}``; a shift event is ``{"turn", "from", "to",
-  "values", "dropped"}``.
+  "values", "kept", "dropped"}``.
 * Results (``outputs/crs/results.jsonl``, one line per session and system): ``{"system", "session_id", …metrics…,
   "judge": {…}}`` (:class:`ResultRow`; the metrics are defined in :mod:`lib.crs.metrics`).
 
@@ -50,6 +50,7 @@ class UserMeta(Strict):
     shift: bool
     phrasing: Literal["template", "llm", "template_fallback"]
     target: str = Field(min_length=1)
+    liked: str | None  # an item the user said it liked at this turn
 
 
 class UserTurn(Strict):
@@ -69,6 +70,7 @@ class ShiftEventRecord(Strict):
     from_field: FieldName = Field(alias="from")
     to_field: FieldName = Field(alias="to")
     values: list[Concept] = Field(min_length=1)
+    kept: list[Concept]
     dropped: list[Concept]
 
 

@@ -74,7 +74,7 @@ def _user_meta(script: Script, turn: int, phrasing: Phrasing) -> dict[str, Any]:
     plan = script.turns[turn]
     return {"turn": plan.turn, "kind": plan.kind, "focus": plan.focus, "stated": list(plan.stated),
             "preference": list(plan.preference), "dropped": list(plan.dropped), "shift": plan.shift,
-            "phrasing": phrasing, "target": plan.target}
+            "phrasing": phrasing, "target": plan.target, "liked": plan.liked}
 
 
 def converse(system: CRS, scripts: Sequence[Script], phrased: Sequence[Sequence[tuple[str, Phrasing]]],

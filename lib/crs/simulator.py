@@ -10,8 +10,14 @@ and the concepts abandoned at the last shift. Transitions at user turn t (:func:
 * ``restate``: every field is stated; the user repeats the focus value.
 * ``shift`` (at the scheduled turns, or at seeded random turns): a new target is drawn among the items that
   do *not* carry the old focus value, with a value on the new focus field (≠ the old one) that the user has
-  not stated; P becomes that one concept, everything stated before is abandoned, and a shift event
-  (turn, from, to, values, dropped) is recorded.
+  not stated; the drawn items that share a stated value come first (a *partial* shift). The user keeps the
+  stated values the new target carries and abandons the others; P becomes the kept values and the new one,
+  and a shift event (turn, from, to, values, kept, dropped) is recorded. A declared share of shifts
+  (``quiet_shift_share``) is phrased without any of the trackers' cue words (:data:`QUIET_SHIFT_TEMPLATES`).
+
+The user also reacts: before a refine or restate turn it says whether a title of the last reply met its
+preference (:data:`FEEDBACK`), and in a declared share of sessions (``liked_share``) it names a movie it liked
+in its first turn — one carrying its first wish, never a target.
 
 The target title is never said: the utterances are made from concept values only (the LLM that phrases them
 never sees a title), a target whose title would appear in one of its template utterances is replaced by the
@@ -22,7 +28,7 @@ guard against the leak of iEvaLM-style simulators, which are given the target ti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import combinations, pairwise
 from typing import Literal
@@ -31,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from lib import prompts
-from lib.crs.concepts import concept_field, content_words, normalise, split_concept, tokens
+from lib.crs.concepts import concept_field, content_words, normalise, preference_concepts, split_concept, tokens
 from lib.crs.universe import ItemUniverse
 from lib.llm.gateway import Gateway, LLMCall
 
@@ -40,17 +46,29 @@ MIN_TARGET_FIELDS = 3
 TurnKind = Literal["open", "refine", "restate", "shift"]
 Phrasing = Literal["template", "llm", "template_fallback"]
 
-# Template utterances; {desc} is :func:`describe` of the stated concepts. The variant is drawn with the seed.
+# Template utterances; {desc} is :func:`describe` of the stated concepts. The variant is drawn with the seed, turn
+# by turn, so that no two sessions read alike. A shift template carries a cue word of the trackers
+# (lib.crs.systems.SHIFT_CUES); a quiet one carries none, so a tracker that waits for a cue misses it.
 TEMPLATES: dict[str, tuple[str, ...]] = {
-    "open": ("Hi! I'm looking for {desc}.", "Hello, can you suggest {desc}?"),
-    "refine": ("Could it also be {desc}?", "I'd also like it to be {desc}."),
-    "restate": ("I still want {desc}.",),
+    "open": ("Hi! I'm looking for {desc}.", "Hello, can you suggest {desc}?", "Hey, I want to watch {desc} tonight.",
+             "Any ideas for {desc}?"),
+    "refine": ("Could it also be {desc}?", "I'd also like it to be {desc}.", "Ideally it would be {desc} too.",
+               "Even better if it's {desc}."),
+    "restate": ("I still want {desc}.", "Remember, I'm after {desc}.", "Again: {desc}, please."),
     "shift": ("Actually, I've changed my mind. Forget what I said before: I want {desc}.",
-              "Change of plan: forget all that, I'd rather see {desc}."),
+              "Change of plan: I'd rather see {desc}.", "Scratch that, give me {desc}."),
 }
+QUIET_SHIFT_TEMPLATES: tuple[str, ...] = ("Now I'm in the mood for {desc}.", "Tonight feels more like {desc}.",
+                                          "What I'd really enjoy now is {desc}.")
+LIKED_TEMPLATE = "I loved {title}."
+SENTENCE_ENDS = (".", "!", "?", '"', ")")
 # Said before a refine or restate utterance, after the system's reply: whether one of the titles it named
-# meets the whole preference the user had when it answered.
-FEEDBACK = {True: "That sounds good.", False: "Not quite what I'm after."}
+# meets the whole preference the user had when it answered (accepting or rejecting the recommendation). The
+# variant is drawn with the seed.
+FEEDBACK: dict[bool, tuple[str, ...]] = {
+    True: ("That sounds good.", "Yes, that one looks great.", "Nice, I'd watch that."),
+    False: ("Not quite what I'm after.", "Hmm, that's not it.", "No, that doesn't fit."),
+}
 FIELD_PHRASES = {"actor": "with {}", "director": "directed by {}", "writer": "written by {}", "language": "in {}",
                  "year": "from {}", "plot": "about {}"}
 PHRASE_ORDER = ("genre", "actor", "director", "writer", "language", "year", "plot")
@@ -60,12 +78,20 @@ PHRASE_ORDER = ("genre", "actor", "director", "writer", "language", "year", "plo
 class SimulatorSettings:
     """Sizes of one simulated conversation. ``shift_turns``: the user turns at which a shift happens (None: draw
     ``n_random_shifts`` turns with the session's seed); every segment, first and last included, has at least
-    ``min_segment_turns`` turns."""
+    ``min_segment_turns`` turns. ``quiet_shift_share``: the chance that a shift is phrased without a cue word;
+    ``liked_share``: the chance that the user names a movie it liked in its first turn."""
 
     n_turns: int = 8
     shift_turns: tuple[int, ...] | None = (3, 6)
     n_random_shifts: int = 2
     min_segment_turns: int = 2
+    quiet_shift_share: float = 0.0
+    liked_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("quiet_shift_share", "liked_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
     def schedule(self, rng: np.random.Generator) -> tuple[int, ...]:
         """The shift turns of one session (the fixed ones, or a seeded uniform draw among valid schedules)."""
@@ -90,7 +116,8 @@ class SimulatorSettings:
 @dataclass(frozen=True)
 class TurnPlan:
     """What the user does at turn ``turn``: the concepts stated, the preference P(t) after it, the concepts
-    abandoned at the last shift, the hidden target, and the template utterance."""
+    abandoned at the last shift, the hidden target, the template utterance, the variant of the feedback said
+    before it, and the item the user says it liked (None: none)."""
 
     turn: int
     kind: TurnKind
@@ -100,6 +127,8 @@ class TurnPlan:
     dropped: tuple[str, ...]
     target: str
     template_text: str
+    feedback_variant: int = 0
+    liked: str | None = None
 
     @property
     def shift(self) -> bool:
@@ -109,17 +138,18 @@ class TurnPlan:
 @dataclass(frozen=True)
 class ShiftEvent:
     """A controlled preference shift: at user turn ``turn`` the focus moves ``from_field`` → ``to_field``, the
-    user states ``values`` and abandons ``dropped``."""
+    user states ``values`` (the new one and the ``kept`` ones) and abandons ``dropped``."""
 
     turn: int
     from_field: str
     to_field: str
     values: tuple[str, ...]
+    kept: tuple[str, ...]
     dropped: tuple[str, ...]
 
     def as_record(self) -> dict:
         return {"turn": self.turn, "from": self.from_field, "to": self.to_field, "values": list(self.values),
-                "dropped": list(self.dropped)}
+                "kept": list(self.kept), "dropped": list(self.dropped)}
 
 
 @dataclass(frozen=True)
@@ -182,8 +212,9 @@ def _target_values(universe: ItemUniverse, item_id: str, rng: np.random.Generato
     return {f: options[int(rng.integers(len(options)))] for f, options in stateable_values(universe, item_id).items()}
 
 
-def _template(kind: TurnKind, stated: Sequence[str], universe: ItemUniverse, rng: np.random.Generator) -> str:
-    variants = TEMPLATES[kind]
+def _template(kind: TurnKind, stated: Sequence[str], universe: ItemUniverse, rng: np.random.Generator,
+              quiet: bool = False) -> str:
+    variants = QUIET_SHIFT_TEMPLATES if quiet else TEMPLATES[kind]
     return variants[int(rng.integers(len(variants)))].format(desc=describe(stated, universe))
 
 
@@ -196,8 +227,27 @@ def simulate_script(universe: ItemUniverse, settings: SimulatorSettings, seed: i
         script = _draw_script(universe, settings, shifts, pool, rng, seed)
         if not any(names_title(plan.template_text, universe, target)
                    for plan in script.turns for target in script.targets):
-            return script
+            return _with_liked(script, universe, settings.liked_share, rng)
     raise RuntimeError(f"seed {seed}: no script in 100 draws whose utterances avoid its target titles")
+
+
+def _with_liked(script: Script, universe: ItemUniverse, share: float, rng: np.random.Generator) -> Script:
+    """With chance ``share``, the first turn names a liked movie: a seeded item carrying the first wish that is no
+    target and whose sentence names no target's title."""
+    if rng.random() >= share:
+        return script
+    first = script.turns[0]
+    carrying = sorted(universe.postings[first.stated[0]])
+    for item in (carrying[i] for i in rng.permutation(len(carrying))):
+        text = liked_text(item, universe)
+        if item not in script.targets and not any(names_title(text, universe, t) for t in script.targets):
+            return replace(script, turns=(replace(first, liked=item), *script.turns[1:]))
+    return script
+
+
+def liked_text(item_id: str, universe: ItemUniverse) -> str:
+    """The sentence naming a liked movie: "I loved Heat (1995)."."""
+    return LIKED_TEMPLATE.format(title=universe.names[item_id])
 
 
 def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tuple[int, ...],
@@ -216,17 +266,20 @@ def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tu
     dropped: tuple[str, ...] = ()
     focus_index = 0
     for t in range(settings.n_turns):
+        quiet = False
         if t in shifts:
             old_focus_concept = values[order[focus_index]]
-            target, values, order = _shift_target(universe, pool, order[focus_index], old_focus_concept,
-                                                  preference, rng)
+            target, values, order, kept = _shift_target(universe, pool, order[focus_index], old_focus_concept,
+                                                        preference, rng)
             targets.append(target)
-            dropped = tuple(sorted(set(preference) - {values[order[0]]}))
-            events.append(ShiftEvent(t, concept_field(old_focus_concept), order[0], (values[order[0]],), dropped))
+            new = values[order[0]]
+            dropped = tuple(sorted(set(preference) - set(kept) - {new}))
+            stated = sorted({*kept, new})
+            events.append(ShiftEvent(t, concept_field(old_focus_concept), order[0], tuple(stated), kept, dropped))
             kind: TurnKind = "shift"
+            quiet = bool(rng.random() < settings.quiet_shift_share)
             focus_index = 0
-            preference = [values[order[0]]]
-            stated = [values[order[0]]]
+            preference = list(stated)
         elif t == 0:
             kind, stated = "open", [values[order[0]]]
             preference = list(stated)
@@ -239,56 +292,69 @@ def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tu
         # A value stated again after the shift is wanted again: it is no longer abandoned.
         turns.append(TurnPlan(t, kind, order[focus_index], tuple(stated), tuple(sorted(preference)),
                               tuple(c for c in dropped if c not in preference), target,
-                              _template(kind, stated, universe, rng)))
+                              _template(kind, stated, universe, rng, quiet),
+                              int(rng.integers(len(FEEDBACK[True])))))
     return Script(seed, true_genre, tuple(turns), tuple(events), tuple(targets))
 
 
 def _shift_target(universe: ItemUniverse, pool: tuple[str, ...], old_field: str, old_focus_concept: str,
-                  preference: Sequence[str], rng: np.random.Generator) -> tuple[str, dict[str, str], list[str]]:
-    """A new target without the old focus value, its values, and its field order led by a new focus field whose
-    value the user has not stated."""
-    for item in (pool[i] for i in rng.permutation(len(pool))):
+                  preference: Sequence[str], rng: np.random.Generator
+                  ) -> tuple[str, dict[str, str], list[str], tuple[str, ...]]:
+    """A new target without the old focus value, its values, its field order led by a new focus field whose
+    value the user has not stated (the fields of kept values left out: they are said at the shift), and the
+    stated values it shares (kept). Items sharing a stated value are preferred, in the seeded order."""
+    order = [pool[i] for i in rng.permutation(len(pool))]
+    sharing = [item for item in order if set(preference) & universe.concepts_of[item]]
+    for item in [*sharing, *order]:
         if old_focus_concept in universe.concepts_of[item] or len(stateable_values(universe, item)) < MIN_TARGET_FIELDS:
             continue
         values = _target_values(universe, item, rng)
-        fields = [f for f in sorted(values) if f != old_field and values[f] not in preference]
+        kept = tuple(sorted(c for c in preference if c in universe.concepts_of[item]
+                            and c in stateable_values(universe, item).get(concept_field(c), ())))
+        values |= {concept_field(c): c for c in kept}
+        kept_fields = {concept_field(c) for c in kept}
+        fields = [f for f in sorted(values) if f != old_field and f not in kept_fields and values[f] not in preference]
         if not fields:
             continue
         to_field = fields[int(rng.integers(len(fields)))]
-        rest = [f for f in sorted(values) if f != to_field]
-        return item, values, [to_field, *(rest[i] for i in rng.permutation(len(rest)))]
+        rest = [f for f in sorted(values) if f != to_field and f not in kept_fields]
+        return item, values, [to_field, *(rest[i] for i in rng.permutation(len(rest)))], kept
     raise RuntimeError("no item can be the target after a shift")
 
 
-def feedback_prefix(previous_preference: Sequence[str], previous_system_text: str, universe: ItemUniverse) -> str:
-    """:data:`FEEDBACK` on the system's last reply: good when a title it named carries every concept of the
-    preference the user had then."""
+def feedback_prefix(previous_preference: Sequence[str], previous_system_text: str, universe: ItemUniverse,
+                    variant: int = 0) -> str:
+    """:data:`FEEDBACK` on the system's last reply (its ``variant``): good when a title it named carries every
+    concept of the preference the user had then."""
     wanted = set(previous_preference)
     named = [c for c in universe.extract(previous_system_text) if concept_field(c) == "name"]
     met = any(wanted <= universe.concepts_of[item] for c in named for item in universe.items_named(c))
-    return FEEDBACK[met]
+    return FEEDBACK[met][variant % len(FEEDBACK[met])]
 
 
 def user_text(plan: TurnPlan, base_text: str, previous: TurnPlan | None, previous_system_text: str | None,
               universe: ItemUniverse, targets: Sequence[str]) -> str:
-    """The utterance the system sees at ``plan``'s turn: the base text (template or LLM), after the feedback on
-    the last reply for a refine or restate turn. A feedback that would join the base text into a target's title
-    is left out."""
+    """The utterance the system sees at ``plan``'s turn: the base text (template or LLM), followed by the liked
+    movie when the plan names one, after the feedback on the last reply for a refine or restate turn. A feedback
+    that would join the base text into a target's title is left out."""
+    if plan.liked is not None:
+        base_text = f"{base_text} {liked_text(plan.liked, universe)}"
     if plan.kind in ("open", "shift") or previous is None or previous_system_text is None:
         return base_text
-    text = f"{feedback_prefix(previous.preference, previous_system_text, universe)} {base_text}"
+    text = f"{feedback_prefix(previous.preference, previous_system_text, universe, plan.feedback_variant)} {base_text}"
     return base_text if any(names_title(text, universe, t) for t in targets) else text
 
 
 class UserUtterance(BaseModel):
-    text: str = Field(min_length=1, max_length=200)
+    # Room for two sentences: a cap the decoder reaches would cut the turn mid-sentence (it is refused, below).
+    text: str = Field(min_length=1, max_length=400)
 
 
 USER_SITUATIONS: dict[str, str] = {
     "open": "This is the person's first message.",
     "refine": "The person adds this to what they asked for before.",
     "restate": "The person repeats this wish.",
-    "shift": "The person has changed their mind: they say so and ask for this instead of everything before.",
+    "shift": "The person has changed their mind: they ask for this instead of what they asked before.",
 }
 
 
@@ -302,10 +368,11 @@ def utterance_messages(plan: TurnPlan, universe: ItemUniverse) -> list[dict[str,
 
 
 def acceptable_utterance(text: str, plan: TurnPlan, universe: ItemUniverse, targets: Sequence[str]) -> bool:
-    """An LLM utterance is kept when E(x) finds every stated concept, no title, and no target's title is in it."""
+    """An LLM utterance is kept when E(x) finds exactly the stated concepts on the preference fields (no wish the
+    plan does not hold), no title, no target's title, and it ends a sentence (a cut turn is refused)."""
     found = universe.extract(text)
-    return set(plan.stated) <= found and not any(concept_field(c) == "name" for c in found) \
-        and not any(names_title(text, universe, t) for t in targets)
+    return preference_concepts(found) == set(plan.stated) and not any(concept_field(c) == "name" for c in found) \
+        and not any(names_title(text, universe, t) for t in targets) and text.rstrip().endswith(SENTENCE_ENDS)
 
 
 def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: Gateway | None = None,
@@ -319,7 +386,7 @@ def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: G
     if not positions or gateway is None:  # a gateway whenever there are positions: checked above
         return out
     calls = [LLMCall(utterance_messages(scripts[i].turns[t], universe), UserUtterance,
-                     call_label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=64) for i, t in positions]
+                     call_label=f"crs-user:{scripts[i].seed}:{t}", max_tokens=96) for i, t in positions]
     for (i, t), result in zip(positions, gateway.complete_many(calls, desc="user utterances"), strict=True):
         plan = scripts[i].turns[t]
         if result.ok and acceptable_utterance(result.value.text, plan, universe, scripts[i].targets):
