@@ -237,8 +237,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "holds": "mean_above > mean_below (≥ for the expectations stated with 'at least')",
         "sessions_holding": "sessions in which the same comparison holds on that session's values",
         "sessions": "sessions where every system compared has a value",
+        "ties": "sessions in which the two sides are equal (dropped by the sign test)",
         "sign_test_p": "exact two-sided sign test over sessions (strictly higher vs strictly lower, ties dropped)",
         "by_design": "why the expectation cannot fail (a check of the code, not of the metric), else empty",
+        "tested": "in the declared test family: strict and not by design",
+        "p_holm": "sign_test_p adjusted by Holm over the tested expectations (empty outside the family)",
+        "rejected": "p_holm below the chapter's alpha (False outside the family)",
     },
     "report_card": {
         "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', "

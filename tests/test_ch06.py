@@ -20,9 +20,15 @@ def test_summary_is_written_from_the_tables():
     systems = ["llm", "echo"]
     rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2],
                          "failed_turns": [0, 1, 0, 0]})
-    checks = pd.DataFrame({"expectation": ["llm above echo"], "metric": ["tas"], "holds": [True], "mean_above": [0.6],
-                           "mean_below": [-0.2], "sessions_holding": [2], "sessions": [2], "sign_test_p": [0.5],
-                           "by_design": ["the echo copies"]})
+    checks = pd.DataFrame({"expectation": ["llm above echo", "echo copies"], "metric": ["tas", "copy_ratio"],
+                           "holds": [True, True], "mean_above": [0.6, 1.0], "mean_below": [-0.2, 0.1],
+                           "sessions_holding": [2, 2], "sessions": [2, 2], "ties": [0, 0], "sign_test_p": [0.5, 0.5],
+                           "by_design": ["", "the echo copies"], "tested": [True, False], "p_holm": [0.5, None],
+                           "rejected": [False, False]})
+    recovery = pd.DataFrame({"recovery_rate": [0.75, 0.0], "ci_low": [float("nan")] * 2,
+                             "ci_high": [float("nan")] * 2, "ci_over": ["2 users"] * 2, "cue_shifts": [2, 2],
+                             "rate_with_cue": [1.0, 0.0], "quiet_shifts": [2, 2], "rate_quiet": [0.5, 0.0]},
+                            index=systems)
     summary = pd.DataFrame({"recovery_rate": [0.75, 0.0]}, index=systems)
     orders = pd.DataFrame({"changed": [False, True], "echo_rank": [2, 1]}, index=["tas", "tas_without_copy"])
     sessions = pd.DataFrame({"judge_ok": [True, True, False]})
@@ -33,13 +39,16 @@ def test_summary_is_written_from_the_tables():
                                 index=[*systems, "baseline: no boundary", "baseline: every turn"])
     title_filter = pd.DataFrame({"titles_proposed": [10], "titles_off_universe": [2], "titles_off_candidates": [1]})
     cues = pd.DataFrame({"with_cue": [0], "shift_turns": [3]}, index=["llm"])
-    text = ch06.summary(ch06.Results(rows, systems, 2, MetricConfig(legacy_method="jaccard"), checks, summary, orders,
+    text = ch06.summary(ch06.Results(rows, systems, 2, MetricConfig(legacy_method="jaccard"), 0.05, checks, recovery,
+                                     summary, orders,
                                      sessions, _correlation(0.5, 3), levels, judge_vs, segmentation, title_filter, cues,
                                      16, 10, 6, 0))
-    assert "1 of 1 expected differences hold on the means over 2 sessions" in text
-    assert ("llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (exact sign test p = 0.5) — "
-            "by design") in text
-    assert "over 4 shifts per system: llm 75%, echo 0%." in text
+    assert ("1 of 1 tested differences hold on the means over 2 sessions, 0 of them with Holm-adjusted p < 0.05 "
+            "(exact sign test over sessions, family of 1)") in text
+    assert "llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (0 tied), Holm p = 0.5" in text
+    assert "Not counted (1): echo copies (holds; by design: the echo copies)." in text
+    assert ("over 4 shifts per system, CI over users: llm 75% (no interval, 2 users; 100% of 2 shifts with a cue "
+            "word, 50% of 2 without); echo 0%") in text
     assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
     assert "2 of 3 conversations scored" in text
     assert "system level: ρ = 0.90 (95% CI 0.70 to 1.10, 12 users), n = 2" in text
@@ -47,3 +56,15 @@ def test_summary_is_written_from_the_tables():
     assert "2 of 10 proposed titles were outside" in text
     assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text and "0 of 3 LLM-phrased shift turns" in text
     assert text.endswith("0 user turns named a hidden target; 1 system turns failed.")
+
+
+def test_session_plan_is_holms_floor_for_each_family():
+    checks = pd.DataFrame({"tested": [True] * 5 + [False], "ties": [0, 0, 0, 0, 5, 9], "sessions": [10] * 6})
+    plan = ch06.session_plan(checks, 10, 5, 0.05)
+    # k = 5: 5 · 2/2^n < 0.05 first at n = 8 (5 · 2/128 = 0.078, 5 · 2/256 = 0.039); half the sessions tied → 16.
+    first = plan.loc["06 known behaviour (exact sign test)"]
+    assert (first.tests, first.nonzero_sessions_needed, first.tie_share, first.sessions_needed) == (5, 8, 0.5, 16)
+    assert not first.can_reject
+    # k = 10 (2 per system): 10 · 2/2^9 = 0.039 < 0.05 ≤ 10 · 2/2^8.
+    second = plan.loc["07 construct tests (Wilcoxon, per system)"]
+    assert (second.tests, second.sessions_needed, second.can_reject) == (10, 9, True)

@@ -305,16 +305,56 @@ def one_per_session(logs: Sequence[SessionLog]) -> list[SessionLog]:
 
 
 def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
-    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns and how many carry a
-    shift cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`); once per session, the base
-    text being shared by every system. A shift said without a cue is reset by no tracker: only a new value on
-    the same field replaces the old one."""
+    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns, how many carry a shift
+    cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`), how many keep a stated value
+    (partial), and how many are real changes (a stated value abandoned and a new one wanted, read from the
+    simulator's state before and at the turn); once per session, the base text being shared by every system. A
+    shift said without a cue is reset by no tracker: only a new value on the same field replaces the old one."""
     rows: list[dict[str, object]] = []
     for log in one_per_session(logs):
-        rows.extend({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text)}
-                    for u in log.user_turns() if u.user_meta.shift)
-    frame = pd.DataFrame(rows, columns=["phrasing", "with_cue"])
-    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"))
+        users = log.user_turns()
+        events = {e.turn: e for e in log.shift_events}
+        for u in users:
+            if u.user_meta.shift:
+                before, now = set(users[u.user_meta.turn - 1].user_meta.preference), set(u.user_meta.preference)
+                rows.append({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text),
+                             "partial": bool(events[u.user_meta.turn].kept),
+                             "real_change": bool(before - now) and bool(now - before)})
+    frame = pd.DataFrame(rows, columns=["phrasing", "with_cue", "partial", "real_change"])
+    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"),
+                                         partial=("partial", "sum"), real_change=("real_change", "sum"))
+
+
+def shift_phrasing(logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """One row per shift of every log: system, session_id, turn, and whether the user's turn carries a shift cue."""
+    return pd.DataFrame([{"system": log.system, "session_id": log.session_id, "turn": u.user_meta.turn,
+                          "with_cue": has_shift_cue(u.text)}
+                         for log in logs for u in log.user_turns() if u.user_meta.shift],
+                        columns=["system", "session_id", "turn", "with_cue"])
+
+
+def recovery_intervals(shifts: pd.DataFrame, logs: Sequence[SessionLog], seed: int = 0, n_resamples: int = 2000
+                       ) -> pd.DataFrame:
+    """Per system: shifts, shifts recovered within W, the recovery rate (recovered / shifts, pooled over the
+    sessions) with a cluster-bootstrap CI over the simulated users (a user's shifts are resampled together;
+    :func:`lib.analysis.stats.unit_bootstrap`; none under its minimum of users), and the rate on the shifts said
+    with a cue word and without one (quiet)."""
+    from lib.analysis.stats import unit_bootstrap
+
+    frame = shifts.merge(shift_phrasing(logs), on=["system", "session_id", "turn"], how="left", validate="1:1")
+    rows = []
+    for system in _order(frame):
+        part = frame[frame["system"] == system]
+        recovered = part["recovered"].astype(float).to_numpy()
+        interval = unit_bootstrap(np.mean, [recovered], part["session_id"], "users", seed, n_resamples)
+        cue = part.loc[part["with_cue"], "recovered"]
+        quiet = part.loc[~part["with_cue"], "recovered"]
+        rows.append({"system": system, "shifts": len(part), "recovered": int(recovered.sum()),
+                     "recovery_rate": interval.value, "ci_low": interval.low, "ci_high": interval.high,
+                     "ci_over": interval.ci_over, "cue_shifts": len(cue),
+                     "rate_with_cue": cue.mean() if len(cue) else np.nan, "quiet_shifts": len(quiet),
+                     "rate_quiet": quiet.mean() if len(quiet) else np.nan})
+    return pd.DataFrame(rows).set_index("system")
 
 
 def segmentation_baselines(logs: Sequence[SessionLog], tolerance: int = MetricConfig().boundary_tolerance
@@ -381,12 +421,19 @@ EXPECTATIONS: tuple[Expectation, ...] = (
 )
 
 
-def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS) -> pd.DataFrame:
+def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS, alpha: float = 0.05
+                    ) -> pd.DataFrame:
     """Whether each expectation holds on the systems' means, and in how many sessions it holds on that session's
     values (sessions where every system compared has a value), with the exact sign test over the sessions
     (:func:`lib.analysis.stats.sign_test`: sessions where the above side is strictly higher against sessions
     where it is strictly lower, ties dropped; with 6 sessions, p < 0.05 needs 6 of 6). Systems absent from
-    ``rows`` are left out of an expectation, and an expectation with nobody left on one side is left out."""
+    ``rows`` are left out of an expectation, and an expectation with nobody left on one side is left out.
+
+    The declared test family (``tested``) is the strict expectations that do not hold by design: a check that
+    holds by construction tests the code, and an "at least as" expectation is no difference a sign test can
+    show. ``p_holm``: the sign tests' p adjusted by Holm over that family (NaN outside it); ``rejected``: p_holm
+    < ``alpha``."""
+    from lib.analysis.comparisons import holm
     from lib.analysis.stats import sign_test
 
     present = _order(rows)
@@ -407,7 +454,11 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
                     "mean_above": means[above].min(), "mean_below": means[below].max(),
                     "holds": bool(holds(means[above].min(), means[below].max())),
                     "sessions_holding": int(holds(high, low).sum()), "sessions": len(per_session),
+                    "ties": int((high == low).sum()),
                     "sign_test_p": sign_test(int((high > low).sum()), int((high < low).sum())),
-                    "by_design": e.by_design})
-    return pd.DataFrame(out, columns=["expectation", "metric", "above", "below", "mean_above", "mean_below", "holds",
-                                      "sessions_holding", "sessions", "sign_test_p", "by_design"])
+                    "by_design": e.by_design, "tested": e.strict and not e.by_design})
+    table = pd.DataFrame(out, columns=["expectation", "metric", "above", "below", "mean_above", "mean_below", "holds",
+                                       "sessions_holding", "sessions", "ties", "sign_test_p", "by_design", "tested"])
+    table["tested"] = table["tested"].astype(bool)
+    table["p_holm"] = holm(table["sign_test_p"].where(table["tested"]).tolist()) if len(table) else []
+    return table.assign(rejected=table["p_holm"] < alpha)

@@ -231,33 +231,42 @@ def _prefix_share(entries: Sequence[Path]) -> float:
     return float(100 * (1 - frame.processed.sum() / prompt)) if prompt else float("nan")
 
 
-def notebook_cold_warm(name: str) -> dict[str, float]:
+def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     """Wall time of one notebook cold and then replaying it, in a temporary output folder set up as a cold
     ``make all`` reaches it (:func:`seed_cold_run`): first its measurements (``pipeline.MEASUREMENTS``, timed
     apart: they are not part of the chapter), then the notebook with every call of its own live. Also: the
     requests each sent (new cache entries), how many are not in the committed cache (0 when scheduling changed no
     request), and the share of the notebook's prompt tokens the server served from its prefix cache. The result
     is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
-    budget is read from."""
+    budget is read from. With ``keep``, the cold run's new cache entries are copied into the committed cache, so
+    a chapter whose requests changed needs no second live run: a replay then writes its outputs."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
         env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
-        for step, command in steps:
-            before = _entries(cache)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, name], cwd=paths.ROOT,
-                           env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
-                           capture_output=True)
-            times[f"{step} s"] = time.perf_counter() - start
-            new = [path for key, path in _entries(cache).items() if key not in before]
-            if step != "warm":
-                times[f"{step} requests sent"] = len(new)
-            if step == "cold":
-                times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
-        times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(_entries(paths.LLM_CACHE)))
+        committed = _entries(paths.LLM_CACHE)
+        try:
+            for step, command in steps:
+                before = _entries(cache)
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "lib.tools.pipeline", command, name], cwd=paths.ROOT,
+                               env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
+                               capture_output=True)
+                times[f"{step} s"] = time.perf_counter() - start
+                new = [path for key, path in _entries(cache).items() if key not in before]
+                if step != "warm":
+                    times[f"{step} requests sent"] = len(new)
+                if step == "cold":
+                    times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
+        finally:
+            if keep:  # also after a failed step: the calls it made are not lost
+                for key, path in _entries(cache).items():
+                    if key not in committed:
+                        (paths.LLM_CACHE / path.parent.name).mkdir(exist_ok=True)
+                        shutil.copy2(path, paths.LLM_CACHE / path.parent.name / key)
+        times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(committed))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
     record = {"notebook": name, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
@@ -275,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="prompts for the gateway overhead comparison (0: skip it)")
     parser.add_argument("--cold-notebook", default=None,
                         help="also time this notebook cold and warm (e.g. 07_validity)")
+    parser.add_argument("--keep", action="store_true",
+                        help="copy the cold run's new cache entries into the committed cache")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     print("Study rates recorded by the server (committed cache):")
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\n".join(f"{k:>18}: {v:,.2f}" for k, v in gateway_overhead(args.prompts).items()))
         if args.cold_notebook:
             print("\n".join(f"{args.cold_notebook} {k}: {v:,.1f}"
-                            for k, v in notebook_cold_warm(args.cold_notebook).items()))
+                            for k, v in notebook_cold_warm(args.cold_notebook, args.keep).items()))
     finally:
         print(server.stop(autostarted_only=True))
 
