@@ -42,7 +42,7 @@ def test_summary_is_written_from_the_tables():
     text = ch06.summary(ch06.Results(rows, systems, 2, MetricConfig(legacy_method="jaccard"), 0.05, checks, recovery,
                                      summary, orders,
                                      sessions, _correlation(0.5, 3), levels, judge_vs, segmentation, title_filter, cues,
-                                     16, 10, 6, 0))
+                                     "**Independent extractor**: …", 16, 10, 6, 0))
     assert ("1 of 1 tested differences hold on the means over 2 sessions, 0 of them with Holm-adjusted p < 0.05 "
             "(exact sign test over sessions, family of 1)") in text
     assert "llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (0 tied), Holm p = 0.5" in text
@@ -68,3 +68,15 @@ def test_session_plan_is_holms_floor_for_each_family():
     # k = 10 (2 per system): 10 · 2/2^9 = 0.039 < 0.05 ≤ 10 · 2/2^8.
     second = plan.loc["07 construct tests (Wilcoxon, per system)"]
     assert (second.tests, second.sessions_needed, second.can_reject) == (10, 9, True)
+
+
+def test_extractor_text_compares_the_two_verdicts():
+    agreement = pd.DataFrame({"same_concepts": [0.5, 1.0], "turns": [80, 80]}, index=["llm", "echo"])
+    sessions = pd.DataFrame([_correlation(0.9, 50), _correlation(0.8, 50)], index=["tas", "cas"])
+    checks = pd.DataFrame({"expectation": ["a", "b", "c"], "tested": [True, True, False],
+                           "rejected": [True, True, False]})
+    independent = checks.assign(rejected=[True, False, False])
+    text = ch06.extractor_text(agreement, sessions, checks, independent)
+    assert "in 50% of llm's 80 scored turns, 100% of echo's 80 scored turns" in text
+    assert "TAS ρ = 0.90 (95% CI 0.70 to 1.10, 12 users), n = 50" in text
+    assert "rejects 2 of 2 differences scored by E(x) and 1 of 2 scored by the matcher; they differ on: b." in text

@@ -58,17 +58,18 @@ def test_headline_05_reads_the_declared_primary_within_questions_and_the_control
 
 
 def test_headline_06_counts_the_known_differences_and_names_the_failures():
-    checks = pd.DataFrame({"expectation": ["the echo copies the most", "the stale template recovers less"],
-                           "holds": [True, False]})
+    checks = pd.DataFrame({"expectation": ["the echo copies the most", "the stale template recovers less",
+                                           "the template scores higher"],
+                           "tested": [False, True, True], "rejected": [False, False, True]})
     sessions = pd.DataFrame({"system": ["llm", "llm", "retrieval_template", "retrieval_template"],
                              "session_id": ["s0", "s1", "s0", "s1"], "recovery_rate": [0.5, 0.0, 1.0, 1.0]})
     sentence = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks, "crs_sessions": sessions})
-    assert "Over 2 simulated users, the adaptation metrics reproduce 1 of 2 expected differences" in sentence
-    assert "(not: the stale template recovers less)" in sentence
+    assert ("Over 2 simulated users, 1 of 2 tested differences between systems of known behaviour hold after Holm "
+            "(not: the stale template recovers less); 1 checks that hold by design") in sentence
     assert "from 25% of shifts within the window, the adapting template from 100%" in sentence
-    without_llm = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks.iloc[:1],
+    without_llm = HEADLINES["06_crs_simulation"].sentence({"crs_checks": checks.iloc[[0, 2]],
                                                            "crs_sessions": sessions.iloc[2:]})
-    assert without_llm.endswith("systems of known behaviour.")
+    assert without_llm.endswith("are not counted.")
 
 
 def test_headline_07_states_both_targets_with_their_intervals():

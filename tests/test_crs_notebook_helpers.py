@@ -138,12 +138,36 @@ def test_recovery_summary_separates_llm_phrased_sessions():
 
 def test_shift_cues_counts_each_session_once(run, universe):
     cues = summaries.shift_cues(run.logs)
-    assert cues.to_dict("index") == {"template": {"shift_turns": 6, "with_cue": 6}}  # 3 sessions × 2 shifts
+    partial = sum(bool(e.kept) for log in summaries.one_per_session(run.logs) for e in log.shift_events)
+    assert cues.to_dict("index") == {"template": {"shift_turns": 6, "with_cue": 6, "partial": partial,
+                                                  "real_change": 6}}  # 3 sessions × 2 shifts
     record = run.logs[0].record()
     shift = next(u for u in record["conversation"][0::2] if u["user_meta"]["shift"])
     shift["text"], shift["user_meta"]["phrasing"] = "Now a horror movie, please.", "llm"
     cues = summaries.shift_cues([SessionLog.model_validate(record)])
-    assert cues.loc["llm"].to_dict() == {"shift_turns": 1, "with_cue": 0}
+    assert cues.loc["llm", ["shift_turns", "with_cue", "real_change"]].to_dict() == \
+        {"shift_turns": 1, "with_cue": 0, "real_change": 1}
+    # A "shift" after which the user wants what it wanted before is no real change.
+    users = record["conversation"][0::2]
+    users[shift["user_meta"]["turn"]]["user_meta"]["preference"] = users[shift["user_meta"]["turn"] - 1][
+        "user_meta"]["preference"]
+    users[shift["user_meta"]["turn"]]["user_meta"]["stated"] = users[shift["user_meta"]["turn"]]["user_meta"][
+        "preference"][:1]
+    assert summaries.shift_cues([SessionLog.model_validate(record)]).loc["llm", "real_change"] == 0
+
+
+def test_recovery_intervals_resample_users_and_split_by_cue(run):
+    shifts = pd.DataFrame({"system": ["a"] * 20, "session_id": [f"s{k // 2}" for k in range(20)],
+                           "turn": [3, 6] * 10, "recovered": [True, False] * 10})
+    logs = [log.model_copy(update={"system": "a", "session_id": f"s{k}"})
+            for k, log in enumerate(run.logs[:1] * 10)]
+    table = summaries.recovery_intervals(shifts, logs, n_resamples=200)
+    row = table.loc["a"]
+    # Every user recovers from 1 of its 2 shifts: every resample of users gives 0.5.
+    assert (row.shifts, row.recovered, row.recovery_rate, row.ci_low, row.ci_high) == (20, 10, 0.5, 0.5, 0.5)
+    assert row.ci_over == "10 users" and row.cue_shifts + row.quiet_shifts == 20
+    few = summaries.recovery_intervals(shifts.iloc[:6], logs[:3], n_resamples=200).loc["a"]
+    assert np.isnan(few.ci_low) and few.ci_over == "3 users"  # under the study's minimum: no interval
 
 
 def test_concept_error_table_puts_systems_side_by_side():

@@ -86,6 +86,24 @@ def first_simulator_checks(alpha: float, path: Path = FIRST_SIMULATOR_RESULTS) -
     return checks[["expectation", "holds", "sessions_holding", "sessions", "ties", "sign_test_p", "tested", "p_holm"]]
 
 
+def extractor_text(agreement: pd.DataFrame, sessions: pd.DataFrame, checks: pd.DataFrame,
+                   independent_checks: pd.DataFrame) -> str:
+    """The two extractors compared, from :mod:`lib.crs.matcher`'s tables: per system the share of scored turns
+    with the same reply concepts, the session-level Spearman ρ of TAS and CAS, and the tested family's verdicts by
+    each (``checks`` by E(x), ``independent_checks`` by the matcher)."""
+    tested = checks[checks["tested"]].set_index("expectation")
+    other = independent_checks[independent_checks["tested"]].set_index("expectation")
+    differ = [e for e in tested.index if bool(tested.at[e, "rejected"]) != bool(other.at[e, "rejected"])]
+    return ("**Independent extractor**: the matcher reads the same concepts in a reply as E(x) in "
+            + ", ".join(f"{row.same_concepts:.0%} of {system}'s {int(row.turns)} scored turns"
+                        for system, row in agreement.iterrows())
+            + f". Session values by the two: TAS {correlation_text(sessions.loc['tas'].to_dict())}, CAS "
+              f"{correlation_text(sessions.loc['cas'].to_dict())}. The tested family rejects "
+              f"{int(tested['rejected'].sum())} of {len(tested)} differences scored by E(x) and "
+              f"{int(other['rejected'].sum())} of {len(other)} scored by the matcher"
+            + (f"; they differ on: {'; '.join(differ)}." if differ else "; the same ones."))
+
+
 @dataclass(frozen=True)
 class Results:
     """What chapter 06's summary reads: the tables its sections computed and the run's counts."""
@@ -105,6 +123,7 @@ class Results:
     segmentation: pd.DataFrame
     title_filter: pd.DataFrame
     cues: pd.DataFrame
+    extractor: str
     llm_planned: int
     kept: int
     fallback: int
@@ -147,6 +166,7 @@ def summary(r: Results) -> str:
         f"lower is better; with 8 turns Pk's window is 1 turn). The legacy segmenter does "
         f"{'worse' if legacy.pk.min() > no_boundary_pk else 'better'} than no boundary at all on Pk. The systems meet "
         f"the same user scripts, so these are one segmentation per user, repeated.",
+        r.extractor,
         f"**LLM titles**: {int(r.title_filter.titles_off_universe.sum())} of {proposed} proposed titles were outside "
         f"the universe and dropped; {int(r.title_filter.titles_off_candidates.sum())} were in it but not among the "
         f"candidates.",
@@ -170,10 +190,12 @@ def crs_known_behaviour(tables: Tables) -> str:
     llm = (f" The LLM recommender recovers from {recovery['llm']:.0%} of shifts within the window, the adapting "
            f"template from {recovery['retrieval_template']:.0%}."
            if {"llm", "retrieval_template"} <= set(recovery.index) else "")
+    failing = tested.loc[~tested["rejected"].astype(bool), "expectation"]
     return (f"Over {sessions['session_id'].nunique()} simulated users, {len(rejected)} of {len(tested)} tested "
-            f"differences between systems of known behaviour hold after Holm "
-            f"({len(checks) - len(tested)} checks that hold by design or are no strict difference are not counted)."
-            + llm)
+            f"differences between systems of known behaviour hold after Holm"
+            + (f" (not: {'; '.join(failing)})" if len(failing) else "")
+            + f"; {len(checks) - len(tested)} checks that hold by design or are no strict difference are not "
+              f"counted." + llm)
 
 
 def metric_check_text(table: pd.DataFrame, recommenders: Sequence[str] = ("llm", "retrieval_template")) -> str:

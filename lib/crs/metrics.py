@@ -121,9 +121,15 @@ def pairs(conversation: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
     return list(zip(conversation[0::2], conversation[1::2], strict=True))
 
 
-def turn_table(conversation: Sequence[Turn], universe: ItemUniverse, config: MetricConfig) -> pd.DataFrame:
+ConceptReader = Callable[[str, frozenset[str], ItemUniverse], tuple[frozenset[str], frozenset[str], frozenset[str]]]
+
+
+def turn_table(conversation: Sequence[Turn], universe: ItemUniverse, config: MetricConfig,
+               concepts: ConceptReader | None = None) -> pd.DataFrame:
     """One row per system turn: turn, shift, segment, scored, cc, cr, copy_ratio (I), tas, and the concept lists
-    missing, hallucinated, stale, plus the titles named."""
+    concepts (S), missing, hallucinated, stale, plus the titles named. ``concepts`` reads (S, E(text), T) from a
+    reply (default :func:`system_concepts`, by E(x); :mod:`lib.crs.matcher` gives an independent one)."""
+    read = concepts or system_concepts
     rows = []
     stated_so_far: set[str] = set()
     segment = 0
@@ -135,17 +141,17 @@ def turn_table(conversation: Sequence[Turn], universe: ItemUniverse, config: Met
         row: dict[str, Any] = {"turn": meta["turn"], "shift": bool(meta["shift"]), "segment": segment,
                                "scored": bool(system["text"])}
         if not row["scored"]:
-            rows.append(row | {"cc": np.nan, "cr": np.nan, "copy_ratio": np.nan, "tas": np.nan, "missing": (),
-                               "hallucinated": (), "stale": (), "titles": ()})
+            rows.append(row | {"cc": np.nan, "cr": np.nan, "copy_ratio": np.nan, "tas": np.nan, "concepts": (),
+                               "missing": (), "hallucinated": (), "stale": (), "titles": ()})
             continue
-        s, mentioned, items = system_concepts(system["text"], preference | dropped, universe)
+        s, mentioned, items = read(system["text"], preference | dropped, universe)
         item_concepts = frozenset().union(*(universe.concepts_of[i] for i in items))
         cc, cr = jaccard(s, preference), idf_cosine(s, stated, universe.idf)
         masked = universe.gazetteer.masked_tokens
         copy = copy_ratio(masked(system["text"]), masked(user["text"]), config.ngram_orders)
         rows.append(row | {
             "cc": cc, "cr": cr, "copy_ratio": copy, "tas": turn_adaptation(cc, cr, copy, config.tas_weights),
-            "missing": tuple(sorted(preference - s)),
+            "concepts": tuple(sorted(s)), "missing": tuple(sorted(preference - s)),
             "hallucinated": tuple(sorted(preference_concepts(mentioned) - stated_so_far - item_concepts)),
             "stale": tuple(sorted(s & dropped)), "titles": tuple(sorted(universe.names[i] for i in items))})
     return pd.DataFrame(rows)
