@@ -18,7 +18,7 @@ def _correlation(r: float, n: int) -> dict[str, object]:
 
 def test_summary_is_written_from_the_tables():
     systems = ["llm", "echo"]
-    rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2],
+    rows = pd.DataFrame({"system": ["llm", "llm", "echo", "echo"], "n_shifts": [2, 2, 2, 2], "n_turns": [8] * 4,
                          "failed_turns": [0, 1, 0, 0]})
     checks = pd.DataFrame({"expectation": ["llm above echo", "echo copies"], "metric": ["tas", "copy_ratio"],
                            "holds": [True, True], "mean_above": [0.6, 1.0], "mean_below": [-0.2, 0.1],
@@ -52,6 +52,7 @@ def test_summary_is_written_from_the_tables():
     assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
     assert "2 of 3 conversations scored" in text
     assert "system level: ρ = 0.90 (95% CI 0.70 to 1.10, 12 users), n = 2" in text
+    assert "its window is half the mean segment length, 1 turn here" in text  # 8 turns / 3 segments / 2
     assert "(jaccard) has F1 0.40–0.50 and Pk 0.30–0.40" in text and "does better than no boundary" in text
     assert "2 of 10 proposed titles were outside" in text
     assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text and "0 of 3 LLM-phrased shift turns" in text

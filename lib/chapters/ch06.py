@@ -139,6 +139,8 @@ def summary(r: Results) -> str:
     proposed = int(r.title_filter.titles_proposed.sum())
     legacy, trivial = r.segmentation.loc[systems], r.segmentation.drop(index=systems)
     no_boundary_pk = trivial.at["baseline: no boundary", "pk"]
+    first = r.rows[r.rows.system == systems[0]]
+    pk_window = max(1, round(float((first.n_turns / (first.n_shifts + 1)).mean()) / 2))  # as lib.crs.metrics.pk
     lines = [
         known_behaviour_text(r.checks, r.alpha),
         f"**Recovery** within W = {config.window} (a reply with TAS ≥ θ and no abandoned wish) over {n_shifts} "
@@ -163,7 +165,8 @@ def summary(r: Results) -> str:
         f"{legacy.f1.min():.2f}–{legacy.f1.max():.2f} and Pk {legacy.pk.min():.2f}–{legacy.pk.max():.2f} over the "
         f"systems' users; no boundary at all has Pk {no_boundary_pk:.2f}, a boundary at every turn F1 "
         f"{trivial.at['baseline: every turn', 'f1']:.2f} and Pk {trivial.at['baseline: every turn', 'pk']:.2f} (Pk: "
-        f"lower is better; with 8 turns Pk's window is 1 turn). The legacy segmenter does "
+        f"lower is better; its window is half the mean segment length, {pk_window} turn"
+        f"{'' if pk_window == 1 else 's'} here). The legacy segmenter does "
         f"{'worse' if legacy.pk.min() > no_boundary_pk else 'better'} than no boundary at all on Pk. The systems meet "
         f"the same user scripts, so these are one segmentation per user, repeated.",
         r.extractor,
