@@ -67,8 +67,9 @@ def test_session_plan_is_holms_floor_for_each_family():
     assert (first.tests, first.nonzero_sessions_needed, first.tie_share, first.sessions_needed) == (5, 8, 0.5, 16)
     assert not first.can_reject
     # k = 10 (2 per system): 10 · 2/2^9 = 0.039 < 0.05 ≤ 10 · 2/2^8.
-    second = plan.loc["07 construct tests (Wilcoxon, per system)"]
+    second = plan.loc["07 CC around the shift (Wilcoxon)"]
     assert (second.tests, second.sessions_needed, second.can_reject) == (10, 9, True)
+    assert plan.loc["07 CR within vs across segments (Wilcoxon)", "sessions_needed"] == 8  # k = 5, as above
 
 
 def test_extractor_text_compares_the_two_verdicts():

@@ -36,20 +36,22 @@ def judgment_counts(rows: pd.DataFrame) -> str:
     return "conversations: " + ", ".join(f"{kind} {n}" for kind, n in judgments.items())
 
 
-CONSTRUCT_TESTS_PER_SYSTEM = 2  # chapter 07's Wilcoxon tests per system: CC drops at the shift; CR within > across
+# Chapter 07's construct families (lib.crs.validity.paired_tests, Holm within each): tests per system.
+CONSTRUCT_FAMILIES: dict[str, int] = {"07 CC around the shift (Wilcoxon)": 2,
+                                      "07 CR within vs across segments (Wilcoxon)": 1}
 
 
 def session_plan(checks: pd.DataFrame, n_sessions: int, n_systems: int, alpha: float) -> pd.DataFrame:
     """Per declared test family, the sessions (simulated users) it needs to be able to reject after Holm: its
     tests k; the fewest non-tied sessions with which its best exact test reaches Holm's α/k when every session
     agrees (:func:`lib.analysis.power.min_nonzero_units`); the largest share of tied sessions among its tests in
-    this run (chapter 07's family: not known here, taken as 0); the sessions that give that many non-tied ones on
-    average (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A floor, not a power: a
+    this run (chapter 07's families, :data:`CONSTRUCT_FAMILIES`: not known here, 0); the sessions that give that
+    many non-tied ones on average (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A floor, not a power: a
     session that disagrees raises the need."""
     tested = checks[checks["tested"]]
     ties = float((tested["ties"] / tested["sessions"]).max()) if len(tested) else 0.0
     families = [("06 known behaviour (exact sign test)", len(tested), ties),
-                ("07 construct tests (Wilcoxon, per system)", CONSTRUCT_TESTS_PER_SYSTEM * n_systems, 0.0)]
+                *((name, per_system * n_systems, 0.0) for name, per_system in CONSTRUCT_FAMILIES.items())]
     rows = []
     for family, k, tie_share in families:
         nonzero = power.min_nonzero_units(alpha, k)
