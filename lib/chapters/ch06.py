@@ -46,8 +46,8 @@ def session_plan(checks: pd.DataFrame, n_sessions: int, n_systems: int, alpha: f
     tests k; the fewest non-tied sessions with which its best exact test reaches Holm's α/k when every session
     agrees (:func:`lib.analysis.power.min_nonzero_units`); the largest share of tied sessions among its tests in
     this run (chapter 07's families, :data:`CONSTRUCT_FAMILIES`: not known here, 0); the sessions that give that
-    many non-tied ones on average (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A floor, not a power: a
-    session that disagrees raises the need."""
+    many non-tied ones on average (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A
+    floor, not a power: a session that disagrees raises the need."""
     tested = checks[checks["tested"]]
     ties = float((tested["ties"] / tested["sessions"]).max()) if len(tested) else 0.0
     families = [("06 known behaviour (exact sign test)", len(tested), ties),
