@@ -238,15 +238,16 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     requests each sent (new cache entries), how many are not in the committed cache (0 when scheduling changed no
     request), and the share of the notebook's prompt tokens the server served from its prefix cache. The result
     is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
-    budget is read from. With ``keep``, the cold run's new cache entries are copied into the committed cache, so
-    a chapter whose requests changed needs no second live run: a replay then writes its outputs."""
+    budget is read from. With ``keep``, every cache entry the cold run wrote is copied into the committed cache
+    (replacing an entry of the same request), so a chapter whose requests changed needs no second live run: a
+    replay then writes its outputs."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
         env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
-        committed = _entries(paths.LLM_CACHE)
+        committed, seeded = _entries(paths.LLM_CACHE), set(_entries(cache))
         try:
             for step, command in steps:
                 before = _entries(cache)
@@ -261,9 +262,11 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
                 if step == "cold":
                     times["cold prompt tokens served from the prefix cache, %"] = _prefix_share(new)
         finally:
-            if keep:  # also after a failed step: the calls it made are not lost
+            # Also after a failed step: the calls it made are not lost. An entry the committed cache already holds
+            # is replaced: the server is not deterministic across runs at T = 0, and the cold run is the record.
+            if keep:
                 for key, path in _entries(cache).items():
-                    if key not in committed:
+                    if key not in seeded:
                         (paths.LLM_CACHE / path.parent.name).mkdir(exist_ok=True)
                         shutil.copy2(path, paths.LLM_CACHE / path.parent.name / key)
         times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(committed))
@@ -285,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cold-notebook", default=None,
                         help="also time this notebook cold and warm (e.g. 07_validity)")
     parser.add_argument("--keep", action="store_true",
-                        help="copy the cold run's new cache entries into the committed cache")
+                        help="copy every cache entry the cold run wrote into the committed cache")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     print("Study rates recorded by the server (committed cache):")
