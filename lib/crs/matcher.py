@@ -104,7 +104,7 @@ class AliasMatcher:
     @cached_property
     def titles(self) -> list[tuple[str, str, str | None]]:
         """(item, folded title phrase, year or None) for every item and every alias of its title."""
-        out = []
+        out: list[tuple[str, str, str | None]] = []
         for row in self.universe.items.itertuples(index=False):
             year = None if row.year is None or pd.isna(row.year) else str(int(row.year))
             folded = fold(str(row.title))
@@ -138,7 +138,8 @@ class AliasMatcher:
         cover."""
         tokens = fold(text).split()
         padded = f" {' '.join(tokens)} "
-        found, covered = set(), set()
+        found: set[str] = set()
+        covered: set[int] = set()
         for item, title, year in self.titles:
             length = len(title.split())
             if year is not None and f" {title} {year} " in padded:
