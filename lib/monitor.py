@@ -85,6 +85,7 @@ from pydantic import BaseModel
 
 from lib import paths
 from lib.analysis import power
+from lib.analysis.stats import count_text
 from lib.judges.logprobs import weighted_fields
 from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall
@@ -588,15 +589,11 @@ def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float,
         return f"alert power: every judged item has the overall score {scores.iloc[0]:.3f}, so no SD to plan with"
     caught = power.control_limit_power(drop, sd, items, limit_sds)
     needed = power.items_for_control_limit(drop, sd, limit_sds, 0.8)
-    return (f"alert power at sample rate {rate:g}: {_count(items, 'item')} a day (median day: {logged:g} queries "
+    return (f"alert power at sample rate {rate:g}: {count_text(items, 'item')} a day (median day: {logged:g} queries "
             f"logged); per-item "
             f"SD {sd:.3f} over {len(scores)} judged items; a drop of {drop:g} in the day's mean overall goes below the "
             f"{limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline taken as known); power 0.8 "
-            f"needs {_count(needed, 'item')} a day")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+            f"needs {count_text(needed, 'item')} a day")
 
 
 def samples_table(connection: sqlite3.Connection) -> pd.DataFrame:
@@ -814,7 +811,8 @@ def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: flo
     days' samples, the sample rate that is on the median day's volume."""
     items = power.items_for_control_limit(drop, sd, limit_sds, target_power)
     text = (f"to catch a drop of {drop:g} in the day's mean overall with probability {target_power:g} at the "
-            f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): {_count(items, 'judged item')} a day")
+            f"{limit_sds:g}-SD control limit (per-item SD {sd:.3f}, {sd_from}): "
+            f"{count_text(items, 'judged item')} a day")
     if samples is not None and not samples.empty:
         logged = float(samples.logged.median())
         text += (f"; on the median day's {logged:g} logged queries that is sample rate {min(1.0, items / logged):.2f}"

@@ -280,3 +280,10 @@ def test_a_nested_sample_grows_by_adding_units_and_keeps_the_units_already_judge
         nested_sample(ids, 5, seed=7, first=["elsewhere"])
     with pytest.raises(ValueError, match="cannot draw 41"):
         nested_sample(ids, 41, seed=7)
+
+
+def test_count_text_pluralises_unless_one():
+    from lib.analysis.stats import count_text
+
+    assert [count_text(1, "query"), count_text(43, "query"), count_text(2, "day"), count_text(3, "judged item")] == \
+        ["1 query", "43 queries", "2 days", "3 judged items"]

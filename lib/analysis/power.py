@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import MAX_EXACT_FLIPS, MIN_CI_UNITS, min_attainable_p
+from lib.analysis.stats import MAX_EXACT_FLIPS, MIN_CI_UNITS, count_text, min_attainable_p
 
 Coefficient = Literal["pearson", "spearman", "kendall"]
 
@@ -373,14 +373,6 @@ def units_for_sign_flip(draw: DifferenceDraw, alpha: float = 0.05, power: float 
     return high
 
 
-def _count_text(n: int, unit: str) -> str:
-    """"1 query", "43 queries", "12 documents"."""
-    if n == 1:
-        return f"1 {unit}"
-    plural = unit[:-1] + "ies" if len(unit) > 1 and unit[-1] == "y" and unit[-2] not in "aeiou" else unit + "s"
-    return f"{n} {plural}"
-
-
 @dataclass(frozen=True)
 class Plan:
     """One question's sample size: the ``units_needed`` for the planned precision (from a planner above, named in
@@ -410,7 +402,7 @@ class Plan:
         """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, as planned."."""
         verdict = ("as planned" if self.decides else
                    "too few for the plan, so the answer is at best less precise than planned")
-        return (f"{self.question}: needs {_count_text(self.units_needed, self.unit)} (basis: {self.basis}); "
+        return (f"{self.question}: needs {count_text(self.units_needed, self.unit)} (basis: {self.basis}); "
                 f"this run has {self.units_have}, {verdict}.")
 
 

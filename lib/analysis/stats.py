@@ -254,6 +254,14 @@ def nested_sample(ids: Iterable[Hashable], n: int, seed: int, first: Sequence[Ha
     return (kept + rest)[:n]
 
 
+def count_text(n: int, noun: str) -> str:
+    """"1 query", "43 queries", "12 documents", "3 judged items": the count with its noun, plural unless 1."""
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if len(noun) > 1 and noun[-1] == "y" and noun[-2] not in "aeiou" else noun + "s"
+    return f"{n} {plural}"
+
+
 def number_text(x: float, digits: int = 2, signed: bool = False) -> str:
     """``x`` rounded for prose, with a rounded-away sign dropped ("-0.00" reads "0.00")."""
     text = f"{x:{'+' if signed else ''}.{digits}f}"

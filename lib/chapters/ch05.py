@@ -22,7 +22,7 @@ from lib import embeddings, monitor, tables
 from lib import nuggets as nug
 from lib.analysis import validity
 from lib.analysis.power import control_limit_power, items_for_control_limit, units_for_t_test
-from lib.analysis.stats import correlation_ci, interval_over_text, nested_sample
+from lib.analysis.stats import correlation_ci, count_text, interval_over_text, nested_sample
 from lib.chapters.headline import Tables, headline
 from lib.llm.gateway import Gateway
 
@@ -370,7 +370,7 @@ def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.Data
               f"{math.ceil(needed * asked / kept)}" if kept else "at this run's share (none usable) no number of "
               "questions would do")
     return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ {value} "
-            f"({interval_over_text(within)}). {_count(int(row['questions']), 'question')} of {asked} have a "
+            f"({interval_over_text(within)}). {count_text(int(row['questions']), 'question')} of {asked} have a "
             f"{primary_score} score at all (a question whose nuggets include no {primary_score} one has none) and "
             f"{kept} a within ρ (neither side constant). The planner needs {needed} questions with a within ρ, and "
             f"{to_ask}; this run " + ("can decide the question." if decides else "cannot decide it.")
@@ -479,10 +479,6 @@ class Results:
     logged_per_day: int
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
 def summary(r: Results) -> str:
     """Chapter 05's "What the numbers say" as Markdown bullets, every number read from ``r``."""
     c = r.alce_correlations
@@ -511,11 +507,12 @@ def summary(r: Results) -> str:
         f"{length['within ρ']:.2f} ({interval_over_text(length_within)}). Pooled over answers of different "
         f"questions (between-question differences included): {r.primary_score} "
         f"{c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f} over "
-        f"{_count(int(primary['answers scored']), 'answer')} of {_count(int(primary['questions']), 'question')}, "
+        f"{count_text(int(primary['answers scored']), 'answer')} of "
+        f"{count_text(int(primary['questions']), 'question')}, "
         f"'all' {secondary['pooled ρ']:.2f} over {int(secondary['answers scored'])} answers. With the empty "
         f"answers (scored 0 by rule, without a call) the "
         f"{r.primary_score} score's within-question ρ is {primary_all['within ρ']:.2f} over "
-        f"{_count(int(primary_all['questions with a within ρ']), 'question')}. The two ratings of a byte-identical "
+        f"{count_text(int(primary_all['questions with a within ρ']), 'question')}. The two ratings of a byte-identical "
         f"answer agree exactly in {r.ceiling['exact']:.0%} of {r.ceiling['pairs']} pairs and are 2 or more points "
         f"apart in {r.ceiling['apart_2']:.0%}.",
         f"**Recall of the held-out NIST nuggets** (the primary recall figure; {int(held['nuggets'])} nuggets of "
@@ -548,7 +545,7 @@ def summary(r: Results) -> str:
         + f". On the same topics, fixed − broken: groundedness {r.paired_drop['groundedness']:+.3f}, overall "
           f"{measured['size']:+.3f}, and context relevance {r.paired_drop['context_relevance']:+.3f}, which the "
           f"broken release cannot change (the same documents): differences of that size are noise. At the "
-          f"command's default rate the log gives {_count(int(default['items a day at the default rate']), 'item')} "
+          f"command's default rate the log gives {count_text(int(default['items a day at the default rate']), 'item')} "
           f"a day: a drop of {default['size']:g} would be caught with probability {default['power']:.2f} (per-item "
           f"SD {default['per-item SD']:.3f} over the {int(default['items judged'])} items of the normal days, the "
           f"baseline taken as known: optimistic with a baseline this short); "
