@@ -39,14 +39,18 @@ def test_summary_is_written_from_the_tables():
                                 index=[*systems, "baseline: no boundary", "baseline: every turn"])
     title_filter = pd.DataFrame({"titles_proposed": [10], "titles_off_universe": [2], "titles_off_candidates": [1]})
     cues = pd.DataFrame({"with_cue": [0], "shift_turns": [3]}, index=["llm"])
+    shifts = pd.DataFrame({"system": ["llm"] * 4, "session_id": ["s0", "s0", "s1", "s1"], "turn": [3, 6, 2, 6],
+                           "censored": [False, True, False, True]})
     text = ch06.summary(ch06.Results(rows, systems, 2, MetricConfig(legacy_method="jaccard"), 0.05, checks, recovery,
+                                     shifts,
                                      summary, orders,
                                      sessions, _correlation(0.5, 3), levels, judge_vs, segmentation, title_filter, cues,
-                                     "**Independent extractor**: …", 16, 10, 6, 0))
+                                     "**Independent extractor**: …", "nothing fools TAS.", 16, 10, 6, 0))
     assert ("1 of 1 tested differences hold on the means over 2 sessions, 0 of them with Holm-adjusted p < 0.05 "
             "(exact sign test over sessions, family of 1)") in text
     assert "llm above echo (tas): holds, 0.60 against -0.20; in 2 of 2 sessions (0 tied), Holm p = 0.5" in text
     assert "Not counted (1): echo copies (holds; by design: the echo copies)." in text
+    assert "gave 2 distinct pairs of shift turns over 2 users; 2 of 4 shifts have a segment shorter than W" in text
     assert ("over 4 shifts per system, CI over users: llm 75% (no interval, 2 users; 100% of 2 shifts with a cue "
             "word, 50% of 2 without); echo 0%") in text
     assert "changes under tas_without_copy; the echo ranks 2 of 2 by TAS and 1 without the copy penalty." in text
@@ -64,7 +68,7 @@ def test_session_plan_is_holms_floor_for_each_family():
     plan = ch06.session_plan(checks, 10, 5, 0.05)
     # k = 5: 5 · 2/2^n < 0.05 first at n = 8 (5 · 2/128 = 0.078, 5 · 2/256 = 0.039); half the sessions tied → 16.
     first = plan.loc["06 known behaviour (exact sign test)"]
-    assert (first.tests, first.nonzero_sessions_needed, first.tie_share, first.sessions_needed) == (5, 8, 0.5, 16)
+    assert (first.tests, first.nonzero_sessions_needed, first.pilot_tie_share, first.sessions_needed) == (5, 8, 0.5, 16)
     assert not first.can_reject
     # k = 10 (2 per system): 10 · 2/2^9 = 0.039 < 0.05 ≤ 10 · 2/2^8.
     second = plan.loc["07 CC around the shift (Wilcoxon)"]

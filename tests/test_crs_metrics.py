@@ -34,7 +34,7 @@ def user(turn, text, stated, preference, dropped=(), shift=False):
             "user_meta": {"turn": turn, "kind": "shift" if shift else ("open" if turn == 0 else "refine"),
                           "focus": stated[0].split("=")[0], "stated": list(stated), "preference": list(preference),
                           "dropped": list(dropped), "shift": shift, "phrasing": "template", "target": "7",
-                          "liked": None}}
+                          "liked": None, "quiet": False}}
 
 
 def system(text, constraints=()):

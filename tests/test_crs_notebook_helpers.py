@@ -139,8 +139,8 @@ def test_recovery_summary_separates_llm_phrased_sessions():
 def test_shift_cues_counts_each_session_once(run, universe):
     cues = summaries.shift_cues(run.logs)
     partial = sum(bool(e.kept) for log in summaries.one_per_session(run.logs) for e in log.shift_events)
-    assert cues.to_dict("index") == {"template": {"shift_turns": 6, "with_cue": 6, "partial": partial,
-                                                  "real_change": 6}}  # 3 sessions × 2 shifts
+    assert cues.to_dict("index") == {"template": {"shift_turns": 6, "planned_quiet": 0, "with_cue": 6,
+                                                  "partial": partial, "real_change": 6}}  # 3 sessions × 2 shifts
     record = run.logs[0].record()
     shift = next(u for u in record["conversation"][0::2] if u["user_meta"]["shift"])
     shift["text"], shift["user_meta"]["phrasing"] = "Now a horror movie, please.", "llm"
@@ -163,8 +163,11 @@ def test_recovery_intervals_resample_users_and_split_by_cue(run):
             for k, log in enumerate(run.logs[:1] * 10)]
     table = summaries.recovery_intervals(shifts, logs, n_resamples=200)
     row = table.loc["a"]
-    # Every user recovers from 1 of its 2 shifts: every resample of users gives 0.5.
-    assert (row.shifts, row.recovered, row.recovery_rate, row.ci_low, row.ci_high) == (20, 10, 0.5, 0.5, 0.5)
+    # Every user recovers from 1 of its 2 shifts: every resample gives 0.5, which is no interval.
+    assert (row.shifts, row.recovered, row.recovery_rate) == (20, 10, 0.5) and np.isnan(row.ci_low)
+    varied = shifts.assign(recovered=[True, False] * 6 + [False, False] * 4)
+    low, high = summaries.recovery_intervals(varied, logs, n_resamples=200).loc["a", ["ci_low", "ci_high"]]
+    assert 0 <= low < 0.3 < high <= 0.5  # 6 users at 0.5, 4 at 0: rate 0.3
     assert row.ci_over == "10 users" and row.cue_shifts + row.quiet_shifts == 20
     few = summaries.recovery_intervals(shifts.iloc[:6], logs[:3], n_resamples=200).loc["a"]
     assert np.isnan(few.ci_low) and few.ci_over == "3 users"  # under the study's minimum: no interval

@@ -34,6 +34,12 @@ def test_hits_success_and_target_by_hand(universe):
     assert rec.session_recommendations(turns) == {"hit_rate": 0.75, "success": True, "target_success": True}
 
 
+def test_a_liked_movie_recommended_back_is_no_hit(universe):
+    record = scripted_log().record()
+    record["conversation"][0]["user_meta"]["liked"] = universe.find_title("Big (1988)")
+    assert rec.turn_recommendations(record, universe).hit.tolist() == [False, True, False, True]
+
+
 def test_counterfactual_replies_keep_the_user_turns_and_recommend_as_their_rule_says(universe):
     log = scripted_log()
     nothing = rec.counterfactual_log(log, "nothing", universe)
@@ -66,7 +72,7 @@ def test_metric_check_text_says_which_metric_a_reply_that_recommends_nothing_foo
 
     from lib.chapters import ch06
     table = pd.DataFrame({"tas": [0.6, 0.8, 0.7, 0.69, 0.75, 0.88], "cas": [0.7, 0.82, 0.6, 0.79, 0.85, 0.94],
-                          "hit_rate": [0.94, 0.96, 0.0, 0.0, 0.0, 1.0]},
+                          "hit_rate": [0.94, 0.96, 0.0, 0.0, 0.0, 1.0], "target_success": [1.0] * 6},
                          index=["llm", "retrieval_template", *rec.COUNTERFACTUALS])
     text = ch06.metric_check_text(table)
     assert text.startswith("A reply that only notes the user's last wish and recommends nothing scores TAS 0.70 and "
@@ -74,3 +80,8 @@ def test_metric_check_text_says_which_metric_a_reply_that_recommends_nothing_foo
     assert "TAS scores it within or above the recommenders' range." in text
     assert "is 0.00 for it" in text and "0.94–0.96" in text
     assert "both score it below them" in ch06.metric_check_text(table.assign(tas=[0.6, 0.8, 0.5, 0.5, 0.5, 0.9]))
+    assert ("CAS orders them retrieval_template > llm and the hit rate retrieval_template > llm (Kendall τ 1.00 over "
+            "2 systems, no interval). Target success, iEvaLM's criterion, is 1 for every one of them") in text
+    swapped = ch06.system_order_text(table.assign(cas=[0.9, 0.8, 0.6, 0.79, 0.85, 0.94], target_success=0.5))
+    assert "CAS orders them llm > retrieval_template" in swapped and "τ -1.00" in swapped
+    assert "Target success" not in swapped

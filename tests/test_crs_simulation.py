@@ -157,6 +157,15 @@ def test_the_user_names_a_liked_movie_that_is_no_target(universe):
     assert simulate_script(universe, SimulatorSettings(liked_share=0.0), 0).turns[0].liked is None
 
 
+def test_a_liked_movie_recommended_back_is_rejected(universe):
+    from lib.crs.simulator import feedback_prefix
+
+    heat = universe.find_title("Heat (1995)")
+    wanted = sorted(c for c in universe.concepts_of[heat] if c.startswith("genre="))[:1]
+    assert feedback_prefix(wanted, "Try Heat (1995).", universe) == "That sounds good."
+    assert feedback_prefix(wanted, "Try Heat (1995).", universe, liked=heat) == "Not quite what I'm after."
+
+
 def test_sessions_are_not_replicas(universe):
     settings = SimulatorSettings(shift_turns=None, quiet_shift_share=0.5)
     scripts = [simulate_script(universe, settings, seed) for seed in range(6)]
@@ -207,6 +216,32 @@ def test_a_cut_or_overreaching_llm_utterance_falls_back(universe, tmp_path):
         plan = scripts[0].turns[0]
         assert not acceptable_utterance(text, plan, universe, scripts[0].targets), text
     assert acceptable_utterance(f"I would love {wish}.", scripts[0].turns[0], universe, scripts[0].targets)
+
+
+def test_an_llm_shift_keeps_its_planned_form(universe):
+    from dataclasses import replace
+
+    script = simulate_script(universe, SimulatorSettings(), 0)
+    shift = next(p for p in script.turns if p.shift)
+    wish = describe(shift.stated, universe)
+    with_cue, quiet = f"Actually, I've changed my mind: {wish}.", f"Now I'd like {wish}."
+    assert acceptable_utterance(with_cue, shift, universe, script.targets)
+    assert not acceptable_utterance(quiet, shift, universe, script.targets)  # the planned cue was dropped
+    planned_quiet = replace(shift, quiet=True)
+    assert acceptable_utterance(quiet, planned_quiet, universe, script.targets)
+    assert not acceptable_utterance(with_cue, planned_quiet, universe, script.targets)
+
+
+def test_a_reason_cut_by_the_cap_is_trimmed_to_its_last_clause():
+    from lib.crs.systems import REASON_CAP, complete_reason
+
+    cut = "Both films are directed by Richard Fleischer and written by Leslie Bricusse, and both have a strong,"
+    assert len(cut) >= REASON_CAP - 2
+    assert complete_reason(cut) == "Both films are directed by Richard Fleischer and written by Leslie Bricusse."
+    no_mark = "A comedy starring Charlie Sheen and Lloyd Bridges directed by Jim Abrahams and written by Pat Profft"
+    assert complete_reason(no_mark) == no_mark.rsplit(" ", 1)[0] + "."
+    assert complete_reason("A short reason") == "A short reason"  # under the cap: as said
+    assert complete_reason(cut[:97] + ".") == cut[:97] + "."      # ends a sentence: as said
 
 
 def test_llm_phrasing_is_kept_when_it_names_every_wish(universe, tmp_path):
@@ -348,7 +383,7 @@ def log_record(**changes):
               "conversation": [{"speaker": "USER", "text": "a comedy",
                                 "user_meta": {"turn": 0, "kind": "open", "focus": "genre", "stated": ["genre=comedy"],
                                               "preference": ["genre=comedy"], "dropped": [], "shift": False,
-                                              "phrasing": "template", "target": "1", "liked": None}},
+                                              "phrasing": "template", "target": "1", "liked": None, "quiet": False}},
                                {"speaker": "SYSTEM", "text": "a comedy", "constraints": []}]}
     return record | changes
 

@@ -41,14 +41,15 @@ CONSTRUCT_FAMILIES: dict[str, int] = {"07 CC around the shift (Wilcoxon)": 2,
                                       "07 CR within vs across segments (Wilcoxon)": 1}
 
 
-def session_plan(checks: pd.DataFrame, n_sessions: int, n_systems: int, alpha: float) -> pd.DataFrame:
+def session_plan(pilot: pd.DataFrame, n_sessions: int, n_systems: int, alpha: float) -> pd.DataFrame:
     """Per declared test family, the sessions (simulated users) it needs to be able to reject after Holm: its
     tests k; the fewest non-tied sessions with which its best exact test reaches Holm's α/k when every session
     agrees (:func:`lib.analysis.power.min_nonzero_units`); the largest share of tied sessions among its tests in
-    this run (chapter 07's families, :data:`CONSTRUCT_FAMILIES`: not known here, 0); the sessions that give that
-    many non-tied ones on average (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A
-    floor, not a power: a session that disagrees raises the need."""
-    tested = checks[checks["tested"]]
+    the ``pilot`` checks (the first simulator's run; chapter 07's families, :data:`CONSTRUCT_FAMILIES`: not known
+    there, 0); the sessions that give that many non-tied ones on average
+    (:func:`lib.analysis.power.units_for_nonzero`); and this run's sessions. A floor, not a power: a session that
+    disagrees raises the need."""
+    tested = pilot[pilot["tested"]]
     ties = float((tested["ties"] / tested["sessions"]).max()) if len(tested) else 0.0
     families = [("06 known behaviour (exact sign test)", len(tested), ties),
                 *((name, per_system * n_systems, 0.0) for name, per_system in CONSTRUCT_FAMILIES.items())]
@@ -56,7 +57,7 @@ def session_plan(checks: pd.DataFrame, n_sessions: int, n_systems: int, alpha: f
     for family, k, tie_share in families:
         nonzero = power.min_nonzero_units(alpha, k)
         needed = power.units_for_nonzero(nonzero, min(tie_share, 0.99))
-        rows.append({"family": family, "tests": k, "nonzero_sessions_needed": nonzero, "tie_share": tie_share,
+        rows.append({"family": family, "tests": k, "nonzero_sessions_needed": nonzero, "pilot_tie_share": tie_share,
                      "sessions_needed": needed, "sessions_have": n_sessions, "can_reject": n_sessions >= needed})
     return pd.DataFrame(rows).set_index("family")
 
@@ -77,15 +78,22 @@ def known_behaviour_text(checks: pd.DataFrame, alpha: float) -> str:
                         for c in rest.itertuples()) + ".")
 
 
-FIRST_SIMULATOR_RESULTS = CRS_OUTPUTS / "first_simulator" / "results.jsonl"
+# Runs this one replaced, kept beside it (their results as committed; their logs are in the git history).
+EARLIER_RUNS: dict[str, Path] = {
+    "first simulator": CRS_OUTPUTS / "first_simulator" / "results.jsonl",
+    "before review": CRS_OUTPUTS / "before_review" / "results.jsonl",
+}
 
 
-def first_simulator_checks(alpha: float, path: Path = FIRST_SIMULATOR_RESULTS) -> pd.DataFrame:
-    """The known-behaviour checks on the committed results of the first simulator (6 users, shifts at turns 3
-    and 6 resetting every wish with a cue word, recovery without the stale-wish rule), kept beside the run that
-    replaced it."""
-    checks = crs_summaries.known_behaviour(results_frame(read_jsonl(path, ResultRow)), alpha=alpha)
-    return checks[["expectation", "holds", "sessions_holding", "sessions", "ties", "sign_test_p", "tested", "p_holm"]]
+def earlier_checks(alpha: float, runs: Mapping[str, Path] = EARLIER_RUNS) -> pd.DataFrame:
+    """The known-behaviour checks (as now declared) on the committed results of the runs this one replaced: the
+    first simulator (6 users, shifts at turns 3 and 6 resetting every wish with a cue word, recovery without the
+    stale-wish rule) and this simulator before its review (LLM-phrased shifts free to drop or add a cue word, LLM
+    reasons cut at the length cap). The first is the pilot the session plan starts from."""
+    tables = {run: crs_summaries.known_behaviour(results_frame(read_jsonl(path, ResultRow)), alpha=alpha)
+              for run, path in runs.items()}
+    columns = ["expectation", "holds", "sessions_holding", "sessions", "ties", "sign_test_p", "tested", "p_holm"]
+    return pd.concat({run: table[columns] for run, table in tables.items()}, names=["run", "row"])
 
 
 def extractor_text(agreement: pd.DataFrame, sessions: pd.DataFrame, checks: pd.DataFrame,
@@ -116,6 +124,7 @@ class Results:
     alpha: float
     checks: pd.DataFrame
     recovery: pd.DataFrame
+    shifts: pd.DataFrame
     summary: pd.DataFrame
     orders: pd.DataFrame
     sessions: pd.DataFrame
@@ -126,6 +135,7 @@ class Results:
     title_filter: pd.DataFrame
     cues: pd.DataFrame
     extractor: str
+    recommendation: str
     llm_planned: int
     kept: int
     fallback: int
@@ -136,6 +146,9 @@ def summary(r: Results) -> str:
     """Chapter 06's "What the numbers say" as Markdown bullets, every number read from ``r``."""
     systems, config = r.systems, r.config
     n_shifts = int(r.rows[r.rows.system == systems[0]].n_shifts.sum())
+    user_shifts = r.shifts[r.shifts.system == systems[0]]
+    schedules = user_shifts.groupby("session_id")["turn"].apply(tuple).nunique()
+    censored = int(user_shifts["censored"].sum())
     changed = r.orders[r.orders.changed]
     judged = r.sessions[r.sessions.judge_ok]
     proposed = int(r.title_filter.titles_proposed.sum())
@@ -149,7 +162,9 @@ def summary(r: Results) -> str:
         f"shifts per system, CI over users: "
         + "; ".join(f"{m} {row.recovery_rate:.0%} ({interval_text(row.ci_low, row.ci_high)}, {row.ci_over}; "
                     f"{row.rate_with_cue:.0%} of {row.cue_shifts} shifts with a cue word, {row.rate_quiet:.0%} of "
-                    f"{row.quiet_shifts} without)" for m, row in r.recovery.iterrows()) + ".",
+                    f"{row.quiet_shifts} without)" for m, row in r.recovery.iterrows())
+        + f". The seeded schedules gave {schedules} distinct pairs of shift turns over {r.n_sessions} users; "
+          f"{censored} of {n_shifts} shifts have a segment shorter than W (censored).",
         "**Ablation**: the order of the systems changes under "
         + (", ".join(changed.index) if len(changed) else "no variant")
         + (f"; the echo ranks {int(r.orders.at['tas', 'echo_rank'])} of {len(systems)} by TAS and "
@@ -171,6 +186,7 @@ def summary(r: Results) -> str:
         f"{'' if pk_window == 1 else 's'} here). The legacy segmenter does "
         f"{'worse' if legacy.pk.min() > no_boundary_pk else 'better'} than no boundary at all on Pk. The systems meet "
         f"the same user scripts, so these are one segmentation per user, repeated.",
+        f"**Recommendation level** (section M): {r.recommendation}",
         r.extractor,
         f"**LLM titles**: {int(r.title_filter.titles_off_universe.sum())} of {proposed} proposed titles were outside "
         f"the universe and dropped; {int(r.title_filter.titles_off_candidates.sum())} were in it but not among the "
@@ -187,20 +203,16 @@ def summary(r: Results) -> str:
 @headline("06_crs_simulation", "crs_checks", "crs_sessions")
 def crs_known_behaviour(tables: Tables) -> str:
     """How many of the tested differences between systems of known behaviour the adaptation metrics reproduce
-    after Holm, and the LLM recommender's recovery rate beside the adapting template's."""
+    after Holm, and which do not."""
     checks, sessions = tables["crs_checks"], tables["crs_sessions"]
     tested = checks[checks["tested"].astype(bool)]
     rejected = tested[tested["rejected"].astype(bool)]
-    recovery = sessions.groupby("system")["recovery_rate"].mean()
-    llm = (f" The LLM recommender recovers from {recovery['llm']:.0%} of shifts within the window, the adapting "
-           f"template from {recovery['retrieval_template']:.0%}."
-           if {"llm", "retrieval_template"} <= set(recovery.index) else "")
     failing = tested.loc[~tested["rejected"].astype(bool), "expectation"]
     return (f"Over {sessions['session_id'].nunique()} simulated users, {len(rejected)} of {len(tested)} tested "
             f"differences between systems of known behaviour hold after Holm"
             + (f" (not: {'; '.join(failing)})" if len(failing) else "")
             + f"; {len(checks) - len(tested)} checks that hold by design or are no strict difference are not "
-              f"counted." + llm)
+              f"counted.")
 
 
 def metric_check_text(table: pd.DataFrame, recommenders: Sequence[str] = ("llm", "retrieval_template")) -> str:
@@ -221,4 +233,23 @@ def metric_check_text(table: pd.DataFrame, recommenders: Sequence[str] = ("llm",
               f"added to it score TAS {table.loc['nothing_random_titles', 'tas']:.2f}, the preference restated "
               f"without a title {table.loc['preference_restated', 'tas']:.2f}, the hidden target named "
               f"{table.loc['target_named', 'tas']:.2f}. TAS and CAS measure whether a reply talks about the "
-              f"current wishes, not whether it recommends something that satisfies them.")
+              f"current wishes, not whether it recommends something that satisfies them. "
+            + system_order_text(table))
+
+
+def system_order_text(table: pd.DataFrame) -> str:
+    """The real systems (the rows of :func:`lib.crs.recommendation.metric_check_table` that are no counterfactual)
+    ordered by CAS and by hit rate, Kendall's τ between the two orders, and whether target success (iEvaLM's
+    criterion) is at its ceiling for every one of them."""
+    from scipy.stats import kendalltau
+
+    from lib.crs.recommendation import COUNTERFACTUALS
+
+    real = table.drop(index=[r for r in COUNTERFACTUALS if r in table.index])
+    by = {m: " > ".join(real[m].sort_values(ascending=False, kind="stable").index) for m in ("cas", "hit_rate")}
+    tau = float(kendalltau(real["cas"], real["hit_rate"]).statistic)
+    ceiling = bool((real["target_success"] == 1).all())
+    return (f"Over the {len(real)} systems, CAS orders them {by['cas']} and the hit rate {by['hit_rate']} (Kendall "
+            f"τ {tau:.2f} over {len(real)} systems, no interval)."
+            + (" Target success, iEvaLM's criterion, is 1 for every one of them: here the wishes narrow retrieval to "
+               "the target, so it cannot tell systems apart." if ceiling else ""))

@@ -3,34 +3,35 @@
 E(x) (:class:`lib.crs.concepts.Gazetteer`) does everything in chapter 06: it picks what the simulator may say,
 reads every user turn for the trackers, and scores the replies. The template systems write their replies in its
 words ("Matching genre comedy, actor Tom Hanks: …"), so a metric scored by E(x) can agree with them by
-construction. :class:`AliasMatcher` shares no code or vocabulary with it and scores the same replies, so that
+construction. :class:`AliasMatcher` shares no matching code with it and does not see the simulator's state; it
+uses what any extractor of this universe must name: the items' titles and years, the canonical concept values and
+their display names, and the plot keyword list. It scores the same replies by the same formulas, so that
 agreement between the two says how much of a metric is the extractor (:func:`independent_rows`,
-:func:`extractor_agreement`). It reads a reply against the concepts it could be scored on:
+:func:`extractor_agreement`). It reads:
 
 * **titles**: every item's title, folded (accents stripped, case folded, punctuation to spaces), as a whole-word
   phrase, also without a leading article; with a year right after it, only the item of that year; a title of
   one word besides articles counts only with its year ("Heat (1995)", "The Heat (2013)"), so that a common
-  phrase is not a title; the words of a
-  named title are not read again as genre, person or year;
-* **persons**: the people among the concepts the reply is scored against (the user's current and abandoned
-  wishes) and the people of the titles it names, by full name, by the name without its initials, and by the
-  surname alone when it has at least 4 letters, is capitalised in the reply and does not end a longer
-  capitalised name ("a Spielberg film", not "Frank Baum" for another Baum);
+  phrase is not a title; a title inside a longer title found at the same place is not read ("Beverly Hills Cop"
+  in "Beverly Hills Cop II"); the words of a named title are not read again as genre, person or year;
+* **persons**: every person of the universe by full name or by the name without its initials (at least two
+  words), longest first; the field from a cue word among the three words before the name ("directed",
+  "starring", "written", …), else the fields under which the named titles list the person, else every field the
+  universe lists the name under; a surname said alone only for the people of the named titles, when it has at
+  least 4 letters, is capitalised and does not end a longer capitalised name ("a Spielberg film");
 * **genres**: an alias lexicon of its own (:data:`GENRE_WORDS`); "short" only as "short film", so "not too
   short" is no genre;
 * **years**: a four-digit number that is the year of some item;
-* **plot keywords**: each word of the keyword by its stem (first five letters) at the start of a word;
+* **plot keywords**: each word of the keyword whole, with at most three more letters ("vampires", not
+  "Christopher" for christmas);
 * **languages**: the language's name.
-
-What it cannot do, by design: a person who is neither wished for nor in a named title is not found (E(x) finds
-every person of the universe), so an invented person counts for E(x) and not here.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import pandas as pd
@@ -61,8 +62,14 @@ GENRE_WORDS: dict[str, tuple[str, ...]] = {
     "western": ("western", "westerns", "cowboy", "cowboys"),
 }
 ARTICLES = ("the", "a", "an")
-STEM_LETTERS = 5
+SUFFIX_LETTERS = 3
 MIN_SURNAME_LETTERS = 4
+MAX_NAME_WORDS = 6
+CUE_WORDS: dict[str, tuple[str, ...]] = {
+    "director": ("directed", "director", "directors", "dir", "filmmaker"),
+    "writer": ("written", "writer", "writers", "screenplay", "script", "scripted", "penned"),
+    "actor": ("starring", "stars", "star", "actor", "actress", "actors", "cast", "featuring", "with"),
+}
 YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 
 
@@ -99,7 +106,6 @@ class AliasMatcher:
     """The matcher over one universe (indexes built once, on first use)."""
 
     universe: ItemUniverse
-    _person_aliases: dict[str, tuple[tuple[str, ...], str | None]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def titles(self) -> list[tuple[str, str, str | None]]:
@@ -112,6 +118,19 @@ class AliasMatcher:
             aliases = {folded} | ({" ".join(words[1:])} if len(words) > 1 and words[0] in ARTICLES else set())
             out.extend((row.item_id, alias, year) for alias in aliases if alias)
         return out
+
+    @cached_property
+    def persons(self) -> dict[str, frozenset[str]]:
+        """Folded name (full, and without initials when that leaves two words) → the person concepts of every field
+        the universe lists it under."""
+        names: dict[str, set[str]] = {}
+        for concept in self.universe.postings:
+            if concept_field(concept) in PERSON_FIELDS:
+                words = fold(self.universe.display.get(concept, split_concept(concept)[1])).split()
+                for alias in {" ".join(words), " ".join(w for w in words if len(w) > 1)}:
+                    if len(alias.split()) >= 2:
+                        names.setdefault(alias, set()).add(concept)
+        return {name: frozenset(concepts) for name, concepts in names.items()}
 
     @cached_property
     def years(self) -> frozenset[str]:
@@ -127,8 +146,8 @@ class AliasMatcher:
                 phrases = GENRE_WORDS.get(value, (fold(value),))
                 patterns.append((concept, re.compile("|".join(rf"\b{re.escape(p)}\b" for p in phrases))))
             elif kind == "plot":
-                stems = [re.escape(w[:STEM_LETTERS]) + r"\w*" for w in fold(value).split()]
-                patterns.append((concept, re.compile(r"\b" + r"\s+".join(stems) + r"\b")))
+                words = [re.escape(w) + rf"\w{{0,{SUFFIX_LETTERS}}}" for w in fold(value).split()]
+                patterns.append((concept, re.compile(r"\b" + r"\s+".join(words) + r"\b")))
             elif kind == "language":
                 patterns.append((concept, re.compile(rf"\b{re.escape(fold(value))}\b")))
         return patterns
@@ -138,8 +157,7 @@ class AliasMatcher:
         cover."""
         tokens = fold(text).split()
         padded = f" {' '.join(tokens)} "
-        found: set[str] = set()
-        covered: set[int] = set()
+        spans: list[tuple[int, int, str]] = []
         for item, title, year in self.titles:
             length = len(title.split())
             if year is not None and f" {title} {year} " in padded:
@@ -150,56 +168,56 @@ class AliasMatcher:
                           if s + length >= len(tokens) or tokens[s + length] not in self.years]
             else:
                 starts = []
-            for start in starts:
-                found.add(item)
-                covered.update(range(start, start + length))
-        return frozenset(found), frozenset(covered)
+            spans.extend((start, start + length, item) for start in starts)
+        # a title inside a longer title found around it is part of that title
+        kept = [(a, b, item) for a, b, item in spans
+                if not any(c <= a and b <= d and d - c > b - a for c, d, _ in spans)]
+        return frozenset(item for _, _, item in kept), frozenset(t for a, b, _ in kept for t in range(a, b))
 
-    def _person(self, concept: str) -> tuple[tuple[str, ...], str | None]:
-        """A person's folded aliases (full name, name without initials) and the folded surname that counts alone
-        (None when it is shorter than :data:`MIN_SURNAME_LETTERS` or the name has one word)."""
-        if concept not in self._person_aliases:
-            words = fold(self.universe.display.get(concept, split_concept(concept)[1])).split()
-            full, no_initials = " ".join(words), " ".join(w for w in words if len(w) > 1)
-            surname = words[-1] if len(words) > 1 and len(words[-1]) >= MIN_SURNAME_LETTERS else None
-            self._person_aliases[concept] = (tuple(sorted({full, no_initials} - {""})), surname)
-        return self._person_aliases[concept]
-
-    def concepts(self, text: str, candidates: frozenset[str], items: frozenset[str], covered: frozenset[int]
-                 ) -> frozenset[str]:
-        """The preference concepts the text names outside the ``covered`` title tokens: persons among
-        ``candidates`` and the people of ``items``, genres, plot keywords, languages and years. A name listed under
-        several fields, or a surname several people share, counts as those among ``candidates`` if any, else as
-        all of them."""
+    def concepts(self, text: str, items: frozenset[str], covered: frozenset[int]) -> frozenset[str]:
+        """The preference concepts the text names outside the ``covered`` title tokens: persons, genres, plot
+        keywords, languages and years (the module docstring gives the rules); ``items`` are the titles it names."""
         raw = raw_tokens(text)
         kept = [("#" if i in covered else t.lower()) for i, t in enumerate(raw)]
         folded = " ".join(kept)
-        padded = f" {folded} "
         found = {c for c, pattern in self.fixed_patterns if pattern.search(folded)}
         found |= {f"year={y}" for y in YEAR.findall(folded) if y in self.years}
-        people = {c for c in candidates if concept_field(c) in PERSON_FIELDS} | {
-            c for i in items for c in self.universe.concepts_of[i] if concept_field(c) in PERSON_FIELDS}
-        # People read by one key (a full name under several fields, or a surname said alone that several people
-        # share) count as the wished ones among them if any, else all of them.
-        by_key: dict[str, set[str]] = {}
-        for person in people:
-            aliases, surname = self._person(person)
-            if any(f" {a} " in padded for a in aliases):
-                by_key.setdefault(f"name:{split_concept(person)[1]}", set()).add(person)
-            elif surname and any(word == surname and raw[i][:1].isupper() and not (i and _name_word(raw[i - 1]))
-                                 for i, word in enumerate(kept)):
-                by_key.setdefault(f"surname:{surname}", set()).add(person)
-        for group in by_key.values():
-            found |= (group & candidates) or group
+        titled = {c for i in items for c in self.universe.concepts_of[i] if concept_field(c) in PERSON_FIELDS}
+        position = 0
+        while position < len(kept):
+            for n in range(min(MAX_NAME_WORDS, len(kept) - position), 1, -1):
+                people = self.persons.get(" ".join(kept[position:position + n]))
+                if people is not None:
+                    found |= self._fields(people, kept[max(0, position - 3):position], titled)
+                    position += n
+                    break
+            else:
+                word = kept[position]
+                surname = {c for c in titled if len(word) >= MIN_SURNAME_LETTERS
+                           and fold(self.universe.display.get(c, split_concept(c)[1])).split()[-1] == word}
+                if surname and raw[position][:1].isupper() and not (position and _name_word(raw[position - 1])):
+                    found |= self._fields(frozenset(surname), kept[max(0, position - 3):position], titled)
+                position += 1
         return frozenset(found)
+
+    @staticmethod
+    def _fields(people: frozenset[str], before: Sequence[str], titled: set[str]) -> frozenset[str]:
+        """Of one name's person concepts: the field of the nearest cue word before it, else those the named titles
+        list, else all."""
+        for word in reversed(before):
+            cued = frozenset(c for c in people for f, cues in CUE_WORDS.items() if word in cues
+                             and concept_field(c) == f)
+            if cued:
+                return cued
+        return frozenset(people & titled) or people
 
     def system_concepts(self, text: str, relevant: frozenset[str], universe: ItemUniverse
                         ) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """(S, every concept named, the items named), as :func:`lib.crs.metrics.system_concepts` gives them, from
         this matcher: S is the preference concepts named plus the concepts of ``relevant`` (P ∪ D) that a named
-        item carries."""
+        item carries (the metric's definition of S, as for E(x); the matching itself does not see ``relevant``)."""
         items, covered = self.items(text)
-        named = self.concepts(text, relevant, items, covered)
+        named = self.concepts(text, items, covered)
         grounded = frozenset(c for c in relevant if any(c in universe.concepts_of[i] for i in items))
         names = frozenset(f"name={fold(universe.names[i])}" for i in items)
         return named | grounded, named | names, items

@@ -6,8 +6,9 @@ recommends anything that satisfies it. This module adds that question as an exte
 (the methodology claims no recommendation accuracy):
 
 * per system turn, the items the reply names (T(t) of :mod:`lib.crs.metrics`), how many of them carry every
-  concept of the user's current preference P(t) (the universe items matching the current hidden preference), and
-  ``hit`` = at least one does; whether the reply names the user's hidden target item;
+  concept of the user's current preference P(t) (the universe items matching the current hidden preference) and
+  are not a movie the user said it liked (recommending it back is no recommendation), and ``hit`` = at least one
+  does; whether the reply names the user's hidden target item;
 * per session, the hit rate over the scored turns, ``success`` = the last reply hits (a recommendation that
   satisfies the final preference, as iEvaLM scores success at the end of a conversation, here against the
   preference rather than one target item) and ``target_success`` = some reply names the target (iEvaLM's own
@@ -36,7 +37,8 @@ from lib.crs.universe import ItemUniverse
 
 COUNTERFACTUALS = ("nothing", "nothing_random_titles", "preference_restated", "target_named")
 BY_CONSTRUCTION = {"nothing": "no title, so no hit", "preference_restated": "no title, so no hit",
-                   "target_named": "names the target, so target success"}
+                   "nothing_random_titles": "its titles carry no wish, so no hit",
+                   "target_named": "the target carries every current wish, so every reply hits and succeeds"}
 
 
 def matching_items(preference: Sequence[str], universe: ItemUniverse) -> frozenset[str]:
@@ -47,13 +49,15 @@ def matching_items(preference: Sequence[str], universe: ItemUniverse) -> frozens
 
 def turn_recommendations(log: Mapping[str, Any], universe: ItemUniverse) -> pd.DataFrame:
     """One row per system turn of a session record (:meth:`SessionLog.record`): turn, scored (non-empty reply),
-    named (items the reply names), matching (of those, the ones carrying every concept of P(t)), hit (matching >
-    0) and target_named."""
+    named (items the reply names), matching (of those, the ones carrying every concept of P(t) that the user has
+    not said it liked), hit (matching > 0) and target_named."""
     rows = []
+    liked: set[str] = set()
     for user, system in pairs(log["conversation"]):
         meta = user["user_meta"]
+        liked |= {meta["liked"]} if meta.get("liked") else set()
         _, _, items = system_concepts(system["text"], frozenset(), universe)
-        fitting = items & matching_items(meta["preference"], universe)
+        fitting = (items - liked) & matching_items(meta["preference"], universe)
         rows.append({"session_id": log["session_id"], "system": log["system"], "turn": meta["turn"],
                      "scored": bool(system["text"]), "named": len(items), "matching": len(fitting),
                      "hit": bool(fitting), "target_named": meta["target"] in items})

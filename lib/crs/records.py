@@ -51,6 +51,7 @@ class UserMeta(Strict):
     phrasing: Literal["template", "llm", "template_fallback"]
     target: str = Field(min_length=1)
     liked: str | None  # an item the user said it liked at this turn
+    quiet: bool  # a shift planned without a cue word
 
 
 class UserTurn(Strict):

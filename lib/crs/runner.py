@@ -74,7 +74,8 @@ def _user_meta(script: Script, turn: int, phrasing: Phrasing) -> dict[str, Any]:
     plan = script.turns[turn]
     return {"turn": plan.turn, "kind": plan.kind, "focus": plan.focus, "stated": list(plan.stated),
             "preference": list(plan.preference), "dropped": list(plan.dropped), "shift": plan.shift,
-            "phrasing": phrasing, "target": plan.target, "liked": plan.liked}
+            "phrasing": phrasing, "target": plan.target, "liked": plan.liked,
+            "quiet": plan.quiet}
 
 
 def converse(system: CRS, scripts: Sequence[Script], phrased: Sequence[Sequence[tuple[str, Phrasing]]],
@@ -88,7 +89,8 @@ def converse(system: CRS, scripts: Sequence[Script], phrased: Sequence[Sequence[
         for script, conversation, utterances in zip(scripts, conversations, phrased, strict=True):
             previous = script.turns[t - 1] if t else None
             previous_text = conversation[-1]["text"] if t else None
-            text = user_text(script.turns[t], utterances[t][0], previous, previous_text, universe, script.targets)
+            text = user_text(script.turns[t], utterances[t][0], previous, previous_text, universe, script.targets,
+                             script.turns[0].liked)
             conversation.append({"speaker": "USER", "text": text, "user_meta": _user_meta(script, t, utterances[t][1])})
         views = [[{"speaker": turn["speaker"], "text": turn["text"]} for turn in c] for c in conversations]
         replies: list[SystemReply] = system.respond(views, [s.seed * 1000 + t for s in scripts])

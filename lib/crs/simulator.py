@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from lib import prompts
 from lib.crs.concepts import concept_field, content_words, normalise, preference_concepts, split_concept, tokens
+from lib.crs.systems import has_shift_cue
 from lib.crs.universe import ItemUniverse
 from lib.llm.gateway import Gateway, LLMCall
 
@@ -129,6 +130,7 @@ class TurnPlan:
     template_text: str
     feedback_variant: int = 0
     liked: str | None = None
+    quiet: bool = False  # a shift said without a cue word
 
     @property
     def shift(self) -> bool:
@@ -293,7 +295,7 @@ def _draw_script(universe: ItemUniverse, settings: SimulatorSettings, shifts: tu
         turns.append(TurnPlan(t, kind, order[focus_index], tuple(stated), tuple(sorted(preference)),
                               tuple(c for c in dropped if c not in preference), target,
                               _template(kind, stated, universe, rng, quiet),
-                              int(rng.integers(len(FEEDBACK[True])))))
+                              int(rng.integers(len(FEEDBACK[True]))), quiet=quiet))
     return Script(seed, true_genre, tuple(turns), tuple(events), tuple(targets))
 
 
@@ -323,25 +325,28 @@ def _shift_target(universe: ItemUniverse, pool: tuple[str, ...], old_field: str,
 
 
 def feedback_prefix(previous_preference: Sequence[str], previous_system_text: str, universe: ItemUniverse,
-                    variant: int = 0) -> str:
+                    variant: int = 0, liked: str | None = None) -> str:
     """:data:`FEEDBACK` on the system's last reply (its ``variant``): good when a title it named carries every
-    concept of the preference the user had then."""
+    concept of the preference the user had then and is not the movie the user said it ``liked`` (already seen)."""
     wanted = set(previous_preference)
     named = [c for c in universe.extract(previous_system_text) if concept_field(c) == "name"]
-    met = any(wanted <= universe.concepts_of[item] for c in named for item in universe.items_named(c))
+    met = any(wanted <= universe.concepts_of[item] for c in named for item in universe.items_named(c)
+              if item != liked)
     return FEEDBACK[met][variant % len(FEEDBACK[met])]
 
 
 def user_text(plan: TurnPlan, base_text: str, previous: TurnPlan | None, previous_system_text: str | None,
-              universe: ItemUniverse, targets: Sequence[str]) -> str:
+              universe: ItemUniverse, targets: Sequence[str], liked: str | None = None) -> str:
     """The utterance the system sees at ``plan``'s turn: the base text (template or LLM), followed by the liked
-    movie when the plan names one, after the feedback on the last reply for a refine or restate turn. A feedback
-    that would join the base text into a target's title is left out."""
+    movie when the plan names one, after the feedback on the last reply for a refine or restate turn (the
+    session's ``liked`` movie recommended back is no good recommendation). A feedback that would join the base
+    text into a target's title is left out."""
     if plan.liked is not None:
         base_text = f"{base_text} {liked_text(plan.liked, universe)}"
     if plan.kind in ("open", "shift") or previous is None or previous_system_text is None:
         return base_text
-    text = f"{feedback_prefix(previous.preference, previous_system_text, universe, plan.feedback_variant)} {base_text}"
+    feedback = feedback_prefix(previous.preference, previous_system_text, universe, plan.feedback_variant, liked)
+    text = f"{feedback} {base_text}"
     return base_text if any(names_title(text, universe, t) for t in targets) else text
 
 
@@ -354,7 +359,8 @@ USER_SITUATIONS: dict[str, str] = {
     "open": "This is the person's first message.",
     "refine": "The person adds this to what they asked for before.",
     "restate": "The person repeats this wish.",
-    "shift": "The person has changed their mind: they ask for this instead of what they asked before.",
+    "shift": "The person has changed their mind: they say so and ask for this instead of what they asked before.",
+    "quiet shift": "The person now asks for this, without saying that they changed their mind.",
 }
 
 
@@ -364,15 +370,18 @@ def utterance_messages(plan: TurnPlan, universe: ItemUniverse) -> list[dict[str,
     system, user = prompts.parts("crs_user_utterance", 2)
     wishes = "; ".join(f"{universe.display[c]} ({concept_field(c)})" for c in plan.stated)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": user.format(wishes=wishes, situation=USER_SITUATIONS[plan.kind])}]
+            {"role": "user", "content": user.format(
+                wishes=wishes, situation=USER_SITUATIONS["quiet shift" if plan.quiet else plan.kind])}]
 
 
 def acceptable_utterance(text: str, plan: TurnPlan, universe: ItemUniverse, targets: Sequence[str]) -> bool:
     """An LLM utterance is kept when E(x) finds exactly the stated concepts on the preference fields (no wish the
-    plan does not hold), no title, no target's title, and it ends a sentence (a cut turn is refused)."""
+    plan does not hold), no title, no target's title, it ends a sentence (a cut turn is refused), and a shift keeps
+    its planned form: with a cue word of the trackers, or, for a quiet shift, without one."""
     found = universe.extract(text)
     return preference_concepts(found) == set(plan.stated) and not any(concept_field(c) == "name" for c in found) \
-        and not any(names_title(text, universe, t) for t in targets) and text.rstrip().endswith(SENTENCE_ENDS)
+        and not any(names_title(text, universe, t) for t in targets) and text.rstrip().endswith(SENTENCE_ENDS) \
+        and (not plan.shift or has_shift_cue(text) != plan.quiet)
 
 
 def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: Gateway | None = None,

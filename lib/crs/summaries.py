@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -305,11 +305,13 @@ def one_per_session(logs: Sequence[SessionLog]) -> list[SessionLog]:
 
 
 def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
-    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns, how many carry a shift
-    cue the tracking systems react to (:data:`lib.crs.systems.SHIFT_CUES`), how many keep a stated value
-    (partial), and how many are real changes (a stated value abandoned and a new one wanted, read from the
-    simulator's state before and at the turn); once per session, the base text being shared by every system. A
-    shift said without a cue is reset by no tracker: only a new value on the same field replaces the old one."""
+    """Per phrasing of the user turn (template, llm, template_fallback), the shift turns, how many were planned
+    quiet (without a cue word), how many carry a shift cue the tracking systems react to
+    (:data:`lib.crs.systems.SHIFT_CUES`), how many keep a stated value (partial), and how many are real changes (a
+    stated value abandoned and a new one wanted, read from the simulator's state before and at the turn: true by
+    the simulator's construction, so a check of its code); once per session, the base text being shared by every
+    system. A shift said without a cue is reset by no tracker: only a new value on the same field replaces the old
+    one."""
     rows: list[dict[str, object]] = []
     for log in one_per_session(logs):
         users = log.user_turns()
@@ -317,11 +319,13 @@ def shift_cues(logs: Sequence[SessionLog]) -> pd.DataFrame:
         for u in users:
             if u.user_meta.shift:
                 before, now = set(users[u.user_meta.turn - 1].user_meta.preference), set(u.user_meta.preference)
-                rows.append({"phrasing": u.user_meta.phrasing, "with_cue": has_shift_cue(u.text),
+                rows.append({"phrasing": u.user_meta.phrasing, "planned_quiet": u.user_meta.quiet,
+                             "with_cue": has_shift_cue(u.text),
                              "partial": bool(events[u.user_meta.turn].kept),
                              "real_change": bool(before - now) and bool(now - before)})
-    frame = pd.DataFrame(rows, columns=["phrasing", "with_cue", "partial", "real_change"])
-    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), with_cue=("with_cue", "sum"),
+    frame = pd.DataFrame(rows, columns=["phrasing", "planned_quiet", "with_cue", "partial", "real_change"])
+    return frame.groupby("phrasing").agg(shift_turns=("with_cue", "size"), planned_quiet=("planned_quiet", "sum"),
+                                         with_cue=("with_cue", "sum"),
                                          partial=("partial", "sum"), real_change=("real_change", "sum"))
 
 
@@ -337,8 +341,8 @@ def recovery_intervals(shifts: pd.DataFrame, logs: Sequence[SessionLog], seed: i
                        ) -> pd.DataFrame:
     """Per system: shifts, shifts recovered within W, the recovery rate (recovered / shifts, pooled over the
     sessions) with a cluster-bootstrap CI over the simulated users (a user's shifts are resampled together;
-    :func:`lib.analysis.stats.unit_bootstrap`; none under its minimum of users), and the rate on the shifts said
-    with a cue word and without one (quiet)."""
+    :func:`lib.analysis.stats.unit_bootstrap`; none under its minimum of users, and none when every user has the
+    same rate), and the rate on the shifts said with a cue word and without one (quiet)."""
     from lib.analysis.stats import unit_bootstrap
 
     frame = shifts.merge(shift_phrasing(logs), on=["system", "session_id", "turn"], how="left", validate="1:1")
@@ -347,6 +351,9 @@ def recovery_intervals(shifts: pd.DataFrame, logs: Sequence[SessionLog], seed: i
         part = frame[frame["system"] == system]
         recovered = part["recovered"].astype(float).to_numpy()
         interval = unit_bootstrap(np.mean, [recovered], part["session_id"], "users", seed, n_resamples)
+        if part.groupby("session_id")["recovered"].mean().nunique() == 1:
+            # every user has the same rate: a percentile bootstrap collapses onto it, which is no interval
+            interval = replace(interval, low=np.nan, high=np.nan)
         cue = part.loc[part["with_cue"], "recovered"]
         quiet = part.loc[~part["with_cue"], "recovered"]
         rows.append({"system": system, "shifts": len(part), "recovered": int(recovered.sum()),
@@ -408,7 +415,8 @@ EXPECTATIONS: tuple[Expectation, ...] = (
                 by_design="with γ = α + β and I = 1, the echo's TAS is at most 0"),
     Expectation("TAS: the template above the stale template", "tas", ("retrieval_template",), ("stale_template",)),
     Expectation("the template recovers more often than the stale template", "recovery_rate",
-                ("retrieval_template",), ("stale_template",)),
+                ("retrieval_template",), ("stale_template",),
+                by_design="the stale template names every abandoned wish, and a reply with one never recovers"),
     Expectation("the stale template carries more abandoned wishes", "interference", ("stale_template",),
                 ("retrieval_template",), by_design="the stale template never drops a wish, so it names every "
                                                    "abandoned one it tracked"),

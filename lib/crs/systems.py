@@ -15,10 +15,11 @@ adapts at a shift cue |
 | ``echo`` | none | the user's last words | degenerate: the copy ratio I must catch it |
 
 The LLM systems ask for ``{"titles": [...], "reason": "..."}`` (one or two titles, a reason of at most 12
-words: about 40 generated tokens) and keep a title only when it names an item of the universe; titles outside
-the universe are dropped and counted (``off_universe``), titles of the universe that were not among the
-candidates are kept and counted (``off_candidates``). A failed call is a reply with empty text and its
-``failure_kind`` — the turn is not scored, and never filled with a made-up answer.
+words, capped at 100 characters by the schema: about 40 generated tokens) and keep a title only when it names an
+item of the universe; titles outside the universe are dropped and counted (``off_universe``), titles of the
+universe that were not among the candidates are kept and counted (``off_candidates``). A reason the cap cut is
+trimmed to its last complete clause (:func:`complete_reason`), so that no reply ends mid-word. A failed call is a
+reply with empty text and its ``failure_kind`` — the turn is not scored, and never filled with a made-up answer.
 """
 from __future__ import annotations
 
@@ -142,13 +143,18 @@ def echo_crs() -> CRS:
     return CRS("echo", respond)
 
 
+REASON_CAP = 100  # characters; the schema's cap keeps the generation short
+SENTENCE_END = (".", "!", "?")
+CLAUSE_MARKS = (". ", "; ", ", ", ": ", " - ")
+
+
 TitleText = Annotated[str, StringConstraints(min_length=1, max_length=80)]
 
 
 class LLMRecommendation(BaseModel):
     # Length caps are in the JSON schema, so constrained decoding keeps the reply short (~40 tokens).
     titles: list[TitleText] = Field(min_length=1, max_length=2)
-    reason: str = Field(min_length=1, max_length=100)
+    reason: str = Field(min_length=1, max_length=REASON_CAP)
 
 
 def candidate_lines(item_ids: Sequence[str], universe: ItemUniverse) -> str:
@@ -170,6 +176,18 @@ def recommend_messages(constraints: Sequence[str], item_ids: Sequence[str], last
             {"role": "user", "content": user.format(candidates=candidate_lines(item_ids, universe),
                                                     wishes=wishes_text(constraints, universe),
                                                     message=last_user_text)}]
+
+
+def complete_reason(reason: str, cap: int = REASON_CAP) -> str:
+    """The reason as said: unchanged unless the length cap cut it (it fills the cap and does not end a sentence);
+    then up to its last clause mark (". ", "; ", ", ", ": ", " - ") with a full stop, or without its last, cut
+    word when it has no clause mark."""
+    reason = reason.strip()
+    if len(reason) < cap - 2 or reason.endswith(SENTENCE_END):
+        return reason
+    cut = max(reason.rfind(mark) for mark in CLAUSE_MARKS)
+    kept = reason[:cut] if cut > 0 else reason.rsplit(" ", 1)[0]
+    return kept.rstrip(" ,;:-") + "."
 
 
 def filter_titles(proposed: Sequence[str], candidates: Sequence[str], universe: ItemUniverse
@@ -213,7 +231,7 @@ def llm_crs(gateway: Gateway, universe: ItemUniverse, policy: TrackerPolicy = "u
                 replies[i] = SystemReply("", constraints, failure_kind=result.failure_kind)
                 continue
             kept, off_universe, off_candidates = filter_titles(result.value.titles, candidates, universe)
-            reason = result.value.reason.strip()
+            reason = complete_reason(result.value.reason)
             text = f"{' or '.join(universe.names[item] for item in kept)}: {reason}" if kept else reason
             replies[i] = SystemReply(text, constraints, len(result.value.titles), off_universe, off_candidates)
         return [replies[i] for i in range(len(histories))]
