@@ -81,7 +81,8 @@ def test_metric_check_text_says_which_metric_a_reply_that_recommends_nothing_foo
     assert "is 0.00 for it" in text and "0.94–0.96" in text
     assert "both score it below them" in ch06.metric_check_text(table.assign(tas=[0.6, 0.8, 0.5, 0.5, 0.5, 0.9]))
     assert ("CAS orders them retrieval_template > llm and the hit rate retrieval_template > llm (Kendall τ 1.00 over "
-            "2 systems, no interval). Target success, iEvaLM's criterion, is 1 for every one of them") in text
+            "2 systems, no interval). Target success, iEvaLM's criterion, is 1 in every session of each of the 2 "
+            "systems that ever name the target (llm, retrieval_template)") in text
     swapped = ch06.system_order_text(table.assign(cas=[0.9, 0.8, 0.6, 0.79, 0.85, 0.94], target_success=0.5))
     assert "CAS orders them llm > retrieval_template" in swapped and "τ -1.00" in swapped
     assert "Target success" not in swapped

@@ -240,7 +240,7 @@ def metric_check_text(table: pd.DataFrame, recommenders: Sequence[str] = ("llm",
 def system_order_text(table: pd.DataFrame) -> str:
     """The real systems (the rows of :func:`lib.crs.recommendation.metric_check_table` that are no counterfactual)
     ordered by CAS and by hit rate, Kendall's τ between the two orders, and whether target success (iEvaLM's
-    criterion) is at its ceiling for every one of them."""
+    criterion) is at its ceiling for every system that ever names the target."""
     from scipy.stats import kendalltau
 
     from lib.crs.recommendation import COUNTERFACTUALS
@@ -248,8 +248,10 @@ def system_order_text(table: pd.DataFrame) -> str:
     real = table.drop(index=[r for r in COUNTERFACTUALS if r in table.index])
     by = {m: " > ".join(real[m].sort_values(ascending=False, kind="stable").index) for m in ("cas", "hit_rate")}
     tau = float(kendalltau(real["cas"], real["hit_rate"]).statistic)
-    ceiling = bool((real["target_success"] == 1).all())
+    naming = real[real["target_success"] > 0]
+    ceiling = len(naming) > 1 and bool((naming["target_success"] == 1).all())
     return (f"Over the {len(real)} systems, CAS orders them {by['cas']} and the hit rate {by['hit_rate']} (Kendall "
             f"τ {tau:.2f} over {len(real)} systems, no interval)."
-            + (" Target success, iEvaLM's criterion, is 1 for every one of them: here the wishes narrow retrieval to "
-               "the target, so it cannot tell systems apart." if ceiling else ""))
+            + (f" Target success, iEvaLM's criterion, is 1 in every session of each of the {len(naming)} systems "
+               f"that ever name the target ({', '.join(naming.index)}): here the wishes narrow retrieval to the "
+               f"target, so it cannot tell them apart." if ceiling else ""))
