@@ -59,7 +59,8 @@ def test_summary_is_written_from_the_tables():
     assert "its window is half the mean segment length, 1 turn here" in text  # 8 turns / 3 segments / 2
     assert "(jaccard) has F1 0.40–0.50 and Pk 0.30–0.40" in text and "does better than no boundary" in text
     assert "2 of 10 proposed titles were outside" in text
-    assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text and "0 of 3 LLM-phrased shift turns" in text
+    assert "10 of 16 LLM-phrased user turns kept (6 fell back" in text
+    assert "3 of 3 shift turns given to the LLM kept their planned form" in text
     assert text.endswith("0 user turns named a hidden target; 1 system turns failed.")
 
 

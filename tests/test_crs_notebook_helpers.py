@@ -165,12 +165,13 @@ def test_recovery_intervals_resample_users_and_split_by_cue(run):
     row = table.loc["a"]
     # Every user recovers from 1 of its 2 shifts: every resample gives 0.5, which is no interval.
     assert (row.shifts, row.recovered, row.recovery_rate) == (20, 10, 0.5) and np.isnan(row.ci_low)
+    assert row.ci_over == "10 users, all at one rate"
     varied = shifts.assign(recovered=[True, False] * 6 + [False, False] * 4)
     low, high = summaries.recovery_intervals(varied, logs, n_resamples=200).loc["a", ["ci_low", "ci_high"]]
     assert 0 <= low < 0.3 < high <= 0.5  # 6 users at 0.5, 4 at 0: rate 0.3
-    assert row.ci_over == "10 users" and row.cue_shifts + row.quiet_shifts == 20
+    assert row.cue_shifts + row.quiet_shifts == 20
     few = summaries.recovery_intervals(shifts.iloc[:6], logs[:3], n_resamples=200).loc["a"]
-    assert np.isnan(few.ci_low) and few.ci_over == "3 users"  # under the study's minimum: no interval
+    assert np.isnan(few.ci_low) and few.ci_over == "3 users, all at one rate"  # and under the study's minimum
 
 
 def test_concept_error_table_puts_systems_side_by_side():

@@ -230,6 +230,10 @@ def test_an_llm_shift_keeps_its_planned_form(universe):
     planned_quiet = replace(shift, quiet=True)
     assert acceptable_utterance(quiet, planned_quiet, universe, script.targets)
     assert not acceptable_utterance(with_cue, planned_quiet, universe, script.targets)
+    refine = next(p for p in script.turns if p.kind == "refine")
+    refined = describe(refine.stated, universe)
+    assert acceptable_utterance(f"Also {refined}.", refine, universe, script.targets)
+    assert not acceptable_utterance(f"Forget it, {refined}.", refine, universe, script.targets)  # no shift planned
 
 
 def test_a_reason_cut_by_the_cap_is_trimmed_to_its_last_clause():
@@ -237,9 +241,11 @@ def test_a_reason_cut_by_the_cap_is_trimmed_to_its_last_clause():
 
     cut = "Both films are directed by Richard Fleischer and written by Leslie Bricusse, and both have a strong,"
     assert len(cut) >= REASON_CAP - 2
-    assert complete_reason(cut) == "Both films are directed by Richard Fleischer and written by Leslie Bricusse."
+    assert complete_reason(cut) == cut[:-1] + "."  # the clause the model finished, to its last mark
     no_mark = "A comedy starring Charlie Sheen and Lloyd Bridges directed by Jim Abrahams and written by Pat Profft"
-    assert complete_reason(no_mark) == no_mark.rsplit(" ", 1)[0] + "."
+    assert complete_reason(no_mark) == no_mark + "…"  # no word dropped: a complete one cannot be told from a cut one
+    early = "The Wizard of Oz (1982) is a classic animated film by Fumihiko Takayama starring Aileen Quinn,"
+    assert len(early) < REASON_CAP - 2 and complete_reason(early) == early[:-1] + "."  # stopped short of the cap
     assert complete_reason("A short reason") == "A short reason"  # under the cap: as said
     assert complete_reason(cut[:97] + ".") == cut[:97] + "."      # ends a sentence: as said
 

@@ -89,7 +89,8 @@ def earlier_checks(alpha: float, runs: Mapping[str, Path] = EARLIER_RUNS) -> pd.
     """The known-behaviour checks (as now declared) on the committed results of the runs this one replaced: the
     first simulator (6 users, shifts at turns 3 and 6 resetting every wish with a cue word, recovery without the
     stale-wish rule) and this simulator before its review (LLM-phrased shifts free to drop or add a cue word, LLM
-    reasons cut at the length cap). The first is the pilot the session plan starts from."""
+    reasons cut at the length cap, a liked movie recommended back accepted and counted as a hit). The first is the
+    pilot the session plan starts from."""
     tables = {run: crs_summaries.known_behaviour(results_frame(read_jsonl(path, ResultRow)), alpha=alpha)
               for run, path in runs.items()}
     columns = ["expectation", "holds", "sessions_holding", "sessions", "ties", "sign_test_p", "tested", "p_holm"]
@@ -146,6 +147,8 @@ def summary(r: Results) -> str:
     """Chapter 06's "What the numbers say" as Markdown bullets, every number read from ``r``."""
     systems, config = r.systems, r.config
     n_shifts = int(r.rows[r.rows.system == systems[0]].n_shifts.sum())
+    llm_shifts, fallback_shifts = (int(r.cues.at[p, "shift_turns"]) if p in r.cues.index else 0
+                                   for p in ("llm", "template_fallback"))
     user_shifts = r.shifts[r.shifts.system == systems[0]]
     schedules = user_shifts.groupby("session_id")["turn"].apply(tuple).nunique()
     censored = int(user_shifts["censored"].sum())
@@ -193,8 +196,8 @@ def summary(r: Results) -> str:
         f"candidates.",
         f"**Simulator**: {r.kept} of {r.llm_planned} LLM-phrased user turns kept ({r.fallback} fell back to the "
         f"template); "
-        + (f"{int(r.cues.at['llm', 'with_cue'])} of {int(r.cues.at['llm', 'shift_turns'])} LLM-phrased shift turns "
-           f"carry a shift cue; " if "llm" in r.cues.index else "")
+        + (f"{llm_shifts} of {llm_shifts + fallback_shifts} shift turns given to the LLM kept their planned form "
+           f"(with a cue word or, planned quiet, without one); " if llm_shifts + fallback_shifts else "")
         + f"{r.mentions} user turns named a hidden target; {int(r.rows.failed_turns.sum())} system turns failed.",
     ]
     return "\n".join(f"* {line}" for line in lines)

@@ -359,8 +359,9 @@ USER_SITUATIONS: dict[str, str] = {
     "open": "This is the person's first message.",
     "refine": "The person adds this to what they asked for before.",
     "restate": "The person repeats this wish.",
-    "shift": "The person has changed their mind: they say so and ask for this instead of what they asked before.",
-    "quiet shift": "The person now asks for this, without saying that they changed their mind.",
+    "shift": 'The person has changed their mind: they begin with "Actually, I\'ve changed my mind" and ask for this '
+             "instead of what they asked before.",
+    "quiet shift": "The person now asks for this, without saying that they changed their mind or want something else.",
 }
 
 
@@ -376,12 +377,12 @@ def utterance_messages(plan: TurnPlan, universe: ItemUniverse) -> list[dict[str,
 
 def acceptable_utterance(text: str, plan: TurnPlan, universe: ItemUniverse, targets: Sequence[str]) -> bool:
     """An LLM utterance is kept when E(x) finds exactly the stated concepts on the preference fields (no wish the
-    plan does not hold), no title, no target's title, it ends a sentence (a cut turn is refused), and a shift keeps
-    its planned form: with a cue word of the trackers, or, for a quiet shift, without one."""
+    plan does not hold), no title, no target's title, it ends a sentence (a cut turn is refused), and it carries a
+    cue word of the trackers exactly when the plan is a shift said with one (not a quiet shift, not another turn)."""
     found = universe.extract(text)
     return preference_concepts(found) == set(plan.stated) and not any(concept_field(c) == "name" for c in found) \
         and not any(names_title(text, universe, t) for t in targets) and text.rstrip().endswith(SENTENCE_ENDS) \
-        and (not plan.shift or has_shift_cue(text) != plan.quiet)
+        and has_shift_cue(text) == (plan.shift and not plan.quiet)
 
 
 def phrase_scripts(scripts: Sequence[Script], universe: ItemUniverse, gateway: Gateway | None = None,

@@ -144,7 +144,8 @@ def echo_crs() -> CRS:
 
 
 REASON_CAP = 100  # characters; the schema's cap keeps the generation short
-SENTENCE_END = (".", "!", "?")
+SENTENCE_END = (".", "!", "?", "…")
+CUT_MARGIN = 12  # characters short of the cap at which a reason that ends no sentence counts as cut
 CLAUSE_MARKS = (". ", "; ", ", ", ": ", " - ")
 
 
@@ -179,15 +180,16 @@ def recommend_messages(constraints: Sequence[str], item_ids: Sequence[str], last
 
 
 def complete_reason(reason: str, cap: int = REASON_CAP) -> str:
-    """The reason as said: unchanged unless the length cap cut it (it fills the cap and does not end a sentence);
-    then up to its last clause mark (". ", "; ", ", ", ": ", " - ") with a full stop, or without its last, cut
-    word when it has no clause mark."""
+    """The reason as said, unless the length cap cut it (it comes within :data:`CUT_MARGIN` characters of the cap:
+    the model stops early when the next word would not fit, and does not end a sentence): then up to its last
+    clause mark (". ", "; ", ", ", ": ", " - ", or one at its very end) with a full stop, or, without a clause
+    mark, as it is with "…" (no word is dropped: a complete one cannot be told from a cut one)."""
     reason = reason.strip()
-    if len(reason) < cap - 2 or reason.endswith(SENTENCE_END):
+    if len(reason) < cap - CUT_MARGIN or reason.endswith(SENTENCE_END):
         return reason
-    cut = max(reason.rfind(mark) for mark in CLAUSE_MARKS)
-    kept = reason[:cut] if cut > 0 else reason.rsplit(" ", 1)[0]
-    return kept.rstrip(" ,;:-") + "."
+    padded = f"{reason} "
+    cut = max(padded.rfind(mark) for mark in CLAUSE_MARKS)
+    return f"{reason[:cut].rstrip(' ,;:-')}." if cut > 0 else f"{reason}…"
 
 
 def filter_titles(proposed: Sequence[str], candidates: Sequence[str], universe: ItemUniverse
