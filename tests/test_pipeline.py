@@ -70,10 +70,11 @@ def run_cli(args: list[str], study: pipeline.Folders, output_dir: Path) -> subpr
 
 
 def test_rerun_writes_identical_bytes(study: pipeline.Folders) -> None:
-    outputs = [study.executed / "01_tiny.ipynb", study.html / "01_tiny.html", study.html / "index.html"]
     pipeline.run_all(study)
+    outputs = [study.executed / "01_tiny.ipynb", *sorted(path for path in study.html.rglob("*") if path.is_file())]
     first = [path.read_bytes() for path in outputs]
     pipeline.run_all(study)
+    assert sorted(path for path in study.html.rglob("*") if path.is_file()) == outputs[1:]
     assert [path.read_bytes() for path in outputs] == first
 
     executed = nbformat.read(outputs[0], as_version=4)
@@ -86,12 +87,12 @@ def test_rerun_writes_identical_bytes(study: pipeline.Folders) -> None:
     assert all("execution" not in cell.metadata and "start_time" not in cell.metadata.get("papermill", {})
                for cell in executed.cells)
     assert not {"start_time", "end_time", "duration"} & set(executed.metadata.papermill)
-    html = outputs[1].read_text()
+    html = (study.html / "01_tiny.html").read_text()
     # the figure shown twice: ids from its content, the second numbered so each div is drawn
     figure = go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 1, 4]))
     base = "plotly-" + hashlib.sha256(figure.to_json().encode()).hexdigest()[:16]
-    assert re.findall(r'class="plotly-graph-div" id="([^"]+)"', html) == [base, f"{base}-2"]
-    assert "<title>Tiny chapter</title>" in html
+    assert re.findall(r'<div id="(plotly-[^"]+)" class="plotly-graph-div"', html) == [base, f"{base}-2"]
+    assert "<title>Tiny chapter &#8212;" in html
 
 
 def test_normalise_keeps_source_ids_and_makes_paths_relative() -> None:
@@ -118,10 +119,9 @@ def test_failing_cell_exits_nonzero_names_the_cell_and_leaves_no_target(
     write_notebook(study.notebooks, "01_boom", "Boom", "value = n_points\nraise ValueError(f'boom {value}')")
     write_notebook(study.notebooks, "02_after", "After", "print('after')")
     output_dir = tmp_path / "cli-out"
-    stale = [output_dir / "notebooks" / "01_boom.ipynb", output_dir / "html" / "01_boom.html"]
-    for path in stale:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("from an older run")
+    stale = output_dir / "notebooks" / "01_boom.ipynb"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("from an older run")
 
     result = run_cli(command, study, output_dir)
 
@@ -131,7 +131,7 @@ def test_failing_cell_exits_nonzero_names_the_cell_and_leaves_no_target(
             "ValueError: boom 5") in result.stderr
     assert "01_boom.failed.ipynb" in result.stderr
     assert (output_dir / "notebooks" / "01_boom.failed.ipynb").exists()
-    assert not any(path.exists() for path in stale)
+    assert not stale.exists()
     assert not (output_dir / "notebooks" / "02_after.ipynb").exists()  # run-all stops at the failure
     assert not (output_dir / "html" / "index.html").exists()
 
@@ -143,7 +143,7 @@ def test_outputs_outside_the_repository(study: pipeline.Folders, tmp_path: Path)
     result = run_cli(["run-all"], study, output_dir)
     assert result.returncode == 0, result.stderr
     target = output_dir / "notebooks" / "01_tiny.ipynb"
-    assert f"01_tiny: {target} and {output_dir / 'html' / '01_tiny.html'}" in result.stdout
+    assert f"01_tiny: {target}\nbook: {output_dir / 'html' / 'index.html'}" in result.stdout
     assert nbformat.read(target, as_version=4).metadata.papermill["output_path"] == str(target)
     assert (output_dir / "html" / "index.html").exists()
 
@@ -154,13 +154,10 @@ def test_shown_path_is_relative_inside_the_repository_only() -> None:
 
 
 def test_front_page(tmp_path: Path) -> None:
-    notebooks, html, tables, ledgers = (tmp_path / d for d in ("notebooks", "html", "tables", "ledgers"))
-    write_notebook(notebooks, "01_nudge_candidates", "01 · First <chapter>", "pass")
+    notebooks, tables, ledgers = (tmp_path / d for d in ("notebooks", "tables", "ledgers"))
+    write_notebook(notebooks, "01_nudge_candidates", "01 · First <chapter> *", "pass")
     write_notebook(notebooks, "03_judge_labeling", "03 · Labels", "pass")
     write_notebook(notebooks, "09_unregistered", "09 · Later", "pass")
-    html.mkdir()
-    for name in ("01_nudge_candidates", "03_judge_labeling"):
-        (html / f"{name}.html").write_text("chapter")
     tables.mkdir()
     pd.DataFrame({"label_source": ["expected_grade"] * 2}).to_parquet(tables / "labels.parquet")
     pd.DataFrame({
@@ -175,23 +172,23 @@ def test_front_page(tmp_path: Path) -> None:
             "completion_tokens": 10 * calls, "recorded_latency_s": latency, "retries": 1}))
 
     chapters = pipeline.notebook_names(notebooks)
-    page = front_page.write(chapters, notebooks, html, tables, ledgers)
-    text = page.read_text()
+    text = front_page.render(chapters, notebooks, {"01_nudge_candidates", "03_judge_labeling"}, tables, ledgers)
 
     assert chapters == ["01_nudge_candidates", "03_judge_labeling", "09_unregistered"]
-    items = re.findall(r"<li>(.*?)</li>", text)
+    assert text.startswith(f"# {front_page.TITLE}\n")
+    items = re.findall(r"^\d\. (.*)\n\n   (.*)$", text, flags=re.MULTILINE)
     assert items == [
-        '<a href="01_nudge_candidates.html">01 · First &lt;chapter&gt;</a><p class="headline none">'
-        "no headline registered (missing table: entries, candidates)</p>",
-        '<a href="03_judge_labeling.html">03 · Labels</a><p class="headline">The judge&#x27;s gain (E[g] = Σ p(g)·g) '
-        "puts a real candidate above a distractor of known lower quality with probability: off topic 0.96 (95% CI "
-        "0.90 to 0.99, 12 entries); tone 0.50 (95% CI 0.41 to 0.60, 12 entries); 0.5 is a coin.</p>",
-        '09 · Later <span class="none">(not rendered)</span><p class="headline none">no headline registered</p>',
+        (r"[01 · First \<chapter\> \*](01_nudge_candidates.ipynb)",
+         "*no headline registered (missing table: entries, candidates)*"),
+        ("[03 · Labels](03_judge_labeling.ipynb)",
+         r"The judge's gain (E\[g\] = Σ p(g)·g) puts a real candidate above a distractor of known lower quality "
+         "with probability: off topic 0.96 (95% CI 0.90 to 0.99, 12 entries); tone 0.50 (95% CI 0.41 to 0.60, "
+         "12 entries); 0.5 is a coin."),
+        ("09 · Later *(not rendered)*", "*no headline registered*"),
     ]
-    assert ("<tr><td>05_new</td><td>3</td><td>4</td><td>3,000</td><td>30</td><td>2.5</td></tr>" in text)
-    assert "<tfoot><tr><td>total</td><td>5</td><td>7</td><td>5,000</td><td>50</td><td>3.8</td></tr></tfoot>" in text
-    assert "<script" not in text and "http" not in text
-    assert front_page.write(chapters, notebooks, html, tables, ledgers).read_text() == text
+    assert "| 05\\_new | 3 | 4 | 3,000 | 30 | 2.5 |" in text
+    assert "| **total** | 5 | 7 | 5,000 | 50 | 3.8 |" in text
+    assert front_page.render(chapters, notebooks, {"01_nudge_candidates"}, tables, ledgers).count("](") == 1
 
 
 def test_headlines_01_and_02_from_tables() -> None:

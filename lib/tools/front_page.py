@@ -1,15 +1,13 @@
-"""The report's front page ``index.html``: the chapters in order with their titles, headlines and links, and
-the LLM work summed over every ledger.
+"""The report's front page, the book's first page (:mod:`lib.tools.book`): the chapters in order with their
+titles, headlines and links, and the LLM work summed over every ledger, as MyST Markdown.
 
 Titles come from each notebook's first markdown heading and headlines from :mod:`lib.chapters` (sentences
 built from the result tables), so nothing on the page is typed by hand. Ledgers are found by glob, so a new
-chapter's ledger counts without a change here. Like the chapters, the page is offline (no script, nothing
-fetched) and byte-stable: it depends only on the notebooks, tables and ledgers.
+chapter's ledger counts without a change here. The page depends only on the notebooks, tables and ledgers.
 """
 from __future__ import annotations
 
 import json
-from html import escape
 from pathlib import Path
 
 import nbformat
@@ -27,16 +25,8 @@ LEDGER_COLUMNS = {
     "completion_tokens": "completion tokens",
     "recorded_latency_s": "recorded generation time (s)",
 }
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-li { margin-bottom: 1rem; }
-.headline { margin: 0.25rem 0 0; }
-.none { color: #777; font-style: italic; }
-table { border-collapse: collapse; }
-th, td { padding: 0.25rem 0.75rem; border-bottom: 1px solid #ddd; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-tfoot td { font-weight: bold; }
-"""
+# ASCII punctuation that Markdown would read as markup; a backslash makes each literal (CommonMark escapes).
+MARKDOWN_PUNCTUATION = "\\`*_[]<>|#"
 
 
 def chapter_title(notebook: nbformat.NotebookNode, default: str) -> str:
@@ -72,58 +62,44 @@ def ledger_rows(ledgers: Path) -> dict[str, dict[str, float]]:
     return rows
 
 
+def markdown_text(text: str) -> str:
+    """``text`` with Markdown's markup characters escaped, so a headline is shown as written."""
+    return "".join("\\" + char if char in MARKDOWN_PUNCTUATION else char for char in text)
+
+
 def _cells(values: dict[str, float]) -> str:
-    return "".join(f"<td>{value:,.1f}</td>" if key == "recorded_latency_s" else f"<td>{value:,}</td>"
-                   for key, value in values.items())
+    return " | ".join(f"{value:,.1f}" if key == "recorded_latency_s" else f"{value:,}" for key, value in values.items())
 
 
-def render(chapters: list[str], notebooks: Path, html: Path, tables: Path, ledgers: Path) -> str:
-    """The page for ``chapters`` (notebook stems, in order); a chapter whose HTML is missing is listed
-    without a link."""
+def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, ledgers: Path) -> str:
+    """The page (MyST Markdown) for ``chapters`` (notebook stems, in order), titled from the notebooks in
+    ``notebooks``; a chapter not in ``built`` is listed without a link."""
     items = []
-    for chapter in chapters:
-        title = escape(chapter_title(nbformat.read(notebooks / f"{chapter}.ipynb", as_version=4), chapter))
-        link = (f'<a href="{escape(chapter)}.html">{title}</a>' if (html / f"{chapter}.html").exists()
-                else f'{title} <span class="none">(not rendered)</span>')
+    for number, chapter in enumerate(chapters, start=1):
+        title = markdown_text(chapter_title(nbformat.read(notebooks / f"{chapter}.ipynb", as_version=4), chapter))
+        link = f"[{title}]({chapter}.ipynb)" if chapter in built else f"{title} *(not rendered)*"
         text = headline(chapter, tables)
-        css = ' class="headline none"' if text.startswith(NO_HEADLINE) else ' class="headline"'
-        items.append(f"<li>{link}<p{css}>{escape(text)}</p></li>")
+        shown_text = f"*{markdown_text(text)}*" if text.startswith(NO_HEADLINE) else markdown_text(text)
+        items.append(f"{number}. {link}\n\n   {shown_text}")
     rows = ledger_rows(ledgers)
     totals = {key: sum(row[key] for row in rows.values()) for key in LEDGER_COLUMNS}
-    head = "".join(f"<th>{escape(label)}</th>" for label in LEDGER_COLUMNS.values())
-    body = "\n".join(f"<tr><td>{escape(name)}</td>{_cells(row)}</tr>" for name, row in rows.items())
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{escape(TITLE)}</title>
-<style>{STYLE}</style>
-</head>
-<body>
-<h1>{escape(TITLE)}</h1>
-<p>The chapters are executed notebooks; each headline is computed from the chapter's result tables.</p>
-<h2>Chapters</h2>
-<ol>
+    body = "\n".join(f"| {markdown_text(name)} | {_cells(row)} |" for name, row in rows.items())
+    return f"""# {markdown_text(TITLE)}
+
+The chapters are executed notebooks; each headline is computed from the chapter's result tables. Code is folded:
+a chapter's "show code" toggles open it, and its parameters are listed where they are set.
+
+## Chapters
+
 {chr(10).join(items)}
-</ol>
-<h2>LLM work</h2>
-<p>Summed over every ledger the notebooks saved. Recorded generation time is the sum of the
-request latencies stored with the responses (parallel requests counted separately), the same in a replay.</p>
-<table>
-<thead><tr><th>ledger</th>{head}</tr></thead>
-<tbody>
+
+## LLM work
+
+Summed over every ledger the notebooks saved. Recorded generation time is the sum of the request latencies
+stored with the responses (parallel requests counted separately), the same in a replay.
+
+| ledger | {" | ".join(LEDGER_COLUMNS.values())} |
+|---|{"---:|" * len(LEDGER_COLUMNS)}
 {body}
-</tbody>
-<tfoot><tr><td>total</td>{_cells(totals)}</tr></tfoot>
-</table>
-</body>
-</html>
+| **total** | {_cells(totals)} |
 """
-
-
-def write(chapters: list[str], notebooks: Path, html: Path, tables: Path, ledgers: Path) -> Path:
-    """Write ``index.html`` into ``html`` (see :func:`render`) and return its path."""
-    page = html / "index.html"
-    html.mkdir(parents=True, exist_ok=True)
-    page.write_text(render(chapters, notebooks, html, tables, ledgers), encoding="utf-8")
-    return page

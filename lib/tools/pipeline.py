@@ -1,13 +1,13 @@
-"""Run the numbered notebooks with papermill into byte-stable executed notebooks and offline HTML.
+"""Run the numbered notebooks with papermill into byte-stable executed notebooks, then build the report's book.
 
 ``python -m lib.tools.pipeline run 01_nudge_candidates`` executes ``notebooks/01_nudge_candidates.ipynb`` with
 the parameters of its section in ``params.yaml`` into a temporary file, and only on success normalises it
-(:func:`normalise`), moves it to ``outputs/notebooks/`` and renders ``outputs/html/``. A failed run is kept as
-``*.failed.ipynb`` for inspection, the error names the notebook, the cell and the exception, and no stale
-target is left. ``run-all`` does every notebook in order, each after its measurements (``MEASUREMENTS``), stops
-at the first failure, and then writes the front page ``outputs/html/index.html`` (:mod:`lib.tools.front_page`).
+(:func:`normalise`) and moves it to ``outputs/notebooks/``. A failed run is kept as ``*.failed.ipynb`` for
+inspection, the error names the notebook, the cell and the exception, and no stale target is left. ``run-all``
+does every notebook in order, each after its measurements (``MEASUREMENTS``), stops at the first failure, and
+then builds the book ``outputs/html/`` (:mod:`lib.tools.book`), whose first page is the front page.
 
-The executed notebooks and HTML are committed, so a rerun on unchanged inputs must rewrite the same bytes:
+The executed notebooks and the book are committed, so a rerun on unchanged inputs must rewrite the same bytes:
 otherwise every ``make all`` shows every file as changed and a real change drowns in the noise.
 """
 from __future__ import annotations
@@ -26,10 +26,9 @@ import yaml
 
 from lib import paths
 from lib.paths import shown
-from lib.tools import front_page
+from lib.tools import book
 
 PARAMS_FILE = paths.ROOT / "params.yaml"
-HTML_TEMPLATES = Path(__file__).resolve().parent.parent / "html_template"
 CELL_TIMEOUT_S = 3600
 # Run-dependent metadata: papermill's wall-clock timings and the kernel's message timestamps.
 VOLATILE_PAPERMILL_KEYS = ("start_time", "end_time", "duration")
@@ -112,24 +111,11 @@ def source_cell_index(source: Path, failed: Path) -> int:
     return [cell.get("id") for cell in nbformat.read(source, as_version=4).cells].index(raised)
 
 
-def render_html(notebook: nbformat.NotebookNode, dest: Path) -> None:
-    """Offline HTML: the ``offline`` template drops the lab template's CDN scripts, and plotly.js is
-    embedded in the figure outputs, so the page loads nothing from the network. The page title is the
-    chapter's heading rather than nbconvert's default "Notebook"."""
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(HTML_TEMPLATES)])
-    title = front_page.chapter_title(notebook, dest.stem)
-    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(body, encoding="utf-8")
-
-
 def run(name: str, folders: Folders = Folders()) -> Path:
-    """Execute notebook ``name`` into ``folders.executed`` and render it into ``folders.html``.
+    """Execute notebook ``name`` into ``folders.executed``.
 
     Raises :class:`NotebookFailed` when a cell raises; the partly executed notebook is then kept as
-    ``<name>.failed.ipynb`` and the previous notebook and HTML of ``name`` are removed, so no output
+    ``<name>.failed.ipynb`` and the previous executed notebook of ``name`` is removed, so no output
     of an older run passes for the current one."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -138,7 +124,6 @@ def run(name: str, folders: Folders = Folders()) -> Path:
     if not source.exists():
         raise SystemExit(f"error: no notebook {shown(source)}")
     target = folders.executed / f"{name}.ipynb"
-    html = folders.html / f"{name}.html"
     partial = target.with_suffix(".partial.ipynb")
     failed = target.with_suffix(".failed.ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +139,6 @@ def run(name: str, folders: Folders = Folders()) -> Path:
         )
     except BaseException as error:
         target.unlink(missing_ok=True)
-        html.unlink(missing_ok=True)
         if partial.exists():
             os.replace(partial, failed)
         kept = f"the partly executed notebook is {shown(failed)}"
@@ -169,8 +153,7 @@ def run(name: str, folders: Folders = Folders()) -> Path:
     normalise(executed, name, source_ids, source, target)
     nbformat.write(executed, partial)
     os.replace(partial, target)
-    render_html(executed, html)
-    print(f"{name}: {shown(target)} and {shown(html)}")
+    print(f"{name}: {shown(target)}")
     return target
 
 
@@ -188,23 +171,26 @@ def measure(name: str, folders: Folders = Folders()) -> list[str]:
     return written
 
 
+def chapter(name: str, folders: Folders = Folders()) -> Path:
+    """Run notebook ``name``'s measurements, then the notebook: one chapter, as ``make NN`` does."""
+    measure(name, folders)
+    return run(name, folders)
+
+
 def run_all(folders: Folders = Folders()) -> list[Path]:
-    """Execute every notebook in order, each after its measurements (stopping at the first failure), then write
-    the front page."""
-    executed = []
-    for name in notebook_names(folders.notebooks):
-        measure(name, folders)
-        executed.append(run(name, folders))
-    write_index(folders)
+    """Run every chapter in order (stopping at the first failure), then build the book."""
+    executed = [chapter(name, folders) for name in notebook_names(folders.notebooks)]
+    write_book(folders)
     return executed
 
 
-def write_index(folders: Folders = Folders()) -> Path:
-    """Write ``index.html`` into ``folders.html`` from the notebooks, tables and ledgers as they are now."""
-    index = front_page.write(notebook_names(folders.notebooks), folders.notebooks, folders.html,
-                             folders.tables, folders.ledgers)
-    print(f"front page: {shown(index)}")
-    return index
+def write_book(folders: Folders = Folders()) -> Path:
+    """Build the book into ``folders.html`` from the executed notebooks, tables and ledgers as they are now;
+    returns its first page."""
+    page = book.build(notebook_names(folders.notebooks), folders.notebooks, folders.executed, folders.tables,
+                      folders.ledgers, folders.html)
+    print(f"book: {shown(page)}")
+    return page
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -218,9 +204,11 @@ def main(argv: list[str] | None = None) -> None:
     measure_cmd = sub.add_parser("measure", help="run one notebook's measurements (MEASUREMENTS), which run-all "
                                                  "runs before it")
     measure_cmd.add_argument("name")
-    sub.add_parser("run-all", help="execute every notebook in order, each after its measurements, then write the "
-                                   "front page")
-    sub.add_parser("index", help="write the front page from the current outputs")
+    chapter_cmd = sub.add_parser("chapter", help="one chapter: its measurements, then its notebook")
+    chapter_cmd.add_argument("name")
+    sub.add_parser("run-all", help="execute every notebook in order, each after its measurements, then build the "
+                                   "book")
+    sub.add_parser("book", help="build the book from the current outputs")
     sub.add_parser("list", help="list the notebooks in order")
     args = parser.parse_args(argv)
     folders = Folders(notebooks=args.notebooks, params=args.params)
@@ -229,10 +217,12 @@ def main(argv: list[str] | None = None) -> None:
             run(args.name, folders)
         elif args.command == "measure":
             measure(args.name, folders)
+        elif args.command == "chapter":
+            chapter(args.name, folders)
         elif args.command == "run-all":
             run_all(folders)
-        elif args.command == "index":
-            write_index(folders)
+        elif args.command == "book":
+            write_book(folders)
         else:
             print("\n".join(notebook_names(folders.notebooks)))
     except NotebookFailed as failure:

@@ -1,0 +1,224 @@
+"""The report as an offline book: the executed notebooks and the front page built by Jupyter Book 1.x.
+
+:func:`build` (``python -m lib.tools.pipeline book``; ``make all`` runs it after the notebooks) assembles a
+book source in a temporary folder and builds it with Jupyter Book into ``outputs/html/``: a chapter sidebar,
+in-page contents, search and previous/next links, all from local files. Jupyter Book 1.x is Sphinx with
+MyST-NB, pip-installable with every asset in its wheels; Quarto's PyPI package downloads its binary when
+installed, and Jupyter Book 2 builds with the Node ``mystmd`` tool, which fetches its theme at build time —
+neither can build on a machine without network.
+
+What the assembly adds to the committed executed notebooks (the notebooks in ``outputs/notebooks/`` stay as they
+are; only the book's copies change):
+
+* **Code folded**: every code cell gets the ``hide-input`` tag (a "show code" toggle), so a chapter reads as
+  its prose, tables and figures. The parameters cell and papermill's injected-parameters cell are folded the
+  same way and **listed** above them in a closed drop-down: each parameter with the value this run used.
+* **Figure captions**: a plotly figure is followed by a caption, "Figure C.k", numbered per chapter, with the
+  figure's own title — nothing typed by hand.
+* **plotly.js once**: the figures' HTML carries no plotly.js (:func:`lib.plots.show`); the book ships one copy
+  from the installed plotly package as a static file loaded by every page.
+* **The front page** (:mod:`lib.tools.front_page`) is the book's first page, with today's computed headlines.
+
+Byte-stable: the source is rebuilt from scratch each time (no incremental state), the build runs in a fresh
+folder, and only the HTML site is kept (no pickled doctrees, no ``_sources`` copies of the notebooks, no
+``.buildinfo``), so a rebuild from the same notebooks and tables writes the same bytes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from lib.tools import front_page
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+PLOTLY_JS = "plotly.min.js"
+PARAMETER_TAGS = ("parameters", "injected-parameters")
+# Built files the offline site does not need: Sphinx's state for incremental builds and its config hash, copies of
+# the sources, the theme's source maps (for its developers' tools) and Sphinx's translations of its scripts into
+# other languages (the book is in English). 3.4 + 0.7 of the 14 MB the site would otherwise weigh.
+NOT_SITE = (".buildinfo", ".doctrees", "_sources", "objects.inv", ".nojekyll", "_static/locales", "**/*.map")
+
+
+def book_config() -> dict[str, Any]:
+    """Jupyter Book's ``_config.yml``: nothing executed (the notebooks are executed by the pipeline), nothing
+    loaded from the network (no launch buttons, no repository links, no analytics, no MathJax: the chapters
+    have no mathematics, and MyST's dollar maths is off so a price never becomes one)."""
+    return {
+        "title": front_page.TITLE,
+        "author": "the study's authors",
+        "copyright": "",  # Sphinx would otherwise stamp the build year into every page
+        "only_build_toc_files": True,
+        "execute": {"execute_notebooks": "off"},
+        "parse": {"myst_enable_extensions": ["colon_fence"]},
+        "html": {"use_multitoc_numbering": False, "home_page_in_navbar": True},
+        "launch_buttons": {"notebook_interface": "jupyterlab", "thebe": False},
+        "repository": {"url": ""},
+        "sphinx": {"config": {
+            # Jupyter Book's extensions without sphinx-thebe and sphinx-comments: both only serve online
+            # features, and thebe's inline configuration script is declared twice per page (a console error).
+            "extensions": ["sphinx_togglebutton", "sphinx_copybutton", "myst_nb", "jupyter_book",
+                           "sphinx_external_toc", "sphinx_design", "sphinx_book_theme"],
+            "html_copy_source": False,
+            "html_show_sourcelink": False,
+            "html_last_updated_fmt": None,
+            "html_static_path": ["_static"],
+            "html_js_files": [PLOTLY_JS],
+            "nb_merge_streams": True,
+            "suppress_warnings": ["mystnb.unknown_mime_type"],
+            "html_theme_options": {"use_download_button": False, "use_fullscreen_button": True,
+                                   "show_navbar_depth": 1},
+            "html_context": {"default_mode": "light"},
+        }},
+    }
+
+
+def book_toc(chapters: list[str]) -> dict[str, Any]:
+    """``_toc.yml``: the front page first, then the chapters in order."""
+    return {"format": "jb-book", "root": "index", "chapters": [{"file": chapter} for chapter in chapters]}
+
+
+def parameters_listing(notebook: nbformat.NotebookNode) -> str:
+    """A closed drop-down listing each parameter with the value this run used (papermill's record of the
+    defaults, overridden by the injected parameters)."""
+    record = notebook.metadata.get("papermill", {})
+    values = {**record.get("default_parameters", {}), **record.get("parameters", {})}
+    rows = "\n".join(f"| `{name}` | `{json.dumps(value, ensure_ascii=False)}` |" for name, value in values.items())
+    return (f":::{{dropdown}} Parameters of this run ({len(values)})\n"
+            f"| parameter | value |\n|---|---|\n{rows}\n:::\n")
+
+
+def figure_title(cell: nbformat.NotebookNode) -> str | None:
+    """The title of the plotly figure a code cell shows ("" for an untitled figure), None when it shows none."""
+    for output in cell.get("outputs", []):
+        figure = output.get("data", {}).get(PLOTLY_MIME)
+        if figure is not None:
+            title = figure.get("layout", {}).get("title", {})
+            return str(title.get("text", "") if isinstance(title, dict) else title)
+    return None
+
+
+def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.NotebookNode:
+    """The book's copy of an executed notebook: code folded, parameters listed, figures captioned (see the
+    module docstring). ``number`` is the chapter's number, which figure captions carry."""
+    chapter = nbformat.from_dict(json.loads(json.dumps(notebook)))  # a deep copy
+    cells, figures = [], 0
+    for cell in chapter.cells:
+        if cell.cell_type == "code":
+            tags = list(cell.metadata.get("tags", []))
+            if "parameters" in tags:
+                cells.append(nbformat.v4.new_markdown_cell(parameters_listing(notebook), id=f"{cell.id}-list"))
+            cell.metadata["tags"] = [*tags, "hide-input"]
+            cells.append(cell)
+            title = figure_title(cell)
+            if title is not None:
+                figures += 1
+                caption = f"**Figure {number}.{figures}.** {title}".rstrip()
+                cells.append(nbformat.v4.new_markdown_cell(caption, id=f"{cell.id}-caption"))
+        else:
+            cells.append(cell)
+    chapter.cells = cells
+    return chapter
+
+
+def assemble(chapters: list[str], notebooks: Path, executed: Path, tables: Path, ledgers: Path, source: Path) -> None:
+    """Write the book's source into the empty folder ``source``: config, contents, front page, the executed
+    chapters and plotly.js. A chapter without an executed notebook is listed on the front page (titled from its
+    notebook in ``notebooks``) but not in the book."""
+    import plotly.offline
+
+    built = [chapter for chapter in chapters if (executed / f"{chapter}.ipynb").exists()]
+    (source / "_config.yml").write_text(yaml.safe_dump(book_config(), sort_keys=False, allow_unicode=True))
+    (source / "_toc.yml").write_text(yaml.safe_dump(book_toc(built), sort_keys=False))
+    (source / "index.md").write_text(front_page.render(chapters, notebooks, set(built), tables, ledgers),
+                                     encoding="utf-8")
+    for chapter in built:
+        notebook = nbformat.read(executed / f"{chapter}.ipynb", as_version=4)
+        nbformat.write(book_chapter(notebook, int(chapter[:2])), source / f"{chapter}.ipynb")
+    static = source / "_static"
+    static.mkdir()
+    (static / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+
+
+def build(chapters: list[str], notebooks: Path, executed: Path, tables: Path, ledgers: Path, site: Path) -> Path:
+    """Assemble and build the book, then replace ``site`` with the built HTML; returns its first page.
+    Sphinx's warnings are printed; a failed build raises and leaves ``site`` as it was."""
+    with tempfile.TemporaryDirectory(prefix="book-") as tmp:
+        source = Path(tmp) / "book"
+        source.mkdir()
+        assemble(chapters, notebooks, executed, tables, ledgers, source)
+        command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(source), "--quiet",
+                   "--path-output", str(Path(tmp) / "out")]
+        result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        if result.returncode != 0:
+            raise RuntimeError(f"the book did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        html = Path(tmp) / "out" / "_build" / "html"
+        for pattern in NOT_SITE:
+            for target in html.glob(pattern):
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+        if site.exists():
+            shutil.rmtree(site)
+        shutil.copytree(html, site)
+    return site / "index.html"
+
+
+def chromium() -> str | None:
+    """The Chromium executable (``CHROMIUM`` or Debian's ``chromium`` on the PATH), None when there is none."""
+    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _watched(page: Any) -> list[str]:
+    """The list into which ``page`` reports its console errors and warnings, uncaught exceptions, failed loads and
+    requests outside the local files (kept as they happen)."""
+    found: list[str] = []
+
+    def console(message: Any) -> None:
+        if message.type in ("error", "warning"):
+            found.append(f"console {message.type}: {message.text}")
+
+    def request(sent: Any) -> None:
+        if not sent.url.startswith(("file:", "data:", "blob:")):
+            found.append(f"network request: {sent.url}")
+
+    page.on("console", console)
+    page.on("pageerror", lambda error: found.append(f"uncaught: {error}"))
+    page.on("requestfailed", lambda failed: found.append(f"failed load: {failed.url}"))
+    page.on("request", request)
+    return found
+
+
+def browser_problems(site: Path, executable: str) -> dict[str, list[str]]:
+    """Open every page of the built ``site`` in headless Chromium (Playwright driving the given executable) and
+    return, per page, what went wrong: console errors and warnings, uncaught exceptions, failed loads, any
+    request that leaves the site's folder, and each plotly figure that drew nothing (no ``main-svg``). A page
+    without problems is left out, so a sound book gives ``{}``."""
+    from playwright.sync_api import sync_playwright
+
+    problems: dict[str, list[str]] = {}
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            for path in sorted(site.glob("*.html")):
+                page = browser.new_page()
+                found = _watched(page)
+                page.goto(path.as_uri(), wait_until="load")
+                figures, drawn = page.evaluate("""() => {
+                    const figures = [...document.querySelectorAll('.plotly-graph-div')];
+                    return [figures.length, figures.filter(f => f.querySelector('.main-svg')).length];
+                }""")
+                if drawn < figures:
+                    found.append(f"{figures - drawn} of {figures} figures not drawn")
+                if found:
+                    problems[path.name] = found
+                page.close()
+        finally:
+            browser.close()
+    return problems

@@ -1,0 +1,102 @@
+"""The report's book (lib.tools.book): the assembly of each chapter, the committed site, and a real browser."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import plotly.graph_objects as go
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from lib import paths
+from lib.tools import book, pipeline
+
+SITE = paths.ROOT / "outputs" / "html"
+
+
+def executed_chapter() -> nbformat.NotebookNode:
+    """An executed-notebook-shaped chapter: heading, parameters (2 defaults, 1 injected), a figure, prose."""
+    figure = go.Figure(go.Bar(x=[1, 2], y=[3, 4]), layout={"title": {"text": "Grades by query"}})
+    notebook = new_notebook(cells=[
+        new_markdown_cell("# 03 · A chapter"),
+        new_code_cell("n = 2\nlabel = 'a'", metadata={"tags": ["parameters"]}),
+        new_code_cell("# Parameters\nn = 5\n", metadata={"tags": ["injected-parameters"]}),
+        new_code_cell("show(fig)", outputs=[new_output("display_data", data={
+            book.PLOTLY_MIME: figure.to_plotly_json(), "text/html": "<div></div>"})]),
+        new_markdown_cell("Some prose."),
+        new_code_cell("print(1)"),
+    ])
+    notebook.metadata["papermill"] = {"default_parameters": {"n": 2, "label": "a"}, "parameters": {"n": 5}}
+    return notebook
+
+
+def test_a_chapter_in_the_book_has_code_folded_parameters_listed_and_figures_captioned() -> None:
+    notebook = executed_chapter()
+    chapter = book.book_chapter(notebook, 3)
+
+    assert [cell.cell_type for cell in chapter.cells] == [
+        "markdown", "markdown", "code", "code", "code", "markdown", "markdown", "code"]
+    assert all("hide-input" in cell.metadata.tags for cell in chapter.cells if cell.cell_type == "code")
+    assert chapter.cells[2].metadata.tags == ["parameters", "hide-input"]
+    assert chapter.cells[1].source == (":::{dropdown} Parameters of this run (2)\n| parameter | value |\n|---|---|\n"
+                                       "| `n` | `5` |\n| `label` | `\"a\"` |\n:::\n")
+    assert chapter.cells[5].source == "**Figure 3.1.** Grades by query"
+    assert len({cell.id for cell in chapter.cells}) == len(chapter.cells)
+    assert "hide-input" not in notebook.cells[1].metadata.tags  # the executed notebook itself is untouched
+    nbformat.validate(chapter)
+
+
+def test_untitled_figure_and_cell_without_figure() -> None:
+    assert book.figure_title(new_code_cell("x")) is None
+    cell = new_code_cell("x", outputs=[new_output("display_data", data={book.PLOTLY_MIME: {"data": []}})])
+    assert book.figure_title(cell) == ""
+
+
+def test_the_book_loads_nothing_from_the_network() -> None:
+    config = book.book_config()
+    assert config["execute"]["execute_notebooks"] == "off"
+    assert "dollarmath" not in config["parse"]["myst_enable_extensions"]
+    assert "sphinx_thebe" not in config["sphinx"]["config"]["extensions"]
+
+
+def test_committed_book_has_every_chapter_and_plotly_js_once() -> None:
+    chapters = pipeline.notebook_names()
+    pages = {path.name for path in SITE.glob("*.html")}
+    assert {f"{chapter}.html" for chapter in chapters} | {"index.html", "search.html"} <= pages
+    assert (SITE / "_static" / book.PLOTLY_JS).stat().st_size > 1_000_000
+    for page in pages:
+        text = (SITE / page).read_text(encoding="utf-8")
+        assert "Plotly.register" not in text, f"{page} embeds plotly.js"
+        assert not re.search(r'(src|href)="https?://[^"]*\.(js|css)', text), f"{page} loads from the network"
+    index = (SITE / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{chapter}.html"' in index for chapter in chapters)
+    assert not [path for pattern in book.NOT_SITE for path in SITE.glob(pattern)]
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    executable = book.chromium()
+    if executable is None:
+        pytest.skip("no Chromium: the browser test needs Debian's chromium package (apt install chromium), "
+                    "or CHROMIUM naming the executable")
+    return executable
+
+
+def test_every_page_of_the_committed_book_opens_in_a_browser_without_error(browser: str) -> None:
+    assert book.browser_problems(SITE, browser) == {}
+
+
+def test_the_browser_check_finds_a_console_error_a_network_load_and_an_undrawn_figure(browser: str,
+                                                                                        tmp_path: Path) -> None:
+    (tmp_path / "good.html").write_text("<html><body><p>fine</p></body></html>")
+    (tmp_path / "bad.html").write_text(
+        '<html><body><script>console.error("broken")</script><img src="http://example.invalid/x.png">'
+        '<div class="plotly-graph-div"></div><script>undefinedFunction()</script></body></html>')
+    problems = book.browser_problems(tmp_path, browser)
+    assert list(problems) == ["bad.html"]
+    found = "\n".join(problems["bad.html"])
+    assert "console error: broken" in found
+    assert "uncaught: " in found and "undefinedFunction" in found
+    assert "network request: http://example.invalid/x.png" in found
+    assert "1 of 1 figures not drawn" in found
