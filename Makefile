@@ -4,6 +4,11 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# Sizes: PROFILE=full overlays params.full.yaml on params.yaml (the published full data where a chapter allows it);
+# CALLS_PER_S is the throughput the plan printed before a run projects its time at (your endpoint's).
+PROFILE ?=
+CALLS_PER_S ?= 10
+PROFILE_ARG := $(if $(PROFILE),--profile $(PROFILE))
 
 .DEFAULT_GOAL := help
 .PHONY: all help install report lab serve stop test lint bench prune-cache clean
@@ -29,13 +34,19 @@ $(INSTALLED): requirements.txt pyproject.toml
 # auto-started LLM server before make stops.
 CHAPTERS := $(sort $(foreach notebook,$(wildcard notebooks/[0-9][0-9]_*.ipynb),$(firstword $(subst _, ,$(notdir $(notebook))))))
 notebook = $(basename $(notdir $(wildcard notebooks/$(1)_*.ipynb)))
-.PHONY: $(CHAPTERS) book
+.PHONY: $(CHAPTERS) book plan dry-run
 02 03: 01
 04: 01 02 03
 07: 05 06
 
-$(CHAPTERS): $(INSTALLED)
-	$(PY) -m lib.tools.pipeline chapter $(call notebook,$@) || { $(PY) -m lib.llm.server stop --autostarted-only; exit 1; }
+$(CHAPTERS): $(INSTALLED) plan
+	$(PY) -m lib.tools.pipeline $(PROFILE_ARG) chapter $(call notebook,$@) || { $(PY) -m lib.llm.server stop --autostarted-only; exit 1; }
+
+plan: $(INSTALLED) ## print each chapter's LLM calls at PROFILE's sizes and their projected time (run before the chapters)
+	$(PY) -m lib.tools.profiles $(PROFILE_ARG) --calls-per-s $(CALLS_PER_S)
+
+dry-run: $(INSTALLED) ## every chapter at PROFILE's sizes against a fake endpoint in a temporary folder: calls, time and memory per chapter into outputs/profiles/PROFILE.json
+	$(PY) -m lib.tools.dry_run $(PROFILE_ARG)
 
 book: $(CHAPTERS) ## build the book outputs/html/ from the executed notebooks (after every chapter)
 	$(PY) -m lib.tools.pipeline book

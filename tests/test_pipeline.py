@@ -237,3 +237,18 @@ def test_measurements_run_before_their_notebook_with_its_parameters(study: pipel
     with pytest.raises(RuntimeError, match="endpoint down"):
         pipeline.run_all(study)
     assert not (study.executed / "01_tiny.ipynb").exists()
+
+
+def test_a_profile_overlays_the_parameters_it_names_and_refuses_unknown_ones(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("01_a:\n  n: 3\n  seed: 0\n02_b:\n  k: 1\n")
+    assert pipeline.profile_file(params, "full") == tmp_path / "params.full.yaml"
+    with pytest.raises(SystemExit, match="no profile 'full'"):
+        pipeline.parameters_for("01_a", params, "full")
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 300\n")
+    assert pipeline.parameters_for("01_a", params, "full") == {"n": 300, "seed": 0}
+    assert pipeline.parameters_for("01_a", params) == {"n": 3, "seed": 0}
+    assert pipeline.parameters_for("02_b", params, "full") == {"k": 1}
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n_entries: 300\n")
+    with pytest.raises(SystemExit, match=r"params\.full\.yaml sets n_entries for 01_a, which .*params\.yaml does not"):
+        pipeline.parameters_for("01_a", params, "full")

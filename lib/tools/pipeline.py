@@ -53,6 +53,7 @@ class Folders:
 
     notebooks: Path = paths.NOTEBOOKS
     params: Path = PARAMS_FILE
+    profile: str | None = None
     executed: Path = paths.EXECUTED_NOTEBOOKS
     html: Path = paths.HTML
     tables: Path = paths.TABLES
@@ -68,10 +69,28 @@ def notebook_names(notebooks: Path = paths.NOTEBOOKS) -> list[str]:
     return sorted(p.stem for p in notebooks.glob("[0-9][0-9]_*.ipynb"))
 
 
-def parameters_for(name: str, params_file: Path = PARAMS_FILE) -> dict:
-    """The papermill parameters of notebook ``name``: its section of ``params_file`` (empty if none)."""
+def profile_file(params_file: Path, profile: str) -> Path:
+    """The overlay of ``profile`` beside ``params_file``: ``params.full.yaml`` for ``full``."""
+    return params_file.with_name(f"{params_file.stem}.{profile}{params_file.suffix}")
+
+
+def parameters_for(name: str, params_file: Path = PARAMS_FILE, profile: str | None = None) -> dict:
+    """The papermill parameters of notebook ``name``: its section of ``params_file`` (empty if none), with the
+    section of the ``profile`` overlay (:func:`profile_file`) on top. An overlay may only change parameters the
+    base file sets, so a misspelt name is an error rather than a silently unused value."""
     sections = yaml.safe_load(params_file.read_text()) or {}
-    return dict(sections.get(name) or {})
+    parameters = dict(sections.get(name) or {})
+    if profile is not None:
+        overlay_path = profile_file(params_file, profile)
+        if not overlay_path.exists():
+            raise SystemExit(f"error: no profile {profile!r}: {shown(overlay_path)} does not exist")
+        overlay = dict((yaml.safe_load(overlay_path.read_text()) or {}).get(name) or {})
+        unknown = sorted(set(overlay) - set(parameters))
+        if unknown:
+            raise SystemExit(f"error: {shown(overlay_path)} sets {', '.join(unknown)} for {name}, which "
+                             f"{shown(params_file)} does not")
+        parameters.update(overlay)
+    return parameters
 
 
 def normalise(notebook: nbformat.NotebookNode, name: str, source_ids: set[str], source: Path,
@@ -131,7 +150,8 @@ def run(name: str, folders: Folders = Folders()) -> Path:
         stale.unlink(missing_ok=True)
     try:
         papermill.execute_notebook(
-            str(source), str(partial), parameters=parameters_for(name, folders.params), kernel_name="python3",
+            str(source), str(partial), parameters=parameters_for(name, folders.params, folders.profile),
+            kernel_name="python3",
             cwd=str(folders.notebooks), execution_timeout=CELL_TIMEOUT_S, progress_bar=False, log_output=False,
             # nbclient merges each cell's stdout (and stderr) messages into one output and applies "\r":
             # how prints split into kernel messages depends on timing, so unmerged outputs vary by run.
@@ -165,7 +185,8 @@ def measure(name: str, folders: Folders = Folders()) -> list[str]:
     written = []
     for table, target in MEASUREMENTS.get(name, ()):
         module, function = target.split(":")
-        frame = getattr(importlib.import_module(module), function)(parameters_for(name, folders.params))
+        parameters = parameters_for(name, folders.params, folders.profile)
+        frame = getattr(importlib.import_module(module), function)(parameters)
         written.append(tables.write_table(frame, table))
         print(f"{name}: measured {table} ({written[-1]})")
     return written
@@ -198,6 +219,8 @@ def main(argv: list[str] | None = None) -> None:
                                      description="Outputs go to STUDY_OUTPUT_DIR when it is set.")
     parser.add_argument("--notebooks", type=Path, default=paths.NOTEBOOKS, help="folder of the NN_*.ipynb")
     parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="papermill parameters per notebook")
+    parser.add_argument("--profile", default=os.environ.get("STUDY_PROFILE") or None,
+                        help="sizes overlay params.PROFILE.yaml on top of --params (e.g. full); default STUDY_PROFILE")
     sub = parser.add_subparsers(dest="command", required=True)
     run_cmd = sub.add_parser("run", help="execute one notebook")
     run_cmd.add_argument("name")
@@ -211,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("book", help="build the book from the current outputs")
     sub.add_parser("list", help="list the notebooks in order")
     args = parser.parse_args(argv)
-    folders = Folders(notebooks=args.notebooks, params=args.params)
+    folders = Folders(notebooks=args.notebooks, params=args.params, profile=args.profile)
     try:
         if args.command == "run":
             run(args.name, folders)

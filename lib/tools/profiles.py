@@ -1,0 +1,100 @@
+"""What a run of the study at a profile's sizes will ask of the LLM endpoint, printed before the run starts.
+
+A profile is a sizes overlay on ``params.yaml`` (``params.full.yaml`` for ``make all PROFILE=full``; see
+:func:`lib.tools.pipeline.parameters_for`). Its call counts are measured, not modelled: for the default sizes
+they are the committed ledgers' calls; for a profile, the record its dry run against a fake endpoint wrote
+(``make dry-run PROFILE=full`` → ``outputs/profiles/full.json``), which also holds each chapter's time and peak
+memory without LLM latency. A record made with other parameters than today's is said to be stale.
+
+The projected time is calls ÷ throughput at two throughputs: the embedded model's, measured by ``make bench``'s
+cold runs on this machine (requests sent ÷ wall seconds, over every recorded chapter), and one the user states
+(``CALLS_PER_S``, e.g. what their vLLM cluster or hosted API sustains at the study's concurrency).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from lib import paths
+from lib.paths import shown
+from lib.tools import pipeline
+
+PROFILES = paths.OUTPUTS / "profiles"
+BENCH = paths.OUTPUTS / "bench"
+
+
+def parameters_digest(chapters: list[str], params_file: Path, profile: str | None) -> str:
+    """SHA-256 of every chapter's parameters at ``profile``: a dry-run record is current while this is unchanged."""
+    merged = {chapter: pipeline.parameters_for(chapter, params_file, profile) for chapter in chapters}
+    return hashlib.sha256(yaml.safe_dump(merged, sort_keys=True).encode()).hexdigest()
+
+
+def ledger_calls(chapter: str, ledgers: Path = paths.LEDGERS) -> int:
+    """LLM calls of ``chapter`` in the committed run: its ledger and its side ledgers (``<chapter>-*.json``)."""
+    found = [ledgers / f"{chapter}.json", *sorted(ledgers.glob(f"{chapter}-*.json"))]
+    return sum(int(json.loads(path.read_text())["calls"]) for path in found if path.exists())
+
+
+def embedded_rate(bench: Path = BENCH) -> float | None:
+    """Requests per wall second of the embedded model in ``make bench``'s cold runs (chapters and their
+    measurements, summed), None when no cold run is recorded."""
+    records = [json.loads(path.read_text()) for path in sorted(bench.glob("*.json"))]
+    requests = sum(r.get("cold requests sent", 0) + r.get("measurements requests sent", 0) for r in records)
+    seconds = sum(r.get("cold s", 0.0) + r.get("measurements s", 0.0) for r in records)
+    return requests / seconds if seconds else None
+
+
+def read_record(profile: str, profiles: Path = PROFILES) -> dict[str, Any] | None:
+    """The dry-run record of ``profile``, None when there is none."""
+    path = profiles / f"{profile}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_file: Path = pipeline.PARAMS_FILE,
+         ledgers: Path = paths.LEDGERS, profiles: Path = PROFILES, bench: Path = BENCH) -> tuple[pd.DataFrame, str]:
+    """Per chapter, its LLM calls and their projected time at the embedded model's measured rate and at
+    ``calls_per_s``; and a sentence saying where the counts come from (and whether they are current)."""
+    rate = embedded_rate(bench)
+    if profile is None:
+        calls = {chapter: ledger_calls(chapter, ledgers) for chapter in chapters}
+        source = "calls: the committed run's ledgers"
+    else:
+        record = read_record(profile, profiles)
+        if record is None:
+            return pd.DataFrame(), (f"profile {profile}: no dry-run record ({shown(profiles / f'{profile}.json')}); "
+                                    f"`make dry-run PROFILE={profile}` counts its calls against a fake endpoint")
+        calls = {chapter: int(record["chapters"].get(chapter, {}).get("calls", 0)) for chapter in chapters}
+        current = record["parameters_sha256"] == parameters_digest(chapters, params_file, profile)
+        source = (f"calls: the dry run of profile {profile} ({record['date']}, {record['cpus']} CPUs)"
+                  + ("" if current else "; STALE: the parameters changed since, rerun `make dry-run "
+                                        f"PROFILE={profile}`"))
+    frame = pd.DataFrame({"chapter": chapters, "LLM calls": [calls[c] for c in chapters]})
+    frame = pd.concat([frame, pd.DataFrame([{"chapter": "total", "LLM calls": sum(calls.values())}])],
+                      ignore_index=True)
+    frame["minutes at the embedded model's rate"] = (frame["LLM calls"] / rate / 60).round(1) if rate else None
+    frame[f"minutes at {calls_per_s:g} calls/s"] = (frame["LLM calls"] / calls_per_s / 60).round(1)
+    measured = (f"the embedded model's rate {rate:.2f} requests/s is make bench's cold runs on this machine"
+                if rate else "no make bench cold run recorded for the embedded model's rate")
+    return frame, f"{source}; {measured}; {calls_per_s:g} calls/s is the stated throughput (CALLS_PER_S)."
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.tools.profiles", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default=None, help="sizes overlay params.PROFILE.yaml (default: params.yaml)")
+    parser.add_argument("--calls-per-s", type=float, default=10.0, help="the stated endpoint throughput")
+    args = parser.parse_args(argv)
+    frame, source = plan(pipeline.notebook_names(), args.profile, args.calls_per_s)
+    print(f"Plan for {'profile ' + args.profile if args.profile else 'the default sizes'}:")
+    if not frame.empty:
+        print(frame.to_string(index=False))
+    print(source)
+
+
+if __name__ == "__main__":
+    main()

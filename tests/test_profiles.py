@@ -1,0 +1,51 @@
+"""The plan printed before a run (lib.tools.profiles): calls from ledgers or a dry-run record, projected time."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lib.tools import profiles
+
+CHAPTERS = ["01_a", "02_b"]
+
+
+def write(folder: Path, name: str, record: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(record))
+
+
+def test_default_sizes_count_every_ledger_of_a_chapter_and_project_at_both_rates(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("01_a:\n  n: 3\n")
+    write(tmp_path / "ledgers", "01_a", {"calls": 100})
+    write(tmp_path / "ledgers", "01_a-judge", {"calls": 20})
+    write(tmp_path / "bench", "01_a", {"cold requests sent": 50, "cold s": 100.0, "measurements requests sent": 10,
+                                       "measurements s": 20.0})
+    frame, source = profiles.plan(CHAPTERS, None, 2.0, params, tmp_path / "ledgers", tmp_path / "profiles",
+                                  tmp_path / "bench")
+    assert frame["LLM calls"].tolist() == [120, 0, 120]
+    # 60 requests in 120 s: 0.5 requests/s, so 120 calls take 4.0 min; at 2 calls/s 1.0 min
+    assert frame["minutes at the embedded model's rate"].tolist() == [4.0, 0.0, 4.0]
+    assert frame["minutes at 2 calls/s"].tolist() == [1.0, 0.0, 1.0]
+    assert source.startswith("calls: the committed run's ledgers; the embedded model's rate 0.50 requests/s")
+
+
+def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("01_a:\n  n: 3\n02_b:\n  k: 1\n")
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 3000\n")
+    frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
+                                  tmp_path / "bench")
+    assert frame.empty and "no dry-run record" in source and "make dry-run PROFILE=full" in source
+    record = {"date": "2026-11-24", "cpus": 2, "chapters": {"01_a": {"calls": 6000}},
+              "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
+    write(tmp_path / "profiles", "full", record)
+    frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
+                                  tmp_path / "bench")
+    assert frame["LLM calls"].tolist() == [6000, 0, 6000]
+    assert frame["minutes at 10 calls/s"].tolist() == [10.0, 0.0, 10.0]
+    assert frame["minutes at the embedded model's rate"].isna().all()
+    assert "STALE" not in source and "no make bench cold run recorded" in source
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 4000\n")
+    assert "STALE" in profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
+                                    tmp_path / "bench")[1]
