@@ -5,6 +5,8 @@ fails with the server's reason (it never skips)."""
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 
 import pytest
 from pydantic import BaseModel
@@ -89,3 +91,25 @@ def test_live_structured_call_on_the_embedded_model(embedded_server, tmp_path):
     assert result.value.answer == 5
     assert result.logprobs and all(len(t["top_logprobs"]) == 3 for t in result.logprobs)
     assert gateway.ledger.live_requests == 1 and gateway.ledger.completion_tokens > 0
+
+
+def test_chapters_missing_the_cache_at_once_start_one_server(tmp_path, monkeypatch):
+    """Two callers of ensure_running at the same moment (make -j): the second waits on the start lock and then
+    finds the first one's server up, so one server is started."""
+    started, up = [], threading.Event()
+
+    def start_background(autostarted: bool) -> int:
+        started.append(autostarted)
+        time.sleep(0.3)  # the first caller is still starting when the second one checks
+        up.set()
+        return 1
+
+    monkeypatch.setattr(server.paths, "RUN", tmp_path / "run")
+    monkeypatch.setattr(server, "is_up", lambda: up.is_set())
+    monkeypatch.setattr(server, "start_background", start_background)
+    callers = [threading.Thread(target=server.ensure_running) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert started == [True]

@@ -12,6 +12,7 @@ process; :func:`start_background` launches that process detached, records its pi
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -152,9 +153,16 @@ def is_up(port: int = PORT, timeout: float = 1.0) -> bool:
 
 
 def ensure_running() -> None:
-    """The embedded endpoint's hook before its first live request: start the server unless one answers."""
-    if not is_up():
-        start_background(autostarted=True)
+    """The embedded endpoint's hook before its first live request: start the server unless one answers. Chapters
+    run side by side (``make -j``) may miss the cache at the same moment, so the check and the start hold an
+    exclusive lock on ``.cache/run/start.lock``: the second caller waits, then finds the first one's server up."""
+    if is_up():
+        return
+    paths.RUN.mkdir(parents=True, exist_ok=True)
+    with open(paths.RUN / "start.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, also if this process dies
+        if not is_up():
+            start_background(autostarted=True)
 
 
 def read_pid_file() -> dict | None:
