@@ -12,11 +12,20 @@ gateway and the cache cost or save. Prints tables; not a test (timings are never
    cache, as in a cold ``make all``; into a temporary output folder) and warm (replaying that cache); the cold
    run's requests are checked against the committed cache, so a scheduling change that altered a request would
    show up as new keys. The figures are kept in ``outputs/bench/NAME.json``.
+5. **Gateway throughput** (no model; alone with ``--gateway-only``): calls/s through the gateway against a fake
+   OpenAI-compatible endpoint that answers at once (the tests' :class:`~tests.fakes.FakeOpenAI`, in its own
+   process so that it does not share the gateway's interpreter lock), at concurrency 1, 8 and 32, with an empty
+   cache (every call live and written) and then replaying that cache. *Added ms per call* is what the gateway
+   costs each call on top of the bare HTTP request: c · (gateway wall − bare wall) / n for n calls at
+   concurrency c, the bare wall being the same n request bodies sent by c threads over one reused HTTP client
+   (a replay sends none, so there it is all of c · wall / n).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import multiprocessing.synchronize
 import os
 import shutil
 import subprocess
@@ -30,6 +39,7 @@ from pathlib import Path
 
 import httpx
 import pandas as pd
+from pydantic import BaseModel
 
 from lib import design, nudges, paths
 from lib.data import load_journal_entries, load_noveleval
@@ -169,6 +179,83 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
             "gateway / direct": (g_tokens / g_time) / (d_tokens / d_time)}
 
 
+class _Grade(BaseModel):
+    grade: int
+
+
+def _serve_fake(urls: multiprocessing.Queue, stop: multiprocessing.synchronize.Event) -> None:
+    """Run the tests' fake endpoint (keep-alive, every answer ``{"grade": 3}`` at once) until ``stop`` is set."""
+    from tests.fakes import FakeOpenAI, always
+
+    with FakeOpenAI(always('{"grade": 3}'), keep_alive=True) as fake:
+        urls.put(fake.base_url)
+        stop.wait()
+
+
+def _bare_wall(base_url: str, bodies: list[dict], concurrency: int) -> float:
+    """Seconds to POST ``bodies`` with ``concurrency`` threads over one reused HTTP client, answers parsed."""
+    pending = list(reversed(bodies))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    with httpx.Client(timeout=60, limits=httpx.Limits(max_connections=concurrency)) as client:
+        def work() -> None:
+            while True:
+                with lock:
+                    if not pending or errors:
+                        return
+                    body = pending.pop()
+                try:
+                    client.post(f"{base_url}/chat/completions", json=body).raise_for_status().json()
+                except httpx.HTTPError as exc:  # a failed request would make the bare wall look short
+                    with lock:
+                        errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(concurrency)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return wall
+
+
+def gateway_throughput(n_calls: int = 1000, levels: Sequence[int] = (1, 8, 32)) -> pd.DataFrame:
+    """Calls/s and added ms per call of the gateway against a fake endpoint that answers at once (see the module
+    docstring), live into an empty cache and replaying it, at each concurrency of ``levels``."""
+    context = multiprocessing.get_context("spawn")
+    urls: multiprocessing.Queue = context.Queue()
+    stop = context.Event()
+    fake = context.Process(target=_serve_fake, args=(urls, stop), daemon=True)
+    fake.start()
+    rows = []
+    try:
+        endpoint = Endpoint(urls.get(timeout=60), "fake-model", "fake-model", embedded=False)
+        for level in levels:
+            # Distinct prompts per level, so every level starts from an empty cache of its own.
+            calls = [LLMCall([{"role": "user", "content": f"Rate item {i} of level {level}."}], _Grade,
+                             call_label=f"bench:{i}", max_attempts=1) for i in range(n_calls)]
+            bare = _bare_wall(endpoint.base_url, [call.body(endpoint.model, 1) for call in calls], level)
+            with tempfile.TemporaryDirectory() as tmp:
+                for mode in ("live", "replay"):
+                    with Gateway(endpoint, cache_dir=Path(tmp) / "cache", mode=mode, notebook="bench",
+                                 concurrency=level) as gateway:
+                        start = time.perf_counter()
+                        results = gateway.complete_many(calls, desc=f"{mode} ×{level}")
+                        wall = time.perf_counter() - start
+                    assert all(result.ok for result in results)
+                    added = level * (wall - (bare if mode == "live" else 0.0)) / n_calls
+                    rows.append({"cache": "empty (live)" if mode == "live" else "replay", "concurrency": level,
+                                 "calls": n_calls, "calls/s": n_calls / wall, "added ms/call": 1000 * added,
+                                 "bare HTTP calls/s": n_calls / bare if mode == "live" else float("nan")})
+    finally:
+        stop.set()
+        fake.join(timeout=10)
+    return pd.DataFrame(rows)
+
+
 def _chapter(notebook: str) -> str:
     """The chapter number a notebook or ledger name starts with ("07_validity-drift-c1" → "07")."""
     return notebook.split("_", 1)[0]
@@ -289,8 +376,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="also time this notebook cold and warm (e.g. 07_validity)")
     parser.add_argument("--keep", action="store_true",
                         help="copy every cache entry the cold run wrote into the committed cache")
+    parser.add_argument("--gateway-calls", type=int, default=1000,
+                        help="calls per concurrency level for the gateway throughput (0: skip it)")
+    parser.add_argument("--gateway-only", action="store_true",
+                        help="only the gateway throughput against a fake endpoint (no model needed)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
+    if args.gateway_calls:
+        print("Gateway throughput against a fake endpoint that answers at once:")
+        print(gateway_throughput(args.gateway_calls).round(2).to_string(index=False))
+    if args.gateway_only:
+        return
     print("Study rates recorded by the server (committed cache):")
     print(study_rates().round(3).to_string(index=False))
     try:
