@@ -56,7 +56,7 @@ from tqdm import tqdm
 
 from lib import paths
 from lib.llm import server as embedded
-from lib.llm.cache import ResponseCache, request_key
+from lib.llm.cache import ASKED_AGAIN, ResponseCache, request_key
 
 Mode = Literal["live", "replay"]
 FailureKind = Literal["invalid_json", "schema_violation", "truncated", "http_error", "connection", "timeout",
@@ -322,6 +322,13 @@ def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None
         return None, "schema_violation", f"schema violation ({problems})"
 
 
+def asked_again_live(result: LLMResult) -> bool:
+    """Whether a live run that finds the answers of this call in the cache sends the call again: every attempt got
+    an answer and none validated (a transport failure stored nothing, so it is asked again anyway). See
+    :meth:`Gateway._complete`; ``python -m lib.llm.cache check`` lists the stored answers of such calls."""
+    return not result.ok and result.failure_kind not in TRANSPORT_FAILURES
+
+
 def response_format_for(schema: type[BaseModel]) -> dict[str, Any]:
     """OpenAI ``response_format`` asking for JSON that matches the pydantic model's JSON schema."""
     return {
@@ -389,7 +396,7 @@ class Gateway:
     def __init__(
         self,
         endpoint: Endpoint,
-        cache_dir: Path = paths.LLM_CACHE,
+        cache_path: Path = paths.LLM_CACHE,
         mode: Mode = "live",
         notebook: str = "interactive",
         concurrency: int = embedded.N_PARALLEL,
@@ -403,7 +410,7 @@ class Gateway:
         if mode not in ("live", "replay"):
             raise ValueError(f"mode must be 'live' or 'replay', not {mode!r}")
         self.endpoint = endpoint
-        self.cache = ResponseCache(cache_dir, repair=mode == "live")
+        self.cache = ResponseCache(cache_path, repair=mode == "live")
         self.mode = mode
         self.notebook = notebook
         self.concurrency = concurrency
@@ -426,13 +433,16 @@ class Gateway:
 
     @classmethod
     def from_env(cls, notebook: str, role: Role = "generator", **overrides: Any) -> Gateway:
-        """Gateway configured by the environment: ``LLM_MODE`` (live|replay), ``LLM_CACHE_DIR``,
+        """Gateway configured by the environment: ``LLM_MODE`` (live|replay), ``LLM_CACHE`` (the cache file),
         ``LLM_CONCURRENCY`` and the endpoint variables of ``role`` (:meth:`Endpoint.from_env`)."""
+        if "LLM_CACHE_DIR" in os.environ:  # its folder would be ignored, and the study's cache written instead
+            raise ValueError("LLM_CACHE_DIR is no longer read: the cache is one SQLite file; set LLM_CACHE to its "
+                             "path (convert a folder cache with `python -m lib.llm.cache --cache FILE pack FOLDER`)")
         endpoint = Endpoint.from_env(role)
         settings: dict[str, Any] = {
             "endpoint": endpoint,
             "mode": os.environ.get("LLM_MODE", "live"),
-            "cache_dir": Path(os.environ.get("LLM_CACHE_DIR", paths.LLM_CACHE)),
+            "cache_path": Path(os.environ.get("LLM_CACHE") or paths.LLM_CACHE),
             "concurrency": int(os.environ.get("LLM_CONCURRENCY", embedded.N_PARALLEL if endpoint.embedded else 4)),
             "notebook": notebook,
         }
@@ -529,6 +539,14 @@ class Gateway:
                 raise error
         raise AssertionError("unreachable")
 
+    def _sent(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as sent: ``body`` with the ``replicate`` user, if any (see :meth:`_request`)."""
+        return body if self.replicate is None else {**body, "user": self.replicate}
+
+    def _keyed(self, sent: dict[str, Any]) -> dict[str, Any]:
+        """The request as cached: the request as sent, naming the model's identity."""
+        return {**sent, "model": self.endpoint.identity}
+
     def _request(self, body: dict[str, Any], call_label: str, refresh: bool = False) -> tuple[dict[str, Any], bool]:
         """One request through the cache: (the stored response, True), or (a live answer, False) that is then
         stored — also when ``refresh`` asks the server again over a stored answer. Raises
@@ -537,15 +555,14 @@ class Gateway:
         A gateway made with ``replicate`` sends it as the request's OpenAI ``user`` field, which no server reads
         when generating: the same request becomes a separate, separately cached measurement (run-to-run drift,
         :mod:`lib.judges.drift`), while a gateway without it keeps every cache key as it was."""
-        if self.replicate is not None:
-            body = {**body, "user": self.replicate}
-        keyed = {**body, "model": self.endpoint.identity}
+        body = self._sent(body)
+        keyed = self._keyed(body)
 
         def compute() -> dict[str, Any]:
             if self.mode == "replay":
                 raise CacheMissError(
                     f"replay mode: no cached response for call '{call_label}' of notebook '{self.notebook}' "
-                    f"(key {request_key(keyed)[:16]}…, model {self.endpoint.identity}) in {self.cache.folder}. "
+                    f"(key {request_key(keyed)[:16]}…, model {self.endpoint.identity}) in {self.cache.path}. "
                     f"Run with LLM_MODE=live to compute it.")
             self._prepare_endpoint()
             start = time.perf_counter()
@@ -588,8 +605,11 @@ class Gateway:
         failure that came from stored answers is asked again, once, with the same attempts (at most
         ``max_attempts`` requests), and what the server says now replaces the stored answers."""
         result, from_cache = self._attempts(call)
-        if not result.ok and from_cache and self.mode == "live" and result.failure_kind not in TRANSPORT_FAILURES:
+        if from_cache and self.mode == "live" and asked_again_live(result):
             result, _ = self._attempts(call, refresh=True)
+        if asked_again_live(result):  # for `python -m lib.llm.cache check`: a committed failure is not stable
+            bodies = [call.body(self.endpoint.model, attempt) for attempt in range(1, result.attempts + 1)]
+            self.cache.log_usage([request_key(self._keyed(self._sent(body))) for body in bodies], ASKED_AGAIN)
         self.ledger.record_call(result)
         if result.failure_kind == "timeout":
             self._count_timeout()
@@ -699,6 +719,7 @@ class Gateway:
         liveness probe closes its own). A script that never closes its gateway ends with a ``ResourceWarning``
         per open socket; ``with Gateway.from_env(...) as gateway:`` closes it at the end of the block."""
         self._client.close()
+        self.cache.close()
 
     def __enter__(self) -> Gateway:
         return self

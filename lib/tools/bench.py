@@ -44,6 +44,7 @@ from pydantic import BaseModel
 from lib import design, nudges, paths
 from lib.data import load_journal_entries, load_noveleval
 from lib.llm import server
+from lib.llm.cache import Entry, ResponseCache
 from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from lib.tools import pipeline
 
@@ -114,12 +115,11 @@ def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.
     return pd.DataFrame(rows)
 
 
-def _entry_timings(entries: Iterable[Path]) -> pd.DataFrame:
+def _entry_timings(entries: Iterable[Entry]) -> pd.DataFrame:
     """One row per cache entry: notebook, call family (the call label before its first ':'), prompt tokens,
     those the server processed (the rest came from its prefix cache), generated tokens, and the server's times."""
     rows = []
-    for path in entries:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+    for entry in entries:
         timings, usage = entry["response"].get("timings") or {}, entry["response"].get("usage") or {}
         rows.append({"notebook": entry["notebook"], "calls": entry["label"].split(":")[0],
                      "prompt_tokens": usage.get("prompt_tokens", 0), "processed": timings.get("prompt_n", 0),
@@ -129,10 +129,10 @@ def _entry_timings(entries: Iterable[Path]) -> pd.DataFrame:
                                        "generation_s"])
 
 
-def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
+def study_rates(cache_path: Path = paths.LLM_CACHE) -> pd.DataFrame:
     """Per notebook and call family: requests, prompt tokens, the share served from the server's prefix cache, and
     the server's recorded prompt and generation rates (:func:`_entry_timings`)."""
-    frame = _entry_timings(cache_dir.glob("??/*.json"))
+    frame = _entry_timings(_entries(cache_path).values())
     table = frame.groupby(["notebook", "calls"]).agg(
         requests=("processed", "size"), prompt_tokens=("prompt_tokens", "sum"), processed=("processed", "sum"),
         prompt_s=("prompt_s", "sum"), generated=("generated", "sum"), generation_s=("generation_s", "sum"))
@@ -167,7 +167,7 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
 
     def via_gateway() -> tuple[int, float]:
         with tempfile.TemporaryDirectory() as cache, \
-                Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1) as gateway:
+                Gateway(endpoint, cache_path=Path(cache) / "cache.sqlite", notebook="bench", concurrency=1) as gateway:
             start = time.perf_counter()
             gateway.complete_many(calls, desc="bench")  # concurrency 1: one call after the other
             return gateway.ledger.completion_tokens, time.perf_counter() - start
@@ -240,7 +240,7 @@ def gateway_throughput(n_calls: int = 1000, levels: Sequence[int] = (1, 8, 32)) 
             bare = _bare_wall(endpoint.base_url, [call.body(endpoint.model, 1) for call in calls], level)
             with tempfile.TemporaryDirectory() as tmp:
                 for mode in ("live", "replay"):
-                    with Gateway(endpoint, cache_dir=Path(tmp) / "cache", mode=mode, notebook="bench",
+                    with Gateway(endpoint, cache_path=Path(tmp) / "cache.sqlite", mode=mode, notebook="bench",
                                  concurrency=level) as gateway:
                         start = time.perf_counter()
                         results = gateway.complete_many(calls, desc=f"{mode} ×{level}")
@@ -270,7 +270,7 @@ def keys_of_earlier_chapters(name: str) -> set[str]:
     with tempfile.TemporaryDirectory() as tmp:
         _copy_outputs(Path(tmp))
         log = Path(tmp) / "usage.log"
-        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(paths.LLM_CACHE), "LLM_MODE": "replay",
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(paths.LLM_CACHE), "LLM_MODE": "replay",
                "LLM_CACHE_USAGE_LOG": str(log)}
         for notebook in earlier:
             for command in ("measure", "run"):
@@ -280,8 +280,10 @@ def keys_of_earlier_chapters(name: str) -> set[str]:
 
 
 def _copy_outputs(out: Path) -> None:
-    """Every committed output folder but the cache, the ledgers, the rendered report and the bench records."""
-    skip = {paths.LLM_CACHE.name, paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name, "bench"}
+    """Every committed output folder but the ledgers, the rendered report, the bench records and the cache's locks
+    (the cache is a file)."""
+    skip = {f"{paths.LLM_CACHE.name}.locks", paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name,
+            "bench"}
     for folder in paths.OUTPUTS.iterdir():
         if folder.is_dir() and folder.name not in skip:
             shutil.copytree(folder, out / folder.name)
@@ -298,20 +300,17 @@ def seed_cold_run(name: str, out: Path, earlier_keys: set[str]) -> int:
         if _chapter(ledger.stem) < _chapter(name):
             (out / paths.LEDGERS.name).mkdir(exist_ok=True)
             shutil.copy2(ledger, out / paths.LEDGERS.name / ledger.name)
-    copied = 0
-    for path in paths.LLM_CACHE.glob("??/*.json"):
-        if path.stem in earlier_keys:
-            (out / paths.LLM_CACHE.name / path.parent.name).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, out / paths.LLM_CACHE.name / path.parent.name / path.name)
-            copied += 1
-    return copied
+    earlier = {key: entry for key, entry in _entries(paths.LLM_CACHE).items() if key in earlier_keys}
+    ResponseCache(out / paths.LLM_CACHE.name).put_all(earlier)
+    return len(earlier)
 
 
-def _entries(cache: Path) -> dict[str, Path]:
-    return {p.name: p for p in cache.glob("??/*.json")}
+def _entries(cache_path: Path) -> dict[str, Entry]:
+    """Every entry of the cache file ``cache_path`` by key (none when it does not exist)."""
+    return dict(ResponseCache(cache_path).items())
 
 
-def _prefix_share(entries: Sequence[Path]) -> float:
+def _prefix_share(entries: Sequence[Entry]) -> float:
     """The share of the prompt tokens of ``entries`` that the server served from its prefix cache, in %."""
     frame = _entry_timings(entries)
     prompt = frame.prompt_tokens.sum()
@@ -332,7 +331,7 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
-        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(cache), "LLM_MODE": "live"}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
         committed, seeded = _entries(paths.LLM_CACHE), set(_entries(cache))
         try:
@@ -343,7 +342,7 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
                                env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
                                capture_output=True)
                 times[f"{step} s"] = time.perf_counter() - start
-                new = [path for key, path in _entries(cache).items() if key not in before]
+                new = [entry for key, entry in _entries(cache).items() if key not in before]
                 if step != "warm":
                     times[f"{step} requests sent"] = len(new)
                 if step == "cold":
@@ -352,10 +351,8 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
             # Also after a failed step: the calls it made are not lost. An entry the committed cache already holds
             # is replaced: the server is not deterministic across runs at T = 0, and the cold run is the record.
             if keep:
-                for key, path in _entries(cache).items():
-                    if key not in seeded:
-                        (paths.LLM_CACHE / path.parent.name).mkdir(exist_ok=True)
-                        shutil.copy2(path, paths.LLM_CACHE / path.parent.name / key)
+                ResponseCache(paths.LLM_CACHE).put_all(
+                    {key: entry for key, entry in _entries(cache).items() if key not in seeded})
         times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(committed))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
