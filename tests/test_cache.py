@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import zlib
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def test_key_is_independent_of_dict_order_and_sensitive_to_content():
 
 
 def _rows(path: Path) -> dict[str, tuple[str, bytes]]:
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         return {key: (label, data) for key, label, data in db.execute("SELECT key, label, data FROM entries")}
 
 
@@ -111,6 +112,21 @@ def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp
         "no journal is left behind"
 
 
+def test_the_last_connection_to_close_leaves_the_written_file_complete_in_rollback_journal_mode(tmp_path):
+    path = tmp_path / "c.sqlite"
+    first, second = ResponseCache(path), ResponseCache(path)
+    first.put(KEY, {"response": 1})
+    second.put("cd" + "0" * 62, {"response": 2})
+    assert (tmp_path / "c.sqlite-wal").exists(), "written in WAL mode"
+    first.close()  # the other connection is open: the log stays for it
+    assert (tmp_path / "c.sqlite-wal").exists() and second.read(KEY) == {"response": 1}
+    second.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert len(_rows(path)) == 2
+
+
 def _slow_claimer(args: tuple[str, str]) -> bool:
     path, log = args
 
@@ -161,10 +177,12 @@ def test_concurrent_writer_processes_leave_only_complete_entries(tmp_path):
     path = tmp_path / "c.sqlite"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         pool.map(_writer, [(str(path), w) for w in range(4)])
-    entries = dict(ResponseCache(path).items())  # every entry passes its checks
+    reader = ResponseCache(path)
+    entries = dict(reader.items())  # every entry passes its checks
     assert len(entries) == 30 + 4 * 30
     assert all(len(entry["response"]["payload"]) == 4000 for entry in entries.values())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]
+    reader.close()  # the workers were terminated with the pool: the last connection closed copies their log in
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"] and len(_rows(path)) == 150
 
 
 def _queued_behind_the_commit_lock(cache: ResponseCache, keys: list[str]) -> tuple[list[threading.Thread], dict]:
@@ -236,7 +254,7 @@ for n in range(20):
     cache.put(request_key({"n": n}), {"response": {"n": n, "payload": "x" * 3000}})
     print(n, flush=True)  # reported done: its transaction has committed
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("PRAGMA cache_size=2")  # uncommitted pages spill into the file: the journal must undo them
+db.execute("PRAGMA cache_size=2")  # uncommitted pages spill into the log before the commit
 db.execute("BEGIN IMMEDIATE")
 db.executemany("INSERT INTO entries VALUES (?, 'half', randomblob(3000))", [(str(n),) for n in range(500)])
 db.execute("DELETE FROM entries WHERE key = ?", (request_key({"n": 0}),))
@@ -254,11 +272,13 @@ def test_a_writer_killed_mid_transaction_leaves_every_committed_entry_and_nothin
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert reported == [str(n) for n in range(20)]
-    assert (tmp_path / "c.sqlite-journal").exists(), "the kill must land inside the transaction"
-    assert path.stat().st_size > 500 * 3000, "uncommitted rows reached the file"
-    entries = dict(ResponseCache(path).items())  # the next opener rolls the cut transaction back
+    assert (tmp_path / "c.sqlite-wal").stat().st_size > 500 * 3000, "uncommitted rows reached the log"
+    reader = ResponseCache(path)
+    entries = dict(reader.items())  # the committed part of the log is read, the cut transaction ignored
     assert sorted(entry["response"]["n"] for entry in entries.values()) == list(range(20))
-    assert not (tmp_path / "c.sqlite-journal").exists()
+    reader.close()  # copies the log into the file: complete on its own, nothing beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]
+    assert len(_rows(path)) == 20
 
 
 def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
@@ -272,15 +292,13 @@ def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
     used, asked_again = read_usage_log(tmp_path / "replay.log")
     assert used == asked_again == {request_key({"n": 0})} and len(log.read_text().split()) == 3
     assert read_usage_log(tmp_path / "absent.log") == (set(), set())
+    cache.close()
+    replay.close()  # prune replaces the file: no process may have it open
     assert prune(path, used, dry_run=True) == (2, 0) and len(ResponseCache(path)) == 3
     size = path.stat().st_size
     removed, freed = prune(path, used)
     assert removed == 2 and freed == size - path.stat().st_size > 0
     assert [key for key, _ in ResponseCache(path).items()] == [request_key({"n": 0})]
-    # the file was replaced: a cache that had it open is refused rather than writing into the unlinked file
-    with pytest.raises(sqlite3.OperationalError, match="readonly database"):
-        cache.get({"late": 1}, lambda: {"response": "r"})
-    cache = ResponseCache(path)
     cache.get({"steps": 1}, lambda: {"response": "r", "label": "geval-steps:Coherence"})  # made outside a notebook
     cache.get({"steps": 2}, lambda: {"response": "r", "label": "other"})
     assert prune(path, used, keep_labels=["geval-steps"])[0] == 1
@@ -298,6 +316,8 @@ def test_compacting_gives_equal_files_for_equal_contents_whatever_their_history(
         second.put(key, entries[key])
     second.put(request_key({"gone": 1}), {"response": "deleted"})
     second.delete([request_key({"gone": 1})])
+    first.close()
+    second.close()
     assert (tmp_path / "a.sqlite").read_bytes() != (tmp_path / "b.sqlite").read_bytes()
     first.compact()
     second.compact()
@@ -316,7 +336,7 @@ def _stored(path: Path) -> tuple[dict, str]:
 
 
 def _damage(path: Path, key: str, damage: str) -> None:
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         data = db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()[0]
     text = zlib.decompress(data)
     if damage == "a byte of the file flipped":
@@ -328,7 +348,7 @@ def _damage(path: Path, key: str, damage: str) -> None:
               "not JSON": text[: len(text) // 2], "not UTF-8": b"\xff" + text, "a list": b"[]",
               "no checksum": canonical_json({"request": {"messages": "rate it", "seed": 0},
                                              "response": {"grade": 2}}).encode()}[damage]
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE entries SET data = ? WHERE key = ?", (zlib.compress(stored), key))
 
 

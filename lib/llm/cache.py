@@ -10,20 +10,25 @@ its checksum, ``label`` the entry's call label (read by :func:`prune` without op
 rather than one file per request (the layout before, which :func:`pack` converts): a full-size run of 100k calls
 commits one file, not 100k, and at about a quarter of the size.
 
-Writes and durability: every write is a transaction in SQLite's rollback-journal mode (``journal_mode=DELETE``,
-``synchronous=FULL``), so a transaction lands whole or not at all, and :meth:`ResponseCache.get` returns a
-computed entry only after the transaction holding it has committed and been flushed to disk. A call reported
-done therefore survives a killed process (``kill -9``) and a power loss; a transaction cut short by either is
-rolled back from its journal by the next process that opens the file, which leaves the file as its last commit
-left it (a killed run resumes: the calls it finished are hits). Entries computed by several threads at once are
-written by one transaction (group commit: each thread waits for the commit that holds its entry), so concurrent
-calls share the flush instead of queueing for one each.
+Writes and durability: a cache file at rest is in SQLite's rollback-journal mode, in which a reader creates no
+file and writes nothing: a replay leaves the committed cache byte for byte as it was (and a replay of a missing
+file creates none). The first write of a connection switches the file to write-ahead-log mode (``-wal`` and
+``-shm`` beside it while it is open), in which a commit appends to the log and flushes it (``synchronous=FULL``,
+one ``fsync``: 3 ms on the study's machine, against 18 ms for a rollback journal's commit), and readers in
+other processes go on reading.
+:meth:`ResponseCache.get` returns a computed entry only after the transaction holding it has committed and been
+flushed, so a call reported done survives a killed process (``kill -9``) and a power loss; a transaction cut
+short by either is not in the log's committed part and is ignored. Entries computed by several threads at once
+are written by one transaction (group commit: each thread waits for the commit that holds its entry), so
+concurrent calls share the flush instead of queueing for one each. :meth:`ResponseCache.close` (also at exit)
+returns the file to rollback-journal mode, which copies the log into it and removes ``-wal`` and ``-shm``: after
+a run the file is complete on its own. A killed run leaves its ``-wal`` (git-ignored) holding committed entries;
+the next process that opens the cache reads them and copies them in when it closes (any lookup does, e.g.
+``python -m lib.llm.cache check``), so do that before committing the file.
 
-Reading writes nothing: a lookup creates no file (the journal exists only while a write transaction is open)
-and does not touch the database file, so a replay leaves the committed cache byte for byte as it was, and a
-replay of a missing file creates none. :func:`pack` and :func:`prune` rewrite the file (rows inserted in key order
-into a new file: :meth:`ResponseCache.compact`), so equal contents give an equal file; they replace it, so run them
-while no other process uses the cache.
+:func:`pack` and :func:`prune` rewrite the file (rows inserted in key order into a new file:
+:meth:`ResponseCache.compact`), so equal contents give an equal file; they replace it, so run them while no other
+process uses the cache.
 
 Why a per-key lock: two processes (or threads) asking for the same missing key would otherwise both compute it
 and send the request twice. ``get`` holds an advisory ``flock`` on ``<file>.locks/<key>.lock`` while it looks up
@@ -50,6 +55,7 @@ run would ask again (a committed failure makes a live ``make all`` rewrite outpu
 from __future__ import annotations
 
 import argparse
+import atexit
 import fcntl
 import hashlib
 import json
@@ -57,6 +63,7 @@ import os
 import sqlite3
 import sys
 import threading
+import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -141,6 +148,8 @@ class ResponseCache:
         self._queue_lock = threading.Lock()
         self._commit_lock = threading.Lock()
         self._queued = self._committed = 0
+        self._writing = False  # whether this connection has switched the file to WAL mode
+        _open_caches.add(self)
 
     def _connection(self, create: bool) -> sqlite3.Connection | None:
         """The open connection; None when the file does not exist and ``create`` is false. Call with the
@@ -275,27 +284,28 @@ class ResponseCache:
             self._write([_row(key, entries[key]) for key in sorted(entries)])
 
     def _write(self, rows: list[tuple[str, str, bytes]]) -> None:
-        with self._db_lock:
-            db = self._connection(create=True)
-            assert db is not None
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute(SCHEMA_SQL)
-                db.executemany("INSERT OR REPLACE INTO entries (key, label, data) VALUES (?, ?, ?)", rows)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # a failed COMMIT may have rolled back already
-                    db.execute("ROLLBACK")
-                raise
+        with self._transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO entries (key, label, data) VALUES (?, ?, ?)", rows)
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove the entries of ``keys`` in one transaction."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM entries WHERE key = ?", [(key,) for key in keys])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction in WAL mode (the file is switched to it by its first writer), committed at the end
+        of the block, rolled back on an error."""
         with self._db_lock:
             db = self._connection(create=True)
             assert db is not None
+            if not self._writing:
+                db.execute("PRAGMA journal_mode=WAL")
+                self._writing = True
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany("DELETE FROM entries WHERE key = ?", [(key,) for key in keys])
+                db.execute(SCHEMA_SQL)
+                yield db
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:  # a failed COMMIT may have rolled back already
@@ -327,15 +337,36 @@ class ResponseCache:
             os.replace(tmp, self.path)
 
     def close(self) -> None:
-        """Close the connection (a later lookup opens it again)."""
+        """Close the connection (a later lookup opens it again). A file in WAL mode (written to, or left so by a
+        killed writer) is first returned to rollback-journal mode, which copies the log into it and removes
+        ``-wal`` and ``-shm``; while another connection has it open that waits for the last one to close."""
         with self._db_lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            if self._db is None:
+                return
+            try:
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                    self._db.execute("PRAGMA busy_timeout=0")  # another connection open: leave it to that one
+                    self._db.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.OperationalError:  # "database is locked"
+                pass
+            self._db.close()
+            self._db = None
+            self._writing = False
 
     def __len__(self) -> int:
         rows = self._select("SELECT count(*) FROM entries")
         return int(rows[0][0]) if rows else 0
+
+
+_open_caches: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_caches() -> None:
+    """Close every cache still open when the interpreter exits (a notebook's gateway is seldom closed), so that a
+    live run's last writer returns the file to rollback-journal mode, complete and without ``-wal`` beside it."""
+    for cache in list(_open_caches):
+        cache.close()
 
 
 def _connect(path: Path) -> sqlite3.Connection:
