@@ -21,6 +21,8 @@ from lib.llm.gateway import (
     EndpointUnreachable,
     Gateway,
     LLMCall,
+    SenderPool,
+    TransportFailure,
     prefix_groups,
 )
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
@@ -197,6 +199,24 @@ def test_the_cache_file_comes_from_llm_cache_and_the_old_folder_variable_is_refu
     monkeypatch.setenv("LLM_CACHE_DIR", str(tmp_path / "folder"))
     with pytest.raises(ValueError, match=r"LLM_CACHE_DIR is no longer read.*set LLM_CACHE.*pack"):
         Gateway.from_env("nb")
+
+
+def test_sender_threads_are_reused_and_a_hung_request_holds_up_no_other():
+    pool = SenderPool()
+    assert [pool.submit(lambda i=i: 2 * i).result(timeout=10) for i in range(20)] == list(range(0, 40, 2))
+    assert pool.threads == 1, "one request after the other: one thread"
+    release = threading.Event()
+    hung = pool.submit(release.wait)
+    assert pool.submit(lambda: "next").result(timeout=10) == "next" and not hung.done()
+    assert pool.threads == 2, "the hung request keeps its thread; the next one got another"
+
+    def fails() -> None:
+        raise TransportFailure("connection", "refused")
+
+    with pytest.raises(TransportFailure, match="refused"):
+        pool.submit(fails).result(timeout=10)
+    release.set()
+    assert hung.result(timeout=10) is True and pool.threads == 2
 
 
 def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
