@@ -5,7 +5,8 @@ official ``openai`` client, asks for JSON matching ``Model``'s schema (``respons
 validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the same for a list of
 :class:`LLMCall` records, concurrently. What each layer does:
 
-* **Transport** (the ``openai`` client): base URL, key, timeouts, and its retries with exponential backoff
+* **Transport** (the ``openai`` client's POST, sent by a pool of sender threads while the caller watches the
+  endpoint's liveness): base URL, key, timeouts, and its retries with exponential backoff
   on dropped connections, timeouts, 408/409/429 and 5xx. A fault that outlives those retries becomes the
   item's recorded failure (``connection`` or ``http_error``); the other items of a batch go on. A 200 whose
   body is not a well-formed chat completion (not JSON, an error object, no choices) is sent again up to the
@@ -535,8 +536,11 @@ class Gateway:
         well-formed answer, else :class:`TransportFailure` (or a run-stopping error, see the module docstring)."""
         deadline_s = self.deadline.seconds(body)
         try:
-            raw = self._client.chat.completions.with_raw_response.create(
-                **body, timeout=httpx2.Timeout(deadline_s, connect=3.0))
+            # The client's own POST (its retries, timeouts, errors and auth) without ``chat.completions.create``'s
+            # conversion of the body to its typed parameters, which changes nothing in a body of plain JSON
+            # values and cost a third of the gateway's time per call against a fast endpoint.
+            raw = self._client.post("/chat/completions", body=body, cast_to=httpx2.Response, options={
+                "timeout": httpx2.Timeout(deadline_s, connect=3.0), "security": {"bearer_auth": True}})
         except openai.APITimeoutError:
             raise TransportFailure("timeout", f"no answer within the request's deadline of {deadline_s:.0f} s, "
                                               f"{self.transport_retries + 1} times") from None
@@ -552,7 +556,7 @@ class Gateway:
                 raise TransportFailure("http_error", message) from None
             raise RuntimeError(message) from None
         try:
-            return well_formed_completion(raw.http_response.text)
+            return well_formed_completion(raw.text)
         except ValueError as exc:
             raise TransportFailure("bad_response", self._redact(f"HTTP 200 but {exc}")) from None
 
