@@ -133,7 +133,8 @@ class ResponseCache:
     """The SQLite file ``path`` of entries, each ``{"request": …, "response": …, "latency_s": …, …}``.
 
     One connection per cache, shared by its threads (a lock serialises its use) and opened at the first
-    lookup; the file and its table are created by the first write. :meth:`close` closes the connection."""
+    lookup; the file and its table are created by the first write. :meth:`close` (or the end of a ``with`` block)
+    closes the connection."""
 
     def __init__(self, path: Path, usage_log: Path | None = None, repair: bool = False) -> None:
         self.path = Path(path)
@@ -353,6 +354,12 @@ class ResponseCache:
             self._db = None
             self._writing = False
 
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def __len__(self) -> int:
         rows = self._select("SELECT count(*) FROM entries")
         return int(rows[0][0]) if rows else 0
@@ -391,14 +398,14 @@ def prune(path: Path, used: set[str], dry_run: bool = False, keep_labels: Sequen
     would be, and 0 bytes, with ``dry_run``). An empty ``used`` is refused: it would empty the cache."""
     if not used:
         raise ValueError("no used keys: refusing to delete every cache entry (was the usage log written?)")
-    cache = ResponseCache(path)
-    unused = [key for key, label in cache.labels().items()
-              if key not in used and not label.startswith(tuple(keep_labels) or ("\0",))]
-    if dry_run:
-        return len(unused), 0
-    size = path.stat().st_size
-    cache.delete(unused)
-    cache.compact()
+    with ResponseCache(path) as cache:
+        unused = [key for key, label in cache.labels().items()
+                  if key not in used and not label.startswith(tuple(keep_labels) or ("\0",))]
+        if dry_run:
+            return len(unused), 0
+        size = path.stat().st_size
+        cache.delete(unused)
+        cache.compact()
     return len(unused), size - path.stat().st_size
 
 
@@ -412,12 +419,9 @@ def pack(folder: Path, path: Path) -> int:
                for file in sorted(folder.glob("??/*.json"))}
     if not entries:
         raise ValueError(f"{folder}: no cache entries (<key[:2]>/<key>.json) to pack")
-    cache = ResponseCache(path)
-    try:
+    with ResponseCache(path) as cache:
         cache.put_all(entries)
         cache.compact()
-    finally:
-        cache.close()
     return len(entries)
 
 
@@ -447,7 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         if not used:
             raise SystemExit(f"{args.used}: no keys looked up (was the usage log written?)")
-        labels = ResponseCache(args.cache).labels()
+        with ResponseCache(args.cache) as cache:
+            labels = cache.labels()
         for key in sorted(asked_again):
             print(f"{key}  {labels.get(key, '(not in the cache)')}: a live run asks it again")
         print(f"{len(asked_again)} of the {len(used)} entries looked up would be asked again in live mode")

@@ -302,13 +302,15 @@ def seed_cold_run(name: str, out: Path, earlier_keys: set[str]) -> int:
             (out / paths.LEDGERS.name).mkdir(exist_ok=True)
             shutil.copy2(ledger, out / paths.LEDGERS.name / ledger.name)
     earlier = {key: entry for key, entry in _entries(paths.LLM_CACHE).items() if key in earlier_keys}
-    ResponseCache(out / paths.LLM_CACHE.name).put_all(earlier)
+    with ResponseCache(out / paths.LLM_CACHE.name) as cache:
+        cache.put_all(earlier)
     return len(earlier)
 
 
 def _entries(cache_path: Path) -> dict[str, Entry]:
     """Every entry of the cache file ``cache_path`` by key (none when it does not exist)."""
-    return dict(ResponseCache(cache_path).items())
+    with ResponseCache(cache_path) as cache:
+        return dict(cache.items())
 
 
 def _prefix_share(entries: Sequence[Entry]) -> float:
@@ -352,8 +354,8 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
             # Also after a failed step: the calls it made are not lost. An entry the committed cache already holds
             # is replaced: the server is not deterministic across runs at T = 0, and the cold run is the record.
             if keep:
-                ResponseCache(paths.LLM_CACHE).put_all(
-                    {key: entry for key, entry in _entries(cache).items() if key not in seeded})
+                with ResponseCache(paths.LLM_CACHE) as committed_cache:
+                    committed_cache.put_all({key: entry for key, entry in _entries(cache).items() if key not in seeded})
         times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(committed))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
