@@ -8,7 +8,7 @@ identity, messages, sampling parameters and response schema.
 Store: one table ``entries(key, label, data)``; ``data`` is the zlib-compressed canonical JSON of the entry with
 its checksum, ``label`` the entry's call label (read by :func:`prune` without opening the entries). One file
 rather than one file per request (the layout before, which :func:`pack` converts): a full-size run of 100k calls
-commits one file, not 100k, and at about a quarter of the size.
+commits one file, not 100k, at a third of the size (3.1 MB for the study's 1,454 entries against 9.3 MB).
 
 Writes and durability: a cache file at rest is in SQLite's rollback-journal mode, in which a reader creates no
 file and writes nothing: a replay leaves the committed cache byte for byte as it was (and a replay of a missing
