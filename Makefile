@@ -77,10 +77,11 @@ lint: $(INSTALLED) ## ruff (lint and import order) and mypy (types) over lib and
 bench: $(INSTALLED) ## server and gateway throughput; with COLD=07_validity also that notebook cold vs warm
 	$(PY) -m lib.tools.bench $(if $(COLD),--cold-notebook $(COLD))
 
-prune-cache: $(INSTALLED) ## replay every notebook, then delete the LLM cache entries none of them asked for
+prune-cache: $(INSTALLED) ## replay every notebook, delete the LLM cache entries none of them asked for, check no stored failure
 	rm -f .cache/cache-usage.log
 	LLM_MODE=replay LLM_CACHE_USAGE_LOG=$(CURDIR)/.cache/cache-usage.log $(PY) -m lib.tools.pipeline run-all
 	$(PY) -m lib.llm.cache prune --used .cache/cache-usage.log --keep-label geval-steps
+	$(PY) -m lib.llm.cache check --used .cache/cache-usage.log
 
 clean: stop ## remove the venv, the assembled model and run files (keeps outputs/ and the LLM cache)
 	rm -rf $(VENV) .cache .pytest_cache

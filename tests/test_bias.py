@@ -33,8 +33,9 @@ def test_verbosity_separates_the_restated_words_from_length(tmp_path):
 
     items = [JudgeItem("q", "A passage. More."), JudgeItem("q", "Another one.")]
     with FakeOpenAI(rewards_restating) as fake:
-        one_at_a_time = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache",
-                                concurrency=1)  # the order the requests arrive in is the order they were sent
+        # concurrency 1: the order the requests arrive in is the order they were sent
+        one_at_a_time = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False),
+                                cache_path=tmp_path / "cache.sqlite", concurrency=1)
         restated, neutral, difference = bias.verbosity_effect(one_at_a_time, items, seed=0)
     assert len(fake.requests) == 3 * 2
     # E[g] 0.5 plain, 1.5 restated, 0.75 with the neutral filler, on both items

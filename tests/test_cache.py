@@ -1,12 +1,36 @@
-"""The response cache: canonical keys, atomic entries, several processes writing at once."""
+"""The response cache: canonical keys, checked entries in one SQLite file, several threads and processes writing at
+once, killed writers, pruning and the conversion of the folder layout."""
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from lib.llm.cache import CorruptEntry, ResponseCache, canonical_json, request_key
+from lib.llm.cache import (
+    CorruptEntry,
+    ResponseCache,
+    canonical_json,
+    checksum,
+    main,
+    pack,
+    prune,
+    read_usage_log,
+    request_key,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "ab" + "0" * 62
 
 
 def test_key_is_independent_of_dict_order_and_sensitive_to_content():
@@ -18,20 +42,28 @@ def test_key_is_independent_of_dict_order_and_sensitive_to_content():
     assert request_key(a) != request_key({**a, "temperature": 0.0001})
 
 
-def test_put_get_roundtrip_and_corrupt_entry_names_the_file(tmp_path):
-    cache = ResponseCache(tmp_path)
-    cache.put("ab" + "0" * 62, {"response": {"x": "ünïcode"}, "latency_s": 1.5})
-    entry = cache.read("ab" + "0" * 62)
-    assert entry is not None and {k: entry[k] for k in ("response", "latency_s")} == {
-        "response": {"x": "ünïcode"}, "latency_s": 1.5}
-    assert cache.read("cd" + "0" * 62) is None and len(cache) == 1
-    cache.path_for("ab" + "0" * 62).write_text('{"response": ')
-    with pytest.raises(CorruptEntry, match=r"ab0+\.json: corrupt cache entry"):
-        cache.read("ab" + "0" * 62)
+def _rows(path: Path) -> dict[str, tuple[str, bytes]]:
+    with closing(sqlite3.connect(path)) as db:
+        return {key: (label, data) for key, label, data in db.execute("SELECT key, label, data FROM entries")}
+
+
+def test_put_read_roundtrip_stores_compressed_canonical_json_with_its_checksum(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.read(KEY) is None and len(cache) == 0
+    assert not (tmp_path / "c.sqlite").exists(), "a lookup creates no file"
+    entry = {"response": {"x": "ünïcode"}, "latency_s": 1.5, "label": "rate:1"}
+    cache.put(KEY, entry)
+    assert cache.read(KEY) == entry and cache.read("cd" + "0" * 62) is None and len(cache) == 1
+    label, data = _rows(tmp_path / "c.sqlite")[KEY]
+    assert label == "rate:1"
+    assert json.loads(zlib.decompress(data)) == {**entry, "checksum": checksum(entry)}
+    assert zlib.decompress(data).decode() == canonical_json({**entry, "checksum": checksum(entry)})
+    cache.put(KEY, {"response": 2})  # replaces
+    assert cache.read(KEY) == {"response": 2} and len(cache) == 1 and cache.labels() == {KEY: ""}
 
 
 def test_get_computes_once_and_stores_nothing_when_compute_raises(tmp_path):
-    cache, calls = ResponseCache(tmp_path), []
+    cache, calls = ResponseCache(tmp_path / "c.sqlite"), []
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
     def compute():
@@ -48,12 +80,55 @@ def test_get_computes_once_and_stores_nothing_when_compute_raises(tmp_path):
     with pytest.raises(RuntimeError, match="endpoint fault"):
         cache.get({"other": 1}, broken)
     assert cache.read(request_key({"other": 1})) is None and len(cache) == 1
-    assert not list((tmp_path / ".locks").iterdir()), "a released lock leaves no file"
+    assert not list((tmp_path / "c.sqlite.locks").iterdir()), "a released lock leaves no file"
+
+
+def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp_path):
+    class Miss(Exception):
+        pass
+
+    def replay():
+        raise Miss
+
+    missing = ResponseCache(tmp_path / "none.sqlite")
+    with pytest.raises(Miss):
+        missing.get({"n": 0}, replay)
+    assert not (tmp_path / "none.sqlite").exists(), "a replay miss creates no cache file"
+
+    path = tmp_path / "c.sqlite"
+    writer = ResponseCache(path)
+    for n in range(3):
+        writer.put(request_key({"n": n}), {"request": {"n": n}, "response": n})
+    writer.close()
+    before, mtime = path.read_bytes(), path.stat().st_mtime_ns
+    reader = ResponseCache(path)
+    assert [reader.get({"n": n}, replay)[0]["response"] for n in range(3)] == [0, 1, 2]
+    with pytest.raises(Miss):
+        reader.get({"n": 3}, replay)
+    assert len(reader) == 3 and len(list(reader.items())) == 3
+    reader.close()
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", "c.sqlite.locks", "none.sqlite.locks"], \
+        "no journal is left behind"
+
+
+def test_the_last_connection_to_close_leaves_the_written_file_complete_in_rollback_journal_mode(tmp_path):
+    path = tmp_path / "c.sqlite"
+    first, second = ResponseCache(path), ResponseCache(path)
+    first.put(KEY, {"response": 1})
+    second.put("cd" + "0" * 62, {"response": 2})
+    assert (tmp_path / "c.sqlite-wal").exists(), "written in WAL mode"
+    first.close()  # the other connection is open: the log stays for it
+    assert (tmp_path / "c.sqlite-wal").exists() and second.read(KEY) == {"response": 1}
+    second.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert len(_rows(path)) == 2
 
 
 def _slow_claimer(args: tuple[str, str]) -> bool:
-    folder, log = args
-    import time
+    path, log = args
 
     def compute():
         with open(log, "a") as handle:
@@ -61,104 +136,282 @@ def _slow_claimer(args: tuple[str, str]) -> bool:
         time.sleep(0.3)
         return {"response": {"ok": True}}
 
-    return ResponseCache(Path(folder)).get({"shared": "request"}, compute)[1]
+    return ResponseCache(Path(path)).get({"shared": "request"}, compute)[1]
 
 
 def test_two_processes_on_one_missing_key_compute_it_once(tmp_path):
     log = tmp_path / "log.txt"
     with multiprocessing.get_context("spawn").Pool(3) as pool:
-        cached = pool.map(_slow_claimer, [(str(tmp_path / "cache"), str(log))] * 3)
+        cached = pool.map(_slow_claimer, [(str(tmp_path / "c.sqlite"), str(log))] * 3)
     assert log.read_text().count("computed") == 1
     assert sorted(cached) == [False, True, True]
 
 
+def test_threads_of_one_cache_on_one_missing_key_compute_it_once(tmp_path):
+    cache, computed = ResponseCache(tmp_path / "c.sqlite"), []
+
+    def compute():
+        computed.append(1)
+        time.sleep(0.2)
+        return {"response": "r"}
+
+    outcomes: list[bool] = []
+    threads = [threading.Thread(target=lambda: outcomes.append(cache.get({"q": 1}, compute)[1])) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(computed) == 1 and sorted(outcomes) == [False, True, True, True]
+
+
 def _writer(args: tuple[str, int]) -> None:
-    folder, worker = args
-    cache = ResponseCache(Path(folder))
+    path, worker = args
+    cache = ResponseCache(Path(path))
     for i in range(60):
         # Half the keys are shared by all workers (same content, as identical requests would give).
         key = request_key({"i": i}) if i % 2 else request_key({"worker": worker, "i": i})
-        cache.put(key, {"response": {"i": i, "payload": "x" * 5000}, "latency_s": 0.1})
+        cache.put(key, {"response": {"i": i, "payload": os.urandom(2000).hex()}, "latency_s": 0.1})
 
 
-def test_concurrent_writers_leave_only_complete_entries(tmp_path):
+def test_concurrent_writer_processes_leave_only_complete_entries(tmp_path):
+    path = tmp_path / "c.sqlite"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        pool.map(_writer, [(str(tmp_path), w) for w in range(4)])
-    cache = ResponseCache(tmp_path)
-    files = list(tmp_path.glob("??/*.json"))
-    assert len(files) == 30 + 4 * 30
-    for path in files:
-        entry = cache.read(path.stem)
-        assert entry is not None and len(entry["response"]["payload"]) == 5000
-    assert not list(tmp_path.rglob("*.tmp"))
+        pool.map(_writer, [(str(path), w) for w in range(4)])
+    reader = ResponseCache(path)
+    entries = dict(reader.items())  # every entry passes its checks
+    assert len(entries) == 30 + 4 * 30
+    assert all(len(entry["response"]["payload"]) == 4000 for entry in entries.values())
+    reader.close()  # the workers were terminated with the pool: the last connection closed copies their log in
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"] and len(_rows(path)) == 150
+
+
+def _queued_behind_the_commit_lock(cache: ResponseCache, keys: list[str]) -> tuple[list[threading.Thread], dict]:
+    """Threads putting ``keys`` while the test holds the commit lock, started and queued; their outcomes."""
+    outcomes: dict[str, str] = {}
+
+    def put(key: str) -> None:
+        try:
+            cache.put(key, {"response": key})
+            outcomes[key] = "stored"
+        except OSError as exc:
+            outcomes[key] = str(exc)
+
+    threads = [threading.Thread(target=put, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    while cache._queued < len(keys):
+        time.sleep(0.01)
+    return threads, outcomes
+
+
+def test_entries_put_at_once_are_written_by_one_transaction_and_all_land(tmp_path, monkeypatch):
+    cache, batches = ResponseCache(tmp_path / "c.sqlite"), []
+    write = cache._write
+
+    def counted(rows):
+        batches.append(len(rows))
+        write(rows)
+
+    monkeypatch.setattr(cache, "_write", counted)
+    keys = [request_key({"n": n}) for n in range(5)]
+    with cache._commit_lock:
+        threads, outcomes = _queued_behind_the_commit_lock(cache, keys)
+    for thread in threads:
+        thread.join()
+    assert batches == [5] and outcomes == dict.fromkeys(keys, "stored")
+    assert {key: entry["response"] for key, entry in ResponseCache(tmp_path / "c.sqlite").items()} == {
+        key: key for key in keys}
+
+
+def test_a_failed_batch_is_the_committers_error_and_the_others_entries_land_with_the_next(tmp_path, monkeypatch):
+    cache, batches = ResponseCache(tmp_path / "c.sqlite"), []
+    write = cache._write
+
+    def first_fails(rows):
+        batches.append(sorted(row[0] for row in rows))
+        if len(batches) == 1:
+            raise OSError("disk full")
+        write(rows)
+
+    monkeypatch.setattr(cache, "_write", first_fails)
+    keys = [request_key({"n": n}) for n in range(3)]
+    with cache._commit_lock:
+        threads, outcomes = _queued_behind_the_commit_lock(cache, keys)
+    for thread in threads:
+        thread.join()
+    failed = [key for key, outcome in outcomes.items() if outcome == "disk full"]
+    assert len(failed) == 1 and batches[0] == sorted(keys) and batches[1:] == [sorted(set(keys) - set(failed))]
+    assert sorted(key for key, _ in cache.items()) == sorted(set(keys) - set(failed)), \
+        "every put that returned is stored; the one that raised is not"
+
+
+KILLED_WRITER = """
+import sys, sqlite3, time
+from pathlib import Path
+from lib.llm.cache import ResponseCache, request_key
+cache = ResponseCache(Path(sys.argv[1]))
+for n in range(20):
+    cache.put(request_key({"n": n}), {"response": {"n": n, "payload": "x" * 3000}})
+    print(n, flush=True)  # reported done: its transaction has committed
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA cache_size=2")  # uncommitted pages spill into the log before the commit
+db.execute("BEGIN IMMEDIATE")
+db.executemany("INSERT INTO entries VALUES (?, 'half', randomblob(3000))", [(str(n),) for n in range(500)])
+db.execute("DELETE FROM entries WHERE key = ?", (request_key({"n": 0}),))
+print("in the transaction", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_writer_killed_mid_transaction_leaves_every_committed_entry_and_nothing_else(tmp_path):
+    path = tmp_path / "c.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    reported = [line.strip() for line in iter(proc.stdout.readline, "in the transaction\n")]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert reported == [str(n) for n in range(20)]
+    assert (tmp_path / "c.sqlite-wal").stat().st_size > 500 * 3000, "uncommitted rows reached the log"
+    reader = ResponseCache(path)
+    entries = dict(reader.items())  # the committed part of the log is read, the cut transaction ignored
+    assert sorted(entry["response"]["n"] for entry in entries.values()) == list(range(20))
+    reader.close()  # copies the log into the file: complete on its own, nothing beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]
+    assert len(_rows(path)) == 20
 
 
 def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
-    from lib.llm.cache import prune
-
-    log = tmp_path / "usage.log"
-    cache = ResponseCache(tmp_path / "cache", usage_log=log)
+    log, path = tmp_path / "usage.log", tmp_path / "c.sqlite"
+    cache = ResponseCache(path, usage_log=log)
     for n in range(3):
-        cache.get({"n": n}, lambda: {"response": "r"})
-    replay = ResponseCache(tmp_path / "cache", usage_log=tmp_path / "replay.log")
+        cache.get({"n": n}, lambda: {"response": os.urandom(20_000).hex()})  # incompressible: pages to free
+    replay = ResponseCache(path, usage_log=tmp_path / "replay.log")
     replay.get({"n": 0}, lambda: {"response": "r"})  # a hit is logged too
-    used = set((tmp_path / "replay.log").read_text().split())
-    assert used == {request_key({"n": 0})} and len(log.read_text().split()) == 3
-    assert (prune(tmp_path / "cache", used, dry_run=True)[0] == 2
-            and len(list((tmp_path / "cache").glob("??/*.json"))) == 3)
-    removed, size = prune(tmp_path / "cache", used)
-    assert removed == 2 and size > 0
-    assert [p.stem for p in (tmp_path / "cache").glob("??/*.json")] == [request_key({"n": 0})]
+    replay.log_usage([request_key({"n": 0})], "asked-again")
+    used, asked_again = read_usage_log(tmp_path / "replay.log")
+    assert used == asked_again == {request_key({"n": 0})} and len(log.read_text().split()) == 3
+    assert read_usage_log(tmp_path / "absent.log") == (set(), set())
+    cache.close()
+    replay.close()  # prune replaces the file: no process may have it open
+    assert prune(path, used, dry_run=True) == (2, 0) and len(ResponseCache(path)) == 3
+    size = path.stat().st_size
+    removed, freed = prune(path, used)
+    assert removed == 2 and freed == size - path.stat().st_size > 0
+    assert [key for key, _ in ResponseCache(path).items()] == [request_key({"n": 0})]
     cache.get({"steps": 1}, lambda: {"response": "r", "label": "geval-steps:Coherence"})  # made outside a notebook
-    assert prune(tmp_path / "cache", used, keep_labels=["geval-steps"]) == (0, 0)
+    cache.get({"steps": 2}, lambda: {"response": "r", "label": "other"})
+    assert prune(path, used, keep_labels=["geval-steps"])[0] == 1
+    assert sorted(ResponseCache(path).labels().values()) == ["", "geval-steps:Coherence"]
     with pytest.raises(ValueError, match="refusing to delete every cache entry"):
-        prune(tmp_path / "cache", set())
+        prune(path, set())
 
 
-# --- issue 19.3: the cache checks its entries -----------------------------------------------------------------
+def test_compacting_gives_equal_files_for_equal_contents_whatever_their_history(tmp_path):
+    entries = {request_key({"n": n}): {"response": {"n": n}, "label": f"l{n}"} for n in range(40)}
+    first, second = ResponseCache(tmp_path / "a.sqlite"), ResponseCache(tmp_path / "b.sqlite")
+    first.put_all(entries)
+    for key in reversed(list(entries)):
+        second.put(key, {"response": "an answer replaced later"})
+        second.put(key, entries[key])
+    second.put(request_key({"gone": 1}), {"response": "deleted"})
+    second.delete([request_key({"gone": 1})])
+    first.close()
+    second.close()
+    assert (tmp_path / "a.sqlite").read_bytes() != (tmp_path / "b.sqlite").read_bytes()
+    first.compact()
+    second.compact()
+    assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
+    assert dict(first.items()) == entries
 
-def _stored(tmp_path: Path) -> tuple[ResponseCache, dict, Path]:
-    cache = ResponseCache(tmp_path)
+
+# --- damaged entries: named in replay, asked again in live mode ------------------------------------------------
+
+def _stored(path: Path) -> tuple[dict, str]:
     request = {"messages": "rate it", "seed": 0}
+    cache = ResponseCache(path)
     cache.get(request, lambda: {"response": {"grade": 2}})
-    return cache, request, cache.path_for(request_key(request))
+    cache.close()
+    return request, request_key(request)
 
 
-@pytest.mark.parametrize("damage", ["grade edited by hand", "0xff byte", "a list", "truncated"])
-def test_a_damaged_entry_is_named_in_replay_and_asked_again_in_live_mode(tmp_path, damage, capsys):
-    _, request, path = _stored(tmp_path)
-    text = path.read_text(encoding="utf-8")
-    if damage == "grade edited by hand":
-        path.write_text(text.replace('"grade": 2', '"grade": 3'), encoding="utf-8")  # still valid JSON
-    elif damage == "0xff byte":
-        path.write_bytes(path.read_bytes()[:50] + b"\xff" + path.read_bytes()[51:])
-    elif damage == "a list":
-        path.write_text("[]", encoding="utf-8")
-    else:
-        path.write_text(text[: len(text) // 2], encoding="utf-8")
-    key = request_key(request)
+def _damage(path: Path, key: str, damage: str) -> None:
+    with closing(sqlite3.connect(path)) as db:
+        data = db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()[0]
+    text = zlib.decompress(data)
+    if damage == "a byte of the file flipped":
+        raw = path.read_bytes()
+        at = raw.index(data) + len(data) // 2
+        path.write_bytes(raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1:])
+        return
+    stored = {"grade edited": text.replace(b'"grade":2', b'"grade":3'),  # still valid JSON, old checksum
+              "not JSON": text[: len(text) // 2], "not UTF-8": b"\xff" + text, "a list": b"[]",
+              "no checksum": canonical_json({"request": {"messages": "rate it", "seed": 0},
+                                             "response": {"grade": 2}}).encode()}[damage]
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE entries SET data = ? WHERE key = ?", (zlib.compress(stored), key))
+
+
+@pytest.mark.parametrize("damage, problem", [
+    ("grade edited", "checksum mismatch"), ("a byte of the file flipped", "not zlib data"), ("not JSON", "not JSON"),
+    ("not UTF-8", "not UTF-8"), ("a list", "not an entry"), ("no checksum", "no checksum")])
+def test_a_damaged_entry_is_named_in_replay_and_asked_again_in_live_mode(tmp_path, damage, problem, capsys):
+    path = tmp_path / "c.sqlite"
+    request, key = _stored(path)
+    _damage(path, key, damage)
 
     def replay() -> dict:
         raise AssertionError("replay must not compute")
 
-    with pytest.raises(CorruptEntry, match=rf"{path.name}.*key {key[:16]}"):
-        ResponseCache(tmp_path, repair=False).get(request, replay)
-    entry, cached = ResponseCache(tmp_path, repair=True).get(request, lambda: {"response": {"grade": 2}})
-    assert not cached and entry["response"] == {"grade": 2}  # asked again and rewritten
-    assert f"damaged cache entry {path}" in capsys.readouterr().err
-    assert ResponseCache(tmp_path, repair=False).get(request, replay)[0]["response"] == {"grade": 2}
+    with pytest.raises(CorruptEntry, match=rf"{path}: corrupt cache entry, key {key} \({problem}"):
+        ResponseCache(path, repair=False).get(request, replay)
+    entry, cached = ResponseCache(path, repair=True).get(request, lambda: {"response": {"grade": 2}})
+    assert not cached and entry["response"] == {"grade": 2}  # asked again and replaced
+    assert f"damaged cache entry in {path} (key {key})" in capsys.readouterr().err
+    assert ResponseCache(path, repair=False).get(request, replay)[0]["response"] == {"grade": 2}
 
 
-def test_entries_written_before_checksums_get_one_and_then_pass_their_checks(tmp_path):
-    import json
+# --- the conversion of the folder layout ------------------------------------------------------------------------
 
-    from lib.llm.cache import add_checksums
+def _folder_entry(folder: Path, request: dict, entry: dict) -> Path:
+    """An entry as the folder cache wrote it: ``<key[:2]>/<key>.json``, indented JSON with its checksum."""
+    key = request_key(request)
+    full = {"request": request, **entry}
+    path = folder / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**full, "checksum": checksum(full)}, sort_keys=True, indent=1, ensure_ascii=False)
+                    + "\n", encoding="utf-8")
+    return path
 
-    request = {"messages": "rate it", "seed": 0}
-    old = ResponseCache(tmp_path).path_for(request_key(request))
-    old.parent.mkdir(parents=True)
-    old.write_text(json.dumps({"request": request, "response": {"grade": 1}}), encoding="utf-8")
-    with pytest.raises(CorruptEntry, match="no checksum"):
-        ResponseCache(tmp_path).read(request_key(request))
-    assert add_checksums(tmp_path) == 1 and add_checksums(tmp_path) == 0
-    assert ResponseCache(tmp_path).read(request_key(request)) == {"request": request, "response": {"grade": 1}}
+
+def test_pack_converts_a_folder_cache_entry_for_entry(tmp_path, capsys):
+    folder = tmp_path / "llm-cache"
+    written: dict[str, dict] = {
+        request_key({"n": n}): {"request": {"n": n}, "response": {"text": f"ünï {n}", "f": n / 3},
+                                "latency_s": 0.25 * n, "label": f"call:{n}", "notebook": "nb"} for n in range(25)}
+    for entry in written.values():
+        _folder_entry(folder, entry["request"], {k: v for k, v in entry.items() if k != "request"})
+    (folder / ".locks").mkdir()
+    (folder / min(written)[:2] / ".abc-1.tmp").write_text("stray")  # ignored, as by the folder store
+    assert main(["--cache", str(tmp_path / "c.sqlite"), "pack", str(folder)]) == 0
+    assert capsys.readouterr().out.startswith(f"25 entries packed into {tmp_path / 'c.sqlite'}")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert dict(cache.items()) == written
+    assert cache.labels() == {key: entry["label"] for key, entry in written.items()}
+    # equal contents, equal file: a second conversion gives the same bytes
+    assert pack(folder, tmp_path / "again.sqlite") == 25
+    assert (tmp_path / "again.sqlite").read_bytes() == (tmp_path / "c.sqlite").read_bytes()
+    with pytest.raises(FileExistsError):
+        pack(folder, tmp_path / "c.sqlite")
+
+
+def test_pack_refuses_a_damaged_folder_entry_and_writes_nothing(tmp_path):
+    folder = tmp_path / "llm-cache"
+    _folder_entry(folder, {"n": 0}, {"response": 0})
+    bad = _folder_entry(folder, {"n": 1}, {"response": 1})
+    bad.write_text(bad.read_text().replace('"response": 1', '"response": 2'))
+    with pytest.raises(CorruptEntry, match=rf"{bad}: corrupt cache entry.*checksum mismatch"):
+        pack(folder, tmp_path / "c.sqlite")
+    assert not (tmp_path / "c.sqlite").exists()
+    with pytest.raises(ValueError, match="no cache entries"):
+        pack(tmp_path / "empty", tmp_path / "c.sqlite")

@@ -3,18 +3,13 @@ prints from the record ``make bench COLD=<notebook>`` keeps."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lib import costs, paths
+from lib.llm.cache import ResponseCache
 from lib.tools import bench
-
-
-def _entry(folder: Path, key: str, notebook: str) -> None:
-    (folder / key[:2]).mkdir(parents=True, exist_ok=True)
-    (folder / key[:2] / f"{key}.json").write_text(json.dumps({"notebook": notebook}), encoding="utf-8")
 
 
 def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapters(tmp_path, monkeypatch):
@@ -24,10 +19,11 @@ def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapter
         (outputs / folder / "x.txt").write_text(folder)
     for ledger in ("03_judge_labeling", "07_validity", "07_validity-drift-c1"):
         (outputs / "ledgers" / f"{ledger}.json").write_text("{}")
-    cache = outputs / "llm-cache"
-    for key, notebook in (("aa01", "03_judge_labeling"), ("bb02", "06_crs_simulation-judge"),
-                          ("cc03", "07_validity"), ("dd04", "07_validity-drift-c1")):
-        _entry(cache, key, notebook)
+    cache = outputs / "llm-cache.sqlite"
+    ResponseCache(cache).put_all({key: {"notebook": notebook, "response": {}} for key, notebook in (
+        ("aa01", "03_judge_labeling"), ("bb02", "06_crs_simulation-judge"), ("cc03", "07_validity"),
+        ("dd04", "07_validity-drift-c1"))})
+    (outputs / "llm-cache.sqlite.locks").mkdir()  # a live run's lock folder is not an output
     monkeypatch.setattr(paths, "OUTPUTS", outputs)
     monkeypatch.setattr(paths, "LLM_CACHE", cache)
     out = tmp_path / "cold"
@@ -35,9 +31,10 @@ def test_a_cold_run_starts_with_the_outputs_and_cache_entries_of_earlier_chapter
     # the keys earlier chapters ask for today decide, not the notebook that first wrote an entry: bb02 (written by
     # 06, no longer asked for there) stays out, cc03 (asked for by an earlier chapter) comes along
     assert bench.seed_cold_run("07_validity", out, {"aa01", "cc03"}) == 2
-    assert sorted(p.stem for p in (out / "llm-cache").glob("??/*.json")) == ["aa01", "cc03"]
+    assert dict(ResponseCache(out / "llm-cache.sqlite").items()) == {
+        "aa01": {"notebook": "03_judge_labeling", "response": {}}, "cc03": {"notebook": "07_validity", "response": {}}}
     # earlier chapters' outputs and ledgers come along; the rendered report, later ledgers and bench records do not
-    assert sorted(p.name for p in out.iterdir()) == ["crs", "ledgers", "llm-cache", "tables"]
+    assert sorted(p.name for p in out.iterdir()) == ["crs", "ledgers", "llm-cache.sqlite", "tables"]
     assert sorted(p.name for p in (out / "ledgers").iterdir()) == ["03_judge_labeling.json"]
 
 
@@ -77,20 +74,18 @@ def test_cold_runs_of_several_notebooks_add_up_against_their_budget(tmp_path):
 
 
 def test_prefix_share_and_rates_read_the_servers_own_counts(tmp_path):
-    def entry(key: str, notebook: str, label: str, prompt: int, processed: int) -> Path:
-        path = tmp_path / key[:2] / f"{key}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"notebook": notebook, "label": label, "response": {
+    def entry(notebook: str, label: str, prompt: int, processed: int) -> dict:
+        return {"notebook": notebook, "label": label, "response": {
             "usage": {"prompt_tokens": prompt},
             "timings": {"prompt_n": processed, "prompt_ms": processed * 20.0, "predicted_n": 3,
-                        "predicted_ms": 300.0}}}))
-        return path
+                        "predicted_ms": 300.0}}}
 
-    paths_ = [entry("aa01", "07_validity", "dl19:0", 100, 40), entry("aa02", "07_validity", "dl19:1", 300, 60)]
+    entries = [entry("07_validity", "dl19:0", 100, 40), entry("07_validity", "dl19:1", 300, 60)]
     # 400 prompt tokens, 100 processed: 75% from the prefix cache
-    assert bench._prefix_share(paths_) == pytest.approx(75.0)
+    assert bench._prefix_share(entries) == pytest.approx(75.0)
     assert np.isnan(bench._prefix_share([]))
-    rates = bench.study_rates(tmp_path).iloc[0]
+    ResponseCache(tmp_path / "c.sqlite").put_all({"aa01": entries[0], "aa02": entries[1]})
+    rates = bench.study_rates(tmp_path / "c.sqlite").iloc[0]
     assert (rates.notebook, rates.calls, rates.requests, rates.processed) == ("07_validity", "dl19", 2, 100)
     assert rates.cached_share == pytest.approx(0.75) and rates.prompt_tok_s == pytest.approx(50.0)
     assert rates.generation_tok_s == pytest.approx(10.0)

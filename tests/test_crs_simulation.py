@@ -54,8 +54,8 @@ def tiny():
     return tiny_universe()
 
 
-def gateway_for(fake, cache_dir):
-    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=cache_dir)
+def gateway_for(fake, cache_path):
+    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_path=cache_path)
 
 
 def candidate_titles(body):

@@ -18,12 +18,13 @@ def test_a_replicate_gateway_sends_the_same_request_apart_in_the_cache(tmp_path)
         return Reply('{"grade": 2}', logprobs=digit_logprobs({2: 0.6, 3: 0.4} if shifted else {2: 0.8, 3: 0.2}))
 
     items = [JudgeItem("q1", "p1"), JudgeItem("q2", "p2")]
+    cache = tmp_path / "cache.sqlite"
     with FakeOpenAI(answers) as fake:
         def make(concurrency, label):
-            return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path,
+            return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_path=cache,
                            concurrency=concurrency, replicate=label)
 
-        with Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path) as plain:
+        with Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_path=cache) as plain:
             original = judge_pointwise(plain, items, prompts=PASSAGE_4POINT_PROMPTS)
         restarts = []
         reruns = drift.rerun(make, lambda: restarts.append(1), items, [1, 2], PASSAGE_4POINT_PROMPTS)

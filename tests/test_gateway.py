@@ -1,6 +1,7 @@
 """The LLM gateway against a fake OpenAI-compatible server over real HTTP on 127.0.0.1."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from lib.llm.cache import request_key
+from lib.llm.cache import ResponseCache, request_key
 from lib.llm.gateway import (
     RETRY_SEED_STRIDE,
     CacheMissError,
@@ -21,6 +22,8 @@ from lib.llm.gateway import (
     EndpointUnreachable,
     Gateway,
     LLMCall,
+    SenderPool,
+    TransportFailure,
     prefix_groups,
 )
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
@@ -33,10 +36,15 @@ class Score(BaseModel):
     score: int = Field(ge=1, le=5)
 
 
-def make_gateway(url: str, cache_dir: Path, **kwargs) -> Gateway:
+def make_gateway(url: str, folder: Path, **kwargs) -> Gateway:
+    """A gateway on the fake endpoint ``url`` with its cache in ``folder`` (``cache_of(folder)``)."""
     endpoint = Endpoint(base_url=url, model="fake-model", identity="fake-model", embedded=False,
                         api_key=kwargs.pop("api_key", None))
-    return Gateway(endpoint, cache_dir=cache_dir, notebook="test_nb", **kwargs)
+    return Gateway(endpoint, cache_path=cache_of(folder).path, notebook="test_nb", **kwargs)
+
+
+def cache_of(folder: Path) -> ResponseCache:
+    return ResponseCache(folder / "llm-cache.sqlite")
 
 
 def test_cache_miss_then_hit(tmp_path):
@@ -59,9 +67,9 @@ def test_cache_key_covers_model_params_and_schema(tmp_path):
         gateway.complete(MESSAGES, Score, top_logprobs=5)
     assert len(fake.requests) == 4
     # The stored request names the model identity, not the endpoint's model alias.
-    stored = [json.loads(p.read_text()) for p in tmp_path.glob("??/*.json")]
-    assert len(stored) == 4 and all(e["request"]["model"] == "fake-model" for e in stored)
-    assert {request_key(e["request"]) for e in stored} == {p.stem for p in tmp_path.glob("??/*.json")}
+    stored = dict(cache_of(tmp_path).items())
+    assert len(stored) == 4 and all(e["request"]["model"] == "fake-model" for e in stored.values())
+    assert {request_key(e["request"]) for e in stored.values()} == set(stored)
 
 
 def test_replay_serves_cache_without_endpoint_and_names_call_on_miss(tmp_path):
@@ -142,7 +150,7 @@ def test_endpoint_down_gives_one_actionable_line_quickly(tmp_path):
     assert time.monotonic() - start < 5
     message = str(info.value)
     assert url in message and "OPENAI_BASE_URL" in message and "\n" not in message
-    embedded = Gateway(Endpoint(url, "m", "m", embedded=True), cache_dir=tmp_path)
+    embedded = Gateway(Endpoint(url, "m", "m", embedded=True), cache_path=cache_of(tmp_path).path)
     assert "make serve" in str(embedded._unreachable())
 
 
@@ -161,7 +169,8 @@ def test_api_key_is_sent_but_never_stored_printed_or_raised(tmp_path):
     assert fake.headers[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in str(info.value) and "***" in str(info.value)
     texts = [repr(gateway), repr(gateway.endpoint), gateway.ledger.report(), str(gateway.ledger.as_dict())]
-    texts += [p.read_text() for p in tmp_path.rglob("*") if p.is_file()]
+    texts += [p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file()]
+    texts += [json.dumps(entry) for _, entry in cache_of(tmp_path).items()]  # the stored entries, uncompressed
     assert texts and not any(SECRET in t for t in texts)
 
 
@@ -180,6 +189,35 @@ def test_endpoint_from_env(monkeypatch):
     assert (remote.base_url, remote.model, remote.embedded) == ("http://localhost:11434/v1", "qwen2.5-coder:1.5b",
                                                                 False)
     assert SECRET not in repr(remote)
+
+
+def test_the_cache_file_comes_from_llm_cache_and_the_old_folder_variable_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    monkeypatch.setenv("LLM_MODEL", "m")
+    monkeypatch.setenv("LLM_CACHE", str(tmp_path / "mine.sqlite"))
+    with Gateway.from_env("nb") as gateway:
+        assert gateway.cache.path == tmp_path / "mine.sqlite"
+    monkeypatch.setenv("LLM_CACHE_DIR", str(tmp_path / "folder"))
+    with pytest.raises(ValueError, match=r"LLM_CACHE_DIR is no longer read.*set LLM_CACHE.*pack"):
+        Gateway.from_env("nb")
+
+
+def test_sender_threads_are_reused_and_a_hung_request_holds_up_no_other():
+    pool = SenderPool()
+    assert [pool.submit(functools.partial(int, f"{i}")).result(timeout=10) for i in range(20)] == list(range(20))
+    assert pool.threads == 1, "one request after the other: one thread"
+    release = threading.Event()
+    hung = pool.submit(release.wait)
+    assert pool.submit(lambda: "next").result(timeout=10) == "next" and not hung.done()
+    assert pool.threads == 2, "the hung request keeps its thread; the next one got another"
+
+    def fails() -> None:
+        raise TransportFailure("connection", "refused")
+
+    with pytest.raises(TransportFailure, match="refused"):
+        pool.submit(fails).result(timeout=10)
+    release.set()
+    assert hung.result(timeout=10) is True and pool.threads == 2
 
 
 def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
@@ -211,23 +249,23 @@ from pydantic import BaseModel
 class Score(BaseModel):
     score: int
 url, cache = sys.argv[1], Path(sys.argv[2])
-gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="kill", concurrency=2)
+gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_path=cache, notebook="kill", concurrency=2)
 gateway.complete_many([LLMCall([{"role": "user", "content": f"item {i}"}], Score) for i in range(16)])
 print("done")
 """
 
 
 def test_killed_batch_resumes_without_repeating_finished_calls(tmp_path):
-    cache = tmp_path / "cache"
+    cache = tmp_path / "cache.sqlite"
     with FakeOpenAI(always('{"score": 1}', delay_s=0.15)) as fake:
         proc = subprocess.Popen([sys.executable, "-c", WORKER, fake.base_url, str(cache)],
                                 cwd=Path(__file__).resolve().parents[1])
         deadline = time.monotonic() + 20
-        while len(list(cache.glob("??/*.json"))) < 6 and time.monotonic() < deadline:
+        while len(ResponseCache(cache)) < 6 and time.monotonic() < deadline:
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        finished_before_kill = {p.stem for p in cache.glob("??/*.json")}
+        finished_before_kill = set(ResponseCache(cache).labels())
         requests_before_kill = len(fake.requests)
         assert 6 <= len(finished_before_kill) < 16, "the kill must land mid-batch"
 
@@ -235,7 +273,7 @@ def test_killed_batch_resumes_without_repeating_finished_calls(tmp_path):
                                cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=60)
         assert rerun.returncode == 0, rerun.stderr
     keys = [request_key({**body, "model": "fake-model"}) for body in fake.requests]
-    assert len({p.stem for p in cache.glob("??/*.json")}) == 16
+    assert len(ResponseCache(cache)) == 16
     assert all(keys.count(k) == 1 for k in finished_before_kill), "a finished call was sent again"
     # Only the calls in flight at the kill (at most the concurrency) may be sent twice.
     assert len(fake.requests) - 16 <= 2 and requests_before_kill <= len(finished_before_kill) + 2

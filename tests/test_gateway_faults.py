@@ -13,9 +13,11 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
+from lib.llm.cache import ResponseCache, read_usage_log, request_key
+from lib.llm.cache import main as cache_main
 from lib.llm.gateway import TRANSPORT_FAILURES, Deadline, EndpointHung, LLMCall
 from tests.fakes import FakeOpenAI, Reply, always, sequence
-from tests.test_gateway import MESSAGES, Score, make_gateway
+from tests.test_gateway import MESSAGES, Score, cache_of, make_gateway
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +63,7 @@ def test_a_malformed_200_is_never_cached_and_is_asked_again(tmp_path, fault):
     with FakeOpenAI(always("", fault=fault)) as fake:
         first = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
         seen_first = len(fake.requests)
-        assert not list(tmp_path.glob("??/*.json")), "a malformed answer reached the cache"
+        assert len(cache_of(tmp_path)) == 0, "a malformed answer reached the cache"
         second = make_gateway(fake.base_url, tmp_path).complete(MESSAGES, Score)
     assert (first.ok, first.failure_kind, second.failure_kind) == (False, "bad_response", "bad_response")
     assert seen_first == 3 and len(fake.requests) == 6, "the rerun must ask the server again"
@@ -121,7 +123,7 @@ from pydantic import BaseModel
 class Score(BaseModel):
     score: int
 url, cache = sys.argv[1], Path(sys.argv[2])
-gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_dir=cache, notebook="two", concurrency=2)
+gateway = Gateway(Endpoint(url, "fake-model", "fake-model", False), cache_path=cache, notebook="two", concurrency=2)
 results = gateway.complete_many([LLMCall([{"role": "user", "content": f"item {i}"}], Score) for i in range(12)])
 assert all(r.ok for r in results)
 """
@@ -129,8 +131,8 @@ assert all(r.ok for r in results)
 
 def test_two_processes_on_one_cache_send_each_request_once(tmp_path):
     with FakeOpenAI(always('{"score": 1}', delay_s=0.1)) as fake:
-        procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WORKER, fake.base_url, str(tmp_path)], cwd=ROOT)
-                 for _ in range(2)]
+        procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WORKER, fake.base_url,
+                                   str(cache_of(tmp_path).path)], cwd=ROOT) for _ in range(2)]
         assert [p.wait(timeout=120) for p in procs] == [0, 0]
     contents = [r["messages"][0]["content"] for r in fake.requests]
     assert sorted(contents) == sorted(f"item {i}" for i in range(12)), "a request was sent twice"
@@ -178,8 +180,8 @@ def test_a_batch_at_30_percent_faults_of_every_kind_ends_with_every_item_scored_
     assert sum(results[i].ok for i in broke_first) >= len(broke_first) // 2, "retries recover most broken items"
     assert gateway.ledger.calls == 48 and gateway.ledger.http_requests == len(fake.requests)
     # Only well-formed completions were cached: every stored entry parses and has a message.
-    for path in (tmp_path / "faulty").glob("??/*.json"):
-        assert json.loads(path.read_text())["response"]["choices"][0]["message"]["role"] == "assistant"
+    stored = list(cache_of(tmp_path / "faulty").items())
+    assert stored and all(entry["response"]["choices"][0]["message"]["role"] == "assistant" for _, entry in stored)
 
 
 def test_an_item_that_ended_in_failure_is_asked_again_by_a_live_rerun_and_a_success_replaces_it(tmp_path):
@@ -206,6 +208,44 @@ def test_an_item_that_ended_in_failure_is_asked_again_by_a_live_rerun_and_a_succ
     with FakeOpenAI(always('{"score": 1}')) as later:
         third = gateway(later.base_url).complete(messages, Score, max_attempts=2)
     assert third.ok and third.value == Score(score=4) and len(later.requests) == 0  # the success was stored
+
+
+def test_the_check_lists_the_stored_answers_a_live_run_would_ask_again(tmp_path, capsys):
+    """A committed failure is not stable: a live run asks it again and rewrites what it fed (the one cut user turn
+    of chapter 06 did). A replay with the usage log marks the stored answers of every call whose attempts all failed
+    (the gateway's own rule, `asked_again_live`), and `python -m lib.llm.cache check` lists them and fails."""
+    cut = [{"role": "user", "content": "cut every time"}]
+    recovered = [{"role": "user", "content": "cut once"}]
+
+    def answers(body, n):
+        if body["messages"] == cut or (body["messages"] == recovered and body["seed"] == 0):
+            return Reply('{"score": 3', finish_reason="length")
+        return Reply('{"score": 3}')
+
+    with FakeOpenAI(answers) as fake:
+        live = make_gateway(fake.base_url, tmp_path)
+        assert [live.complete(m, Score, max_attempts=2, call_label=label).failure_kind
+                for m, label in ((cut, "cut"), (recovered, "recovered"), (MESSAGES, "fine"))] == ["truncated", None,
+                                                                                                   None]
+        live.close()
+    log = tmp_path / "usage.log"
+    replay = make_gateway(fake.base_url, tmp_path, mode="replay")
+    replay.cache.usage_log = log
+    for messages in (cut, recovered, MESSAGES):
+        replay.complete(messages, Score, max_attempts=2)
+    replay.close()
+    keys = [request_key({**LLMCall(cut, Score).body("fake-model", attempt), "model": "fake-model"})
+            for attempt in (1, 2)]
+    used, asked_again = read_usage_log(log)
+    assert asked_again == set(keys) and len(used) == 5  # 2 + 2 + 1 attempts looked up
+    cache = str(cache_of(tmp_path).path)
+    assert cache_main(["--cache", cache, "check", "--used", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert all(f"{key}  cut: a live run asks it again" in out for key in keys)
+    assert "2 of the 5 entries looked up would be asked again in live mode" in out
+    clean = tmp_path / "clean.log"
+    clean.write_text("".join(f"{key}\n" for key in used))
+    assert cache_main(["--cache", cache, "check", "--used", str(clean)]) == 0
 
 
 def stall_item(index: int) -> Callable[[dict, int], Reply]:
@@ -261,7 +301,7 @@ def test_a_deadline_grows_with_the_prompt_and_the_answer_allowed_and_stops_at_it
 def test_no_committed_call_came_near_its_deadline():
     """The default deadline against every recorded call of the study on the embedded model (2 cores): a deadline
     that cut a real call would turn a slow answer into a failure."""
-    entries = [json.loads(path.read_text()) for path in sorted((ROOT / "outputs" / "llm-cache").glob("*/*.json"))]
+    entries = [entry for _, entry in ResponseCache(ROOT / "outputs" / "llm-cache.sqlite").items()]
     assert len(entries) > 1000, "the committed cache is missing"
     margins = [Deadline().seconds(entry["request"]) / entry["latency_s"] for entry in entries if entry["latency_s"] > 0]
     assert min(margins) > 2.0

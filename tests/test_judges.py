@@ -17,7 +17,7 @@ from tests.fakes import FakeOpenAI, Reply, always
 
 
 def gateway_for(fake, tmp_path):
-    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache")
+    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_path=tmp_path / "cache.sqlite")
 
 
 def digit_logprobs(probs):

@@ -18,7 +18,7 @@ from tests.fakes import FakeOpenAI, Reply, free_port
 
 
 def gateway_for(fake, tmp_path):
-    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache")
+    return Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_path=tmp_path / "cache.sqlite")
 
 
 def judge(body, n):
@@ -248,7 +248,7 @@ def test_a_judge_that_stops_the_run_is_exit_4_in_one_line_and_what_was_judged_is
     refused = Reply(status=401, error_body="invalid API key\nsee the documentation")
     with FakeOpenAI(lambda body, n: judge(body, n) if n < 8 else refused) as fake:
         url = f"http://127.0.0.1:{free_port()}/v1" if trouble == "unreachable" else fake.base_url
-        gateway = Gateway(Endpoint(url, "fake", "fake", embedded=False), cache_dir=tmp_path / "cache",
+        gateway = Gateway(Endpoint(url, "fake", "fake", embedded=False), cache_path=tmp_path / "cache.sqlite",
                           mode="replay" if trouble == "replay_miss" else "live")
         status = monitor.main(["--db", str(path), "run", "--date", "2026-11-01", "--sample-rate", "1"],
                               gateway=gateway)
@@ -447,7 +447,8 @@ def test_two_simultaneous_runs_with_separate_caches_judge_each_row_once(db, tmp_
     statuses: list[int] = []
     with FakeOpenAI(slow_judge) as fake:
         def run(cache: str) -> None:
-            gateway = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False), cache_dir=tmp_path / cache)
+            gateway = Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False),
+                              cache_path=tmp_path / f"{cache}.sqlite")
             statuses.append(monitor.main(["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"],
                                          gateway=gateway))
 

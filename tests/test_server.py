@@ -84,7 +84,7 @@ class Sum(BaseModel):
 
 def test_live_structured_call_on_the_embedded_model(embedded_server, tmp_path):
     endpoint = Endpoint(server.embedded_base_url(), server.MODEL_NAME, server.MODEL_IDENTITY, embedded=True)
-    gateway = Gateway(endpoint, cache_dir=tmp_path)
+    gateway = Gateway(endpoint, cache_path=tmp_path / "cache.sqlite")
     messages = [{"role": "user", "content": "What is 2 + 3? Answer in JSON."}]
     result = gateway.complete(messages, Sum, max_tokens=20, top_logprobs=3)
     assert result.ok, result.error

@@ -28,7 +28,7 @@ def run_script(code: str, url: str, cwd: Path) -> subprocess.CompletedProcess:
     to them), with every ResourceWarning an error."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "OPENAI_", "LLM_"))}
     env |= {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-fake", "LLM_MODEL": "fake-model", "LLM_MODE": "live",
-            "LLM_CACHE_DIR": str(cwd / "llm-cache"), "PYTHONPATH": str(ROOT)}
+            "LLM_CACHE": str(cwd / "llm-cache.sqlite"), "PYTHONPATH": str(ROOT)}
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.run([sys.executable, "-W", "error::ResourceWarning", "-c", code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)

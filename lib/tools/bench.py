@@ -12,11 +12,20 @@ gateway and the cache cost or save. Prints tables; not a test (timings are never
    cache, as in a cold ``make all``; into a temporary output folder) and warm (replaying that cache); the cold
    run's requests are checked against the committed cache, so a scheduling change that altered a request would
    show up as new keys. The figures are kept in ``outputs/bench/NAME.json``.
+5. **Gateway throughput** (no model; alone with ``--gateway-only``): calls/s through the gateway against a fake
+   OpenAI-compatible endpoint that answers at once (the tests' :class:`~tests.fakes.FakeOpenAI`, in its own
+   process so that it does not share the gateway's interpreter lock), at concurrency 1, 8 and 32, with an empty
+   cache (every call live and written) and then replaying that cache. *Added ms per call* is what the gateway
+   costs each call on top of the bare HTTP request: c · (gateway wall − bare wall) / n for n calls at
+   concurrency c, the bare wall being the same n request bodies sent by c threads over one reused HTTP client
+   (a replay sends none, so there it is all of c · wall / n).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import multiprocessing.synchronize
 import os
 import shutil
 import subprocess
@@ -30,10 +39,12 @@ from pathlib import Path
 
 import httpx
 import pandas as pd
+from pydantic import BaseModel
 
 from lib import design, nudges, paths
 from lib.data import load_journal_entries, load_noveleval
 from lib.llm import server
+from lib.llm.cache import Entry, ResponseCache
 from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from lib.tools import pipeline
 
@@ -104,12 +115,11 @@ def raw_rates(grid: dict[str, server.ServerSettings], n_prompts: int = 2) -> pd.
     return pd.DataFrame(rows)
 
 
-def _entry_timings(entries: Iterable[Path]) -> pd.DataFrame:
+def _entry_timings(entries: Iterable[Entry]) -> pd.DataFrame:
     """One row per cache entry: notebook, call family (the call label before its first ':'), prompt tokens,
     those the server processed (the rest came from its prefix cache), generated tokens, and the server's times."""
     rows = []
-    for path in entries:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+    for entry in entries:
         timings, usage = entry["response"].get("timings") or {}, entry["response"].get("usage") or {}
         rows.append({"notebook": entry["notebook"], "calls": entry["label"].split(":")[0],
                      "prompt_tokens": usage.get("prompt_tokens", 0), "processed": timings.get("prompt_n", 0),
@@ -119,10 +129,10 @@ def _entry_timings(entries: Iterable[Path]) -> pd.DataFrame:
                                        "generation_s"])
 
 
-def study_rates(cache_dir: Path = paths.LLM_CACHE) -> pd.DataFrame:
+def study_rates(cache_path: Path = paths.LLM_CACHE) -> pd.DataFrame:
     """Per notebook and call family: requests, prompt tokens, the share served from the server's prefix cache, and
     the server's recorded prompt and generation rates (:func:`_entry_timings`)."""
-    frame = _entry_timings(cache_dir.glob("??/*.json"))
+    frame = _entry_timings(_entries(cache_path).values())
     table = frame.groupby(["notebook", "calls"]).agg(
         requests=("processed", "size"), prompt_tokens=("prompt_tokens", "sum"), processed=("processed", "sum"),
         prompt_s=("prompt_s", "sum"), generated=("generated", "sum"), generation_s=("generation_s", "sum"))
@@ -157,7 +167,7 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
 
     def via_gateway() -> tuple[int, float]:
         with tempfile.TemporaryDirectory() as cache, \
-                Gateway(endpoint, cache_dir=Path(cache), notebook="bench", concurrency=1) as gateway:
+                Gateway(endpoint, cache_path=Path(cache) / "cache.sqlite", notebook="bench", concurrency=1) as gateway:
             start = time.perf_counter()
             gateway.complete_many(calls, desc="bench")  # concurrency 1: one call after the other
             return gateway.ledger.completion_tokens, time.perf_counter() - start
@@ -167,6 +177,84 @@ def gateway_overhead(n_prompts: int) -> dict[str, float]:
     g_tokens, g_time = via_gateway()
     return {"prompts": len(calls), "direct tok/s": d_tokens / d_time, "gateway tok/s": g_tokens / g_time,
             "gateway / direct": (g_tokens / g_time) / (d_tokens / d_time)}
+
+
+class _Grade(BaseModel):
+    grade: int
+
+
+def _serve_fake(urls: multiprocessing.Queue, stop: multiprocessing.synchronize.Event) -> None:
+    """Run the tests' fake endpoint (keep-alive, every answer ``{"grade": 3}`` at once) until ``stop`` is set."""
+    from tests.fakes import FakeOpenAI, always
+
+    with FakeOpenAI(always('{"grade": 3}'), keep_alive=True) as fake:
+        urls.put(fake.base_url)
+        stop.wait()
+
+
+def _bare_wall(base_url: str, bodies: list[dict], concurrency: int) -> float:
+    """Seconds to POST ``bodies`` with ``concurrency`` threads over one reused HTTP client, answers parsed."""
+    pending = list(reversed(bodies))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    with httpx.Client(timeout=60, limits=httpx.Limits(max_connections=concurrency)) as client:
+        def work() -> None:
+            while True:
+                with lock:
+                    if not pending or errors:
+                        return
+                    body = pending.pop()
+                try:
+                    client.post(f"{base_url}/chat/completions", json=body).raise_for_status().json()
+                except httpx.HTTPError as exc:  # a failed request would make the bare wall look short
+                    with lock:
+                        errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(concurrency)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return wall
+
+
+def gateway_throughput(n_calls: int = 1000, levels: Sequence[int] = (1, 8, 32)) -> pd.DataFrame:
+    """Calls/s and added ms per call of the gateway against a fake endpoint that answers at once (see the module
+    docstring), live into an empty cache and replaying it, at each concurrency of ``levels``."""
+    context = multiprocessing.get_context("spawn")
+    urls: multiprocessing.Queue = context.Queue()
+    stop = context.Event()
+    fake = context.Process(target=_serve_fake, args=(urls, stop), daemon=True)
+    fake.start()
+    rows = []
+    try:
+        endpoint = Endpoint(urls.get(timeout=60), "fake-model", "fake-model", embedded=False)
+        for level in levels:
+            calls = [LLMCall([{"role": "user", "content": f"Rate item {i}."}], _Grade, call_label=f"bench:{i}",
+                             max_attempts=1) for i in range(n_calls)]
+            bare = _bare_wall(endpoint.base_url, [call.body(endpoint.model, 1) for call in calls], level)
+            with tempfile.TemporaryDirectory() as tmp:  # an empty cache for each level
+                for mode in ("live", "replay"):
+                    with Gateway(endpoint, cache_path=Path(tmp) / "cache.sqlite", mode=mode, notebook="bench",
+                                 concurrency=level) as gateway:
+                        start = time.perf_counter()
+                        results = gateway.complete_many(calls, desc=f"{mode} ×{level}")
+                        wall = time.perf_counter() - start
+                    failed = [result.error for result in results if not result.ok]
+                    if failed:
+                        raise RuntimeError(f"{len(failed)} calls to the fake endpoint failed: {failed[0]}")
+                    added = level * (wall - (bare if mode == "live" else 0.0)) / n_calls
+                    rows.append({"cache": "empty (live)" if mode == "live" else "replay", "concurrency": level,
+                                 "calls": n_calls, "calls/s": n_calls / wall, "added ms/call": 1000 * added,
+                                 "bare HTTP calls/s": n_calls / bare if mode == "live" else float("nan")})
+    finally:
+        stop.set()
+        fake.join(timeout=10)
+    return pd.DataFrame(rows)
 
 
 def _chapter(notebook: str) -> str:
@@ -183,7 +271,7 @@ def keys_of_earlier_chapters(name: str) -> set[str]:
     with tempfile.TemporaryDirectory() as tmp:
         _copy_outputs(Path(tmp))
         log = Path(tmp) / "usage.log"
-        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(paths.LLM_CACHE), "LLM_MODE": "replay",
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(paths.LLM_CACHE), "LLM_MODE": "replay",
                "LLM_CACHE_USAGE_LOG": str(log)}
         for notebook in earlier:
             for command in ("measure", "run"):
@@ -193,8 +281,10 @@ def keys_of_earlier_chapters(name: str) -> set[str]:
 
 
 def _copy_outputs(out: Path) -> None:
-    """Every committed output folder but the cache, the ledgers, the rendered report and the bench records."""
-    skip = {paths.LLM_CACHE.name, paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name, "bench"}
+    """Every committed output folder but the ledgers, the rendered report, the bench records and the cache's locks
+    (the cache is a file)."""
+    skip = {f"{paths.LLM_CACHE.name}.locks", paths.EXECUTED_NOTEBOOKS.name, paths.HTML.name, paths.LEDGERS.name,
+            "bench"}
     for folder in paths.OUTPUTS.iterdir():
         if folder.is_dir() and folder.name not in skip:
             shutil.copytree(folder, out / folder.name)
@@ -211,20 +301,19 @@ def seed_cold_run(name: str, out: Path, earlier_keys: set[str]) -> int:
         if _chapter(ledger.stem) < _chapter(name):
             (out / paths.LEDGERS.name).mkdir(exist_ok=True)
             shutil.copy2(ledger, out / paths.LEDGERS.name / ledger.name)
-    copied = 0
-    for path in paths.LLM_CACHE.glob("??/*.json"):
-        if path.stem in earlier_keys:
-            (out / paths.LLM_CACHE.name / path.parent.name).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, out / paths.LLM_CACHE.name / path.parent.name / path.name)
-            copied += 1
-    return copied
+    earlier = {key: entry for key, entry in _entries(paths.LLM_CACHE).items() if key in earlier_keys}
+    with ResponseCache(out / paths.LLM_CACHE.name) as cache:
+        cache.put_all(earlier)
+    return len(earlier)
 
 
-def _entries(cache: Path) -> dict[str, Path]:
-    return {p.name: p for p in cache.glob("??/*.json")}
+def _entries(cache_path: Path) -> dict[str, Entry]:
+    """Every entry of the cache file ``cache_path`` by key (none when it does not exist)."""
+    with ResponseCache(cache_path) as cache:
+        return dict(cache.items())
 
 
-def _prefix_share(entries: Sequence[Path]) -> float:
+def _prefix_share(entries: Sequence[Entry]) -> float:
     """The share of the prompt tokens of ``entries`` that the server served from its prefix cache, in %."""
     frame = _entry_timings(entries)
     prompt = frame.prompt_tokens.sum()
@@ -245,7 +334,7 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
-        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE_DIR": str(cache), "LLM_MODE": "live"}
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(cache), "LLM_MODE": "live"}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
         committed, seeded = _entries(paths.LLM_CACHE), set(_entries(cache))
         try:
@@ -256,7 +345,7 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
                                env={**env, "LLM_MODE": "replay"} if step == "warm" else env, check=True,
                                capture_output=True)
                 times[f"{step} s"] = time.perf_counter() - start
-                new = [path for key, path in _entries(cache).items() if key not in before]
+                new = [entry for key, entry in _entries(cache).items() if key not in before]
                 if step != "warm":
                     times[f"{step} requests sent"] = len(new)
                 if step == "cold":
@@ -265,10 +354,8 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
             # Also after a failed step: the calls it made are not lost. An entry the committed cache already holds
             # is replaced: the server is not deterministic across runs at T = 0, and the cold run is the record.
             if keep:
-                for key, path in _entries(cache).items():
-                    if key not in seeded:
-                        (paths.LLM_CACHE / path.parent.name).mkdir(exist_ok=True)
-                        shutil.copy2(path, paths.LLM_CACHE / path.parent.name / key)
+                with ResponseCache(paths.LLM_CACHE) as committed_cache:
+                    committed_cache.put_all({key: entry for key, entry in _entries(cache).items() if key not in seeded})
         times["cold requests not in the committed cache"] = len(set(_entries(cache)) - set(committed))
         print(f"Rates of the cold run of {name}, per call family:\n"
               f"{study_rates(cache).round(3).to_string(index=False)}")
@@ -289,8 +376,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="also time this notebook cold and warm (e.g. 07_validity)")
     parser.add_argument("--keep", action="store_true",
                         help="copy every cache entry the cold run wrote into the committed cache")
+    parser.add_argument("--gateway-calls", type=int, default=1000,
+                        help="calls per concurrency level for the gateway throughput (0: skip it)")
+    parser.add_argument("--gateway-only", action="store_true",
+                        help="only the gateway throughput against a fake endpoint (no model needed)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
+    if args.gateway_calls:
+        print("Gateway throughput against a fake endpoint that answers at once:")
+        print(gateway_throughput(args.gateway_calls).round(2).to_string(index=False))
+    if args.gateway_only:
+        return
     print("Study rates recorded by the server (committed cache):")
     print(study_rates().round(3).to_string(index=False))
     try:
