@@ -63,19 +63,21 @@ serve: $(INSTALLED) ## start the embedded LLM server in the background (127.0.0.
 stop: ## stop the embedded LLM server started by `make serve` or by a run
 	@if [ -x $(PY) ]; then $(PY) -m lib.llm.server stop; else echo "no venv, nothing to stop"; fi
 
-test: $(INSTALLED) ## lint and type check, unit and integration tests, the live-model test, then nbval replay of the executed notebooks
+test: $(INSTALLED) ## lint and type check, unit and integration tests (the book in Chromium when installed), the live-model test, nbval replay of the executed notebooks, and no committed LLM answer a live run would ask again
 	$(VENV)/bin/ruff check lib tests
 	$(VENV)/bin/mypy
 	$(PY) -m pytest tests
-	LLM_MODE=replay $(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout 900 -p no:cacheprovider outputs/notebooks
+	mkdir -p .cache && rm -f .cache/nbval-usage.log
+	LLM_MODE=replay LLM_CACHE_USAGE_LOG=$(CURDIR)/.cache/nbval-usage.log $(PY) -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider outputs/notebooks
+	$(PY) -m lib.llm.cache check --used .cache/nbval-usage.log
 
 lint: $(INSTALLED) ## ruff (lint and import order) and mypy (types) over lib and tests, as make test runs them
 	$(VENV)/bin/ruff check lib tests
 	$(VENV)/bin/mypy
 
-bench: $(INSTALLED) ## server and gateway throughput; with COLD=07_validity also that notebook cold vs warm
-	$(PY) -m lib.tools.bench $(if $(COLD),--cold-notebook $(COLD))
+bench: $(INSTALLED) ## gateway throughput at concurrency 1, 8, 32 against a fake endpoint, the server's rates; GATEWAY_ONLY=1: the first alone; COLD=07_validity: that notebook cold vs warm
+	$(PY) -m lib.tools.bench $(if $(GATEWAY_ONLY),--gateway-only) $(if $(COLD),--cold-notebook $(COLD))
 
 prune-cache: $(INSTALLED) ## replay every notebook, delete the LLM cache entries none of them asked for, check no stored failure
 	rm -f .cache/cache-usage.log
