@@ -4,6 +4,7 @@ naming the chapter that failed."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import nbformat
@@ -157,3 +158,18 @@ def test_a_failing_chapter_stops_the_run_naming_it(tmp_path, capsys):
     assert stopped.value.code == 1
     error = capsys.readouterr().err
     assert "chapter 02_broken failed" in error and "broken on purpose" in error
+
+
+def test_a_chapter_past_the_limit_is_stopped_into_a_partial_record(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook(notebooks / "01_slow.ipynb", "import time\ntime.sleep(120)")
+    params = tmp_path / "params.yaml"
+    params.write_text("{}")
+    started = time.monotonic()
+    with pytest.raises(dry_run.ChapterStopped, match="chapter 01_slow stopped") as stopped:
+        dry_run.dry_run(None, notebooks, params, committed=tmp_path / "none", limit_s=8)
+    assert time.monotonic() - started < 60  # the kernel was stopped with its pipeline, not waited for
+    assert stopped.value.record["chapters"]["01_slow"]["stopped_after_s"] >= 8
+    path = dry_run.write_record(stopped.value.record, tmp_path / "profiles")
+    assert path.name == "default.partial.json" and profiles.read_record("default", tmp_path / "profiles") is None

@@ -15,7 +15,10 @@ fake. Per chapter it records:
 
 It prints the table and writes the record ``outputs/profiles/<profile>.json`` (``default`` without a profile),
 which ``make plan`` reads (:mod:`lib.tools.profiles`). A chapter that fails stops the run with its log's tail and a
-non-zero exit naming it, and no record is written: a partial one would pass for the profile's counts.
+non-zero exit naming it, and no record is written. A chapter still running after ``--chapter-limit-min`` is stopped
+(its process group killed) and so is the run: the chapters measured so far and the stopped one (its time and the
+requests it had sent) go to ``outputs/profiles/<profile>.partial.json``, which ``make plan`` does not read, since a
+partial record would pass for the profile's counts.
 """
 from __future__ import annotations
 
@@ -24,9 +27,11 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +54,14 @@ LOG_TAIL_LINES = 30
 
 class ChapterFailed(RuntimeError):
     """A chapter's pipeline run exited non-zero; the message names it and holds its log's tail."""
+
+
+class ChapterStopped(RuntimeError):
+    """A chapter passed the time limit and was stopped; ``record`` holds what the run measured until then."""
+
+    def __init__(self, message: str, record: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 def seed_inputs(out: Path, committed: Path = paths.OUTPUTS) -> None:
@@ -79,31 +92,49 @@ def fake_environment(out: Path, base_url: str) -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))}
 
 
-def run_chapter(name: str, command: Sequence[str], env: dict[str, str], log: Path) -> tuple[float, float]:
-    """Run one chapter's ``command`` with its output in ``log``; returns its wall seconds and the peak resident
-    set in MiB of its largest process. Raises :class:`ChapterFailed` when it exits non-zero."""
+def run_chapter(name: str, command: Sequence[str], env: dict[str, str], log: Path, limit_s: float | None = None
+                ) -> tuple[float, float, bool]:
+    """Run one chapter's ``command`` with its output in ``log``; returns its wall seconds, the peak resident set in
+    MiB of its largest process, and whether it was stopped at ``limit_s``. Raises :class:`ChapterFailed` when it
+    exits non-zero on its own."""
     start = time.monotonic()
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, cwd=paths.ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        # its own process group, stopped as one; the notebook kernel (a session of its own) exits with its parent
+        process = subprocess.Popen(command, cwd=paths.ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        timer = threading.Timer(limit_s, os.killpg, (process.pid, signal.SIGKILL)) if limit_s else None
+        if timer:
+            timer.start()
         # wait4 reports the child's resource usage including its own waited-for children (the notebook kernel);
         # ru_maxrss is in KiB on Linux
         _, status, usage = os.wait4(process.pid, 0)
+        stopped = timer is not None and timer.finished.is_set()  # set when it fired (checked before cancel)
+        if timer:
+            timer.cancel()
     process.returncode = os.waitstatus_to_exitcode(status)
     wall_s = time.monotonic() - start
+    if stopped:
+        return wall_s, usage.ru_maxrss / 1024, True
     if process.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
         raise ChapterFailed(f"chapter {name} failed (exit {process.returncode}) after {wall_s:.0f} s; the end of "
                             f"its log:\n{tail}")
-    return wall_s, usage.ru_maxrss / 1024
+    return wall_s, usage.ru_maxrss / 1024, False
 
 
 def dry_run(profile: str | None, notebooks: Path = paths.NOTEBOOKS, params_file: Path = pipeline.PARAMS_FILE,
-            committed: Path = paths.OUTPUTS, keep: Path | None = None) -> dict[str, Any]:
+            committed: Path = paths.OUTPUTS, keep: Path | None = None, limit_s: float | None = None
+            ) -> dict[str, Any]:
     """Run every chapter of ``notebooks`` at ``profile``'s sizes against the fake (module docstring) and return
     the record. ``committed``: the outputs whose inputs seed the temporary folder; ``keep``: a folder to use
-    instead of a temporary one (and to leave behind for inspection)."""
+    instead of a temporary one (and to leave behind for inspection); ``limit_s``: the time a chapter may take
+    (:class:`ChapterStopped` past it)."""
     chapters = pipeline.notebook_names(notebooks)
     rows: dict[str, dict[str, Any]] = {}
+    record = {"profile": profile or "default",
+              "parameters_sha256": profiles.parameters_digest(chapters, params_file, profile),
+              "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "cpus": os.cpu_count() or 1,
+              "endpoint": ENDPOINT, "chapters": rows}
     with tempfile.TemporaryDirectory(prefix="dry-run-") as tmp, FakeEndpoint() as fake:
         out = keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -114,29 +145,32 @@ def dry_run(profile: str | None, notebooks: Path = paths.NOTEBOOKS, params_file:
                        "--params", str(params_file), *(["--profile", profile] if profile else []), "chapter", name]
             received = fake.requests
             print(f"dry run: {name} …", flush=True)
-            wall_s, peak_mib = run_chapter(name, command, env, out / f"{name}.log")
+            wall_s, peak_mib, stopped = run_chapter(name, command, env, out / f"{name}.log", limit_s)
+            if stopped:
+                rows[name] = {"stopped_after_s": round(wall_s, 1), "http_requests": fake.requests - received,
+                              "peak_rss_mib": round(peak_mib)}
+                raise ChapterStopped(f"chapter {name} stopped at the limit of {wall_s / 60:.0f} min after "
+                                     f"{rows[name]['http_requests']} requests; later chapters not run",
+                                     {**record, "complete": False})
             rows[name] = {**ledger_totals(name, out / paths.LEDGERS.name), "http_requests": fake.requests - received,
                           "wall_s": round(wall_s, 1), "peak_rss_mib": round(peak_mib)}
             print(f"dry run: {name} done in {wall_s:.0f} s, peak {peak_mib:.0f} MiB, {rows[name]['calls']} calls",
                   flush=True)
-    return {"profile": profile or "default",
-            "parameters_sha256": profiles.parameters_digest(chapters, params_file, profile),
-            "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "cpus": os.cpu_count() or 1,
-            "endpoint": ENDPOINT, "chapters": rows}
+    return record
 
 
 def table(record: dict[str, Any]) -> pd.DataFrame:
     """The record's chapters as a table with a total row (the peak memory's total is the largest chapter's)."""
     frame = pd.DataFrame.from_dict(record["chapters"], orient="index").rename_axis("chapter").reset_index()
-    total = {"chapter": "total", **frame.drop(columns=["chapter", "peak_rss_mib"]).sum().to_dict(),
+    total = {"chapter": "total", **{column: frame[column].sum() for column in frame.columns[1:]},
              "peak_rss_mib": frame["peak_rss_mib"].max()}
     return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
 
 
 def write_record(record: dict[str, Any], folder: Path = profiles.PROFILES) -> Path:
-    """Write ``record`` as ``<folder>/<profile>.json``."""
+    """Write ``record`` as ``<folder>/<profile>.json`` (``<profile>.partial.json`` when the run was stopped)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['profile']}.json"
+    path = folder / f"{record['profile']}{'' if record.get('complete', True) else '.partial'}.json"
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return path
 
@@ -147,12 +181,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--notebooks", type=Path, default=paths.NOTEBOOKS, help="folder of the NN_*.ipynb")
     parser.add_argument("--params", type=Path, default=pipeline.PARAMS_FILE, help="papermill parameters per notebook")
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it (logs, outputs)")
+    parser.add_argument("--chapter-limit-min", type=float, default=None,
+                        help="stop the run when a chapter takes longer (partial record)")
     args = parser.parse_args(argv)
+    limit_s = args.chapter_limit_min * 60 if args.chapter_limit_min else None
     try:
-        record = dry_run(args.profile, args.notebooks, args.params, keep=args.keep)
+        record = dry_run(args.profile, args.notebooks, args.params, keep=args.keep, limit_s=limit_s)
     except ChapterFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         raise SystemExit(1) from None
+    except ChapterStopped as stop:
+        print(table(stop.record).to_string(index=False))
+        print(f"error: {stop}; what was measured: {shown(write_record(stop.record))}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(table(record).to_string(index=False))
     print(f"dry run of {record['profile']}: {shown(write_record(record))}")
 
