@@ -173,3 +173,21 @@ def test_a_chapter_past_the_limit_is_stopped_into_a_partial_record(tmp_path):
     assert stopped.value.record["chapters"]["01_slow"]["stopped_after_s"] >= 8
     path = dry_run.write_record(stopped.value.record, tmp_path / "profiles")
     assert path.name == "default.partial.json" and profiles.read_record("default", tmp_path / "profiles") is None
+
+
+def test_records_of_some_chapters_join_into_a_complete_one(tmp_path):
+    def record(rows, digest="same"):
+        return {"profile": "full", "parameters_sha256": digest, "date": "2026-11-24", "cpus": 2, "chapters": rows,
+                "complete": False}
+
+    chapters = ["01_a", "02_b", "03_c"]
+    stopped = dry_run.write_record(record({"01_a": {"calls": 1}, "02_b": {"stopped_after_s": 60.0}}), tmp_path,
+                                   chapters)
+    assert stopped.name == "full.partial.json"
+    dry_run.write_record(record({"03_c": {"calls": 3}}, digest="other"), tmp_path, chapters)
+    assert set(json.loads(stopped.read_text())["chapters"]) == {"03_c"}  # other parameters: nothing joined
+    dry_run.write_record(record({"01_a": {"calls": 1}, "02_b": {"stopped_after_s": 60.0}}), tmp_path, chapters)
+    assert dry_run.write_record(record({"03_c": {"calls": 3}}), tmp_path, chapters) == stopped  # 02_b stopped
+    done = dry_run.write_record(record({"02_b": {"calls": 2}}), tmp_path, chapters)
+    assert done.name == "full.json" and not stopped.exists()
+    assert json.loads(done.read_text())["complete"] and set(json.loads(done.read_text())["chapters"]) == set(chapters)

@@ -18,7 +18,10 @@ which ``make plan`` reads (:mod:`lib.tools.profiles`). A chapter that fails stop
 non-zero exit naming it, and no record is written. A chapter still running after ``--chapter-limit-min`` is stopped
 (its process group killed) and so is the run: the chapters measured so far and the stopped one (its time and the
 requests it had sent) go to ``outputs/profiles/<profile>.partial.json``, which ``make plan`` does not read, since a
-partial record would pass for the profile's counts.
+partial record would pass for the profile's counts. ``--chapters`` measures only the chapters named (chapters
+that read an unnamed one then read its committed outputs); their rows join those of an earlier partial record made
+at the same parameters, and the record is complete, and written as ``<profile>.json``, once every chapter has a row
+and none was stopped. So a chapter stopped at the limit need not cost the measurement of the chapters after it.
 """
 from __future__ import annotations
 
@@ -123,24 +126,27 @@ def run_chapter(name: str, command: Sequence[str], env: dict[str, str], log: Pat
 
 
 def dry_run(profile: str | None, notebooks: Path = paths.NOTEBOOKS, params_file: Path = pipeline.PARAMS_FILE,
-            committed: Path = paths.OUTPUTS, keep: Path | None = None, limit_s: float | None = None
-            ) -> dict[str, Any]:
-    """Run every chapter of ``notebooks`` at ``profile``'s sizes against the fake (module docstring) and return
-    the record. ``committed``: the outputs whose inputs seed the temporary folder; ``keep``: a folder to use
-    instead of a temporary one (and to leave behind for inspection); ``limit_s``: the time a chapter may take
-    (:class:`ChapterStopped` past it)."""
+            committed: Path = paths.OUTPUTS, keep: Path | None = None, limit_s: float | None = None,
+            only: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run every chapter of ``notebooks`` (those in ``only`` when given) at ``profile``'s sizes against the fake
+    (module docstring) and return the record. ``committed``: the outputs whose inputs seed the temporary folder;
+    ``keep``: a folder to use instead of a temporary one (and to leave behind for inspection); ``limit_s``: the
+    time a chapter may take (:class:`ChapterStopped` past it)."""
     chapters = pipeline.notebook_names(notebooks)
+    unknown = sorted(set(only or ()) - set(chapters))
+    if unknown:
+        raise SystemExit(f"error: no chapter {', '.join(unknown)} in {shown(notebooks)}")
     rows: dict[str, dict[str, Any]] = {}
     record = {"profile": profile or "default",
               "parameters_sha256": profiles.parameters_digest(chapters, params_file, profile),
               "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "cpus": os.cpu_count() or 1,
-              "endpoint": ENDPOINT, "chapters": rows}
+              "endpoint": ENDPOINT, "chapters": rows, "complete": only is None or set(only) == set(chapters)}
     with tempfile.TemporaryDirectory(prefix="dry-run-") as tmp, FakeEndpoint() as fake:
         out = keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         seed_inputs(out, committed)
         env = fake_environment(out, fake.base_url)
-        for name in chapters:
+        for name in [c for c in chapters if only is None or c in only]:
             command = [sys.executable, "-m", "lib.tools.pipeline", "--notebooks", str(notebooks),
                        "--params", str(params_file), *(["--profile", profile] if profile else []), "chapter", name]
             received = fake.requests
@@ -167,10 +173,23 @@ def table(record: dict[str, Any]) -> pd.DataFrame:
     return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
 
 
-def write_record(record: dict[str, Any], folder: Path = profiles.PROFILES) -> Path:
-    """Write ``record`` as ``<folder>/<profile>.json`` (``<profile>.partial.json`` when the run was stopped)."""
+def write_record(record: dict[str, Any], folder: Path = profiles.PROFILES, chapters: Sequence[str] | None = None
+                 ) -> Path:
+    """Write ``record`` as ``<folder>/<profile>.json`` when it is complete, else as ``<profile>.partial.json``
+    joined with the rows of the partial record there made at the same parameters (the new rows win). Complete:
+    every chapter of ``chapters`` (default: the study's) has a row and none was stopped."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['profile']}{'' if record.get('complete', True) else '.partial'}.json"
+    partial = folder / f"{record['profile']}.partial.json"
+    earlier = json.loads(partial.read_text()) if partial.exists() else {}
+    if not record["complete"] and earlier.get("parameters_sha256") == record["parameters_sha256"]:
+        record = {**record, "chapters": {**earlier["chapters"], **record["chapters"]}}
+    rows = record["chapters"]
+    complete = (set(rows) >= set(chapters or pipeline.notebook_names())
+                and not any("stopped_after_s" in row for row in rows.values()))
+    record = {**{k: v for k, v in record.items() if k != "complete"}, "complete": complete}
+    if complete:
+        partial.unlink(missing_ok=True)
+    path = folder / f"{record['profile']}.json" if complete else partial
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return path
 
@@ -183,19 +202,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it (logs, outputs)")
     parser.add_argument("--chapter-limit-min", type=float, default=None,
                         help="stop the run when a chapter takes longer (partial record)")
+    parser.add_argument("--chapters", nargs="+", default=None,
+                        help="measure only these chapters, joining an earlier partial record")
     args = parser.parse_args(argv)
+    chapters = pipeline.notebook_names(args.notebooks)
     limit_s = args.chapter_limit_min * 60 if args.chapter_limit_min else None
     try:
-        record = dry_run(args.profile, args.notebooks, args.params, keep=args.keep, limit_s=limit_s)
+        record = dry_run(args.profile, args.notebooks, args.params, keep=args.keep, limit_s=limit_s,
+                         only=args.chapters)
     except ChapterFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         raise SystemExit(1) from None
     except ChapterStopped as stop:
         print(table(stop.record).to_string(index=False))
-        print(f"error: {stop}; what was measured: {shown(write_record(stop.record))}", file=sys.stderr)
+        print(f"error: {stop}; what was measured: {shown(write_record(stop.record, chapters=chapters))}",
+              file=sys.stderr)
         raise SystemExit(2) from None
     print(table(record).to_string(index=False))
-    print(f"dry run of {record['profile']}: {shown(write_record(record))}")
+    print(f"dry run of {record['profile']}: {shown(write_record(record, chapters=chapters))}")
 
 
 if __name__ == "__main__":
