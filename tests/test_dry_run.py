@@ -75,6 +75,8 @@ def test_graded_fields_carry_logprobs_the_readers_use():
 def test_answers_are_deterministic_per_request_and_vary_between_requests():
     calls = [LLMCall(USER, Grade, prefill=GRADE_PREFILL, top_logprobs=5, seed=seed) for seed in range(20)]
     assert answer(body_of(calls[0])) == answer(body_of(calls[0]))
+    # the OpenAI user field (a drift rerun's replicate label) is read by no server, so it changes no answer
+    assert answer({**body_of(calls[0]), "user": "drift rerun"}) == answer(body_of(calls[0]))
     assert len({json.dumps(answer(body_of(c))[1]) for c in calls}) == 20  # p(g) differs between requests
 
 
@@ -140,7 +142,7 @@ def test_record_counts_each_chapters_calls_in_the_shape_plan_reads(tmp_path):
     assert (row["calls"], row["requests"], row["http_requests"], row["failures"]) == (3, 3, 3, 0)
     assert row["wall_s"] > 0 and row["peak_rss_mib"] > 50  # a notebook kernel's, not the driver's
     assert {"profile", "parameters_sha256", "date", "cpus", "chapters"} <= set(record)
-    dry_run.write_record(record, tmp_path / "profiles")
+    dry_run.write_record(record, tmp_path / "profiles", ["01_tiny"])
     frame, source = profiles.plan(["01_tiny"], "small", 10.0, params, profiles=tmp_path / "profiles",
                                   bench=tmp_path / "none")
     assert frame.set_index("chapter").at["01_tiny", "LLM calls"] == 3 and "STALE" not in source

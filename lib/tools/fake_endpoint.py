@@ -56,8 +56,11 @@ class UnanswerableRequest(ValueError):
 
 
 def request_rng(body: dict[str, Any]) -> random.Random:
-    """A generator seeded by the request's canonical JSON: the same request, the same answer."""
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+    """A generator seeded by the request's canonical JSON: the same request, the same answer. The OpenAI ``user``
+    field is left out: no server reads it (the gateway sends a drift rerun's replicate label there), so a rerun
+    differs from the first run only where a real server's answers would."""
+    asked = {key: value for key, value in body.items() if key != "user"}
+    digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
