@@ -98,7 +98,7 @@ def test_an_unknown_prefill_is_refused_over_http(tmp_path):
     with pytest.raises(UnanswerableRequest):
         answer(body_of(call))
     with FakeEndpoint() as fake, Gateway(Endpoint(fake.base_url, "fake", "fake", embedded=False),
-                                         cache_dir=tmp_path) as gateway:
+                                         cache_path=tmp_path / "cache.sqlite") as gateway:
         good = gateway.complete(USER, Grade, prefill=GRADE_PREFILL, top_logprobs=5)
         with pytest.raises(Exception, match="dry-run fake"):
             gateway.complete(USER, Grade, prefill='{"verdict": ')

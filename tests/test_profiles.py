@@ -37,7 +37,9 @@ def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: 
     frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
                                   tmp_path / "bench")
     assert frame.empty and "no dry-run record" in source and "make dry-run PROFILE=full" in source
-    record = {"date": "2026-11-24", "cpus": 2, "chapters": {"01_a": {"calls": 6000}},
+    record = {"date": "2026-11-24", "cpus": 2,
+              "chapters": {"01_a": {"calls": 6000, "wall_s": 90.0, "peak_rss_mib": 700.0},
+                           "02_b": {"calls": 0, "wall_s": 30.0, "peak_rss_mib": 900.0}},
               "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
     write(tmp_path / "profiles", "full", record)
     frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
@@ -45,6 +47,8 @@ def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: 
     assert frame["LLM calls"].tolist() == [6000, 0, 6000]
     assert frame["minutes at 10 calls/s"].tolist() == [10.0, 0.0, 10.0]
     assert frame["minutes at the embedded model's rate"].isna().all()
+    assert frame["minutes without the LLM"].tolist() == [1.5, 0.5, 2.0]  # summed over chapters run one after another
+    assert frame["peak MiB"].tolist() == [700, 900, 900]  # the largest, not a sum
     assert "STALE" not in source and "no make bench cold run recorded" in source
     (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 4000\n")
     assert "STALE" in profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",

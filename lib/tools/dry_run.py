@@ -88,8 +88,8 @@ def ledger_totals(chapter: str, ledgers: Path) -> dict[str, int]:
 def fake_environment(out: Path, base_url: str) -> dict[str, str]:
     """The environment of a chapter run: outputs and a fresh cache in ``out``, live mode, both roles at the fake."""
     env = {key: value for key, value in os.environ.items()
-           if key not in ("STUDY_PROFILE", "JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL")}
-    return {**env, "STUDY_OUTPUT_DIR": str(out), "LLM_CACHE_DIR": str(out / paths.LLM_CACHE.name), "LLM_MODE": "live",
+           if key not in ("STUDY_PROFILE", "JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL", "LLM_CACHE_DIR")}
+    return {**env, "STUDY_OUTPUT_DIR": str(out), "LLM_CACHE": str(out / paths.LLM_CACHE.name), "LLM_MODE": "live",
             "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "dry-run", "LLM_MODEL": MODEL,
             # the kernels import lib from this checkout, whichever one the venv installed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))}

@@ -3,8 +3,8 @@
 A profile is a sizes overlay on ``params.yaml`` (``params.full.yaml`` for ``make all PROFILE=full``; see
 :func:`lib.tools.pipeline.parameters_for`). Its call counts are measured, not modelled: for the default sizes
 they are the committed ledgers' calls; for a profile, the record its dry run against a fake endpoint wrote
-(``make dry-run PROFILE=full`` → ``outputs/profiles/full.json``), which also holds each chapter's time and peak
-memory without LLM latency. A record made with other parameters than today's is said to be stale.
+(``make dry-run PROFILE=full`` → ``outputs/profiles/full.json``), whose time and peak memory per chapter without
+LLM latency are printed beside them. A record made with other parameters than today's is said to be stale.
 
 The projected time is calls ÷ throughput at two throughputs: the embedded model's, measured by ``make bench``'s
 cold runs on this machine (requests sent ÷ wall seconds, over every recorded chapter), and one the user states
@@ -63,13 +63,15 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
     rate = embedded_rate(bench)
     if profile is None:
         calls = {chapter: ledger_calls(chapter, ledgers) for chapter in chapters}
+        rows: list[dict[str, Any]] | None = None
         source = "calls: the committed run's ledgers"
     else:
         record = read_record(profile, profiles)
         if record is None:
             return pd.DataFrame(), (f"profile {profile}: no dry-run record ({shown(profiles / f'{profile}.json')}); "
                                     f"`make dry-run PROFILE={profile}` counts its calls against a fake endpoint")
-        calls = {chapter: int(record["chapters"].get(chapter, {}).get("calls", 0)) for chapter in chapters}
+        rows = [record["chapters"].get(chapter, {}) for chapter in chapters]
+        calls = {chapter: int(row.get("calls", 0)) for chapter, row in zip(chapters, rows, strict=True)}
         current = record["parameters_sha256"] == parameters_digest(chapters, params_file, profile)
         source = (f"calls: the dry run of profile {profile} ({record['date']}, {record['cpus']} CPUs)"
                   + ("" if current else "; STALE: the parameters changed since, rerun `make dry-run "
@@ -79,6 +81,12 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
                       ignore_index=True)
     frame["minutes at the embedded model's rate"] = (frame["LLM calls"] / rate / 60).round(1) if rate else None
     frame[f"minutes at {calls_per_s:g} calls/s"] = (frame["LLM calls"] / calls_per_s / 60).round(1)
+    if rows is not None:  # what the dry run measured beside the calls: the time and memory the LLM does not take
+        wall = [row.get("wall_s", 0.0) / 60 for row in rows]
+        peak = [row.get("peak_rss_mib", 0.0) for row in rows]
+        frame["minutes without the LLM"] = [*wall, sum(wall)]
+        frame["peak MiB"] = [*peak, max(peak)]
+        frame = frame.round({"minutes without the LLM": 1, "peak MiB": 0})
     measured = (f"the embedded model's rate {rate:.2f} requests/s is make bench's cold runs on this machine"
                 if rate else "no make bench cold run recorded for the embedded model's rate")
     return frame, f"{source}; {measured}; {calls_per_s:g} calls/s is the stated throughput (CALLS_PER_S)."
