@@ -13,8 +13,9 @@ OUTPUTS: Path = Path(os.environ.get("STUDY_OUTPUT_DIR") or ROOT / "outputs")
 TABLES: Path = OUTPUTS / "tables"
 EXECUTED_NOTEBOOKS: Path = OUTPUTS / "notebooks"
 HTML: Path = OUTPUTS / "html"
-# The LLM response cache: one SQLite file (lib.llm.cache); LLM_CACHE names another one for a run.
-LLM_CACHE: Path = OUTPUTS / "llm-cache.sqlite"
+# The LLM response cache: one SQLite file (lib.llm.cache); LLM_CACHE names another one for a run, read here so
+# that the gateway and `python -m lib.llm.cache` (prune, check) act on the same file.
+LLM_CACHE: Path = Path(os.environ.get("LLM_CACHE") or OUTPUTS / "llm-cache.sqlite")
 LEDGERS: Path = OUTPUTS / "ledgers"
 PROMPTS: Path = Path(__file__).resolve().parent / "prompts"
 # Large local artefacts (the assembled GGUF, server pid/log files); git-ignored.

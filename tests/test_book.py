@@ -27,7 +27,7 @@ def executed_chapter() -> nbformat.NotebookNode:
         new_markdown_cell("Some prose."),
         new_code_cell("print(1)"),
     ])
-    notebook.metadata["papermill"] = {"default_parameters": {"n": 2, "label": "a"}, "parameters": {"n": 5}}
+    notebook.metadata["papermill"] = {"default_parameters": {}, "parameters": {"n": 5}}  # as papermill records them
     return notebook
 
 
@@ -92,6 +92,7 @@ def test_the_browser_check_finds_a_console_error_a_network_load_and_an_undrawn_f
     (tmp_path / "good.html").write_text("<html><body><p>fine</p></body></html>")
     (tmp_path / "bad.html").write_text(
         '<html><body><script>console.error("broken")</script><img src="http://example.invalid/x.png">'
+        f'<img src="{(tmp_path.parent / "outside.png").as_uri()}">'
         '<div class="plotly-graph-div"></div><script>undefinedFunction()</script></body></html>')
     problems = book.browser_problems(tmp_path, browser)
     assert list(problems) == ["bad.html"]
@@ -99,4 +100,5 @@ def test_the_browser_check_finds_a_console_error_a_network_load_and_an_undrawn_f
     assert "console error: broken" in found
     assert "uncaught: " in found and "undefinedFunction" in found
     assert "network request: http://example.invalid/x.png" in found
+    assert f"network request: {(tmp_path.parent / 'outside.png').as_uri()}" in found
     assert "1 of 1 figures not drawn" in found

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
+from lib import paths
 from lib.llm.cache import ResponseCache, request_key
 from lib.llm.gateway import (
     RETRY_SEED_STRIDE,
@@ -194,7 +195,11 @@ def test_endpoint_from_env(monkeypatch):
 def test_the_cache_file_comes_from_llm_cache_and_the_old_folder_variable_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
     monkeypatch.setenv("LLM_MODEL", "m")
-    monkeypatch.setenv("LLM_CACHE", str(tmp_path / "mine.sqlite"))
+    shown = subprocess.run([sys.executable, "-c", "from lib import paths; print(paths.LLM_CACHE)"], check=True,
+                           env={**os.environ, "LLM_CACHE": str(tmp_path / "mine.sqlite")}, capture_output=True,
+                           text=True, cwd=paths.ROOT)
+    assert shown.stdout.strip() == str(tmp_path / "mine.sqlite")  # read by paths, so the cache commands see it too
+    monkeypatch.setattr(paths, "LLM_CACHE", tmp_path / "mine.sqlite")
     with Gateway.from_env("nb") as gateway:
         assert gateway.cache.path == tmp_path / "mine.sqlite"
     monkeypatch.setenv("LLM_CACHE_DIR", str(tmp_path / "folder"))

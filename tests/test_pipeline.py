@@ -119,9 +119,10 @@ def test_failing_cell_exits_nonzero_names_the_cell_and_leaves_no_target(
     write_notebook(study.notebooks, "01_boom", "Boom", "value = n_points\nraise ValueError(f'boom {value}')")
     write_notebook(study.notebooks, "02_after", "After", "print('after')")
     output_dir = tmp_path / "cli-out"
-    stale = output_dir / "notebooks" / "01_boom.ipynb"
-    stale.parent.mkdir(parents=True)
-    stale.write_text("from an older run")
+    stale = [output_dir / "notebooks" / "01_boom.ipynb", output_dir / "html" / "01_boom.html"]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("from an older run")
 
     result = run_cli(command, study, output_dir)
 
@@ -131,7 +132,7 @@ def test_failing_cell_exits_nonzero_names_the_cell_and_leaves_no_target(
             "ValueError: boom 5") in result.stderr
     assert "01_boom.failed.ipynb" in result.stderr
     assert (output_dir / "notebooks" / "01_boom.failed.ipynb").exists()
-    assert not stale.exists()
+    assert not any(path.exists() for path in stale)
     assert not (output_dir / "notebooks" / "02_after.ipynb").exists()  # run-all stops at the failure
     assert not (output_dir / "html" / "index.html").exists()
 
@@ -252,3 +253,6 @@ def test_a_profile_overlays_the_parameters_it_names_and_refuses_unknown_ones(tmp
     (tmp_path / "params.full.yaml").write_text("01_a:\n  n_entries: 300\n")
     with pytest.raises(SystemExit, match=r"params\.full\.yaml sets n_entries for 01_a, which .*params\.yaml does not"):
         pipeline.parameters_for("01_a", params, "full")
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 300\n01_aa:\n  n: 300\n")
+    with pytest.raises(SystemExit, match=r"params\.full\.yaml has sections 01_aa, which .*params\.yaml does not"):
+        pipeline.parameters_for("02_b", params, "full")

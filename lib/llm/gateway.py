@@ -491,7 +491,7 @@ class Gateway:
         settings: dict[str, Any] = {
             "endpoint": endpoint,
             "mode": os.environ.get("LLM_MODE", "live"),
-            "cache_path": Path(os.environ.get("LLM_CACHE") or paths.LLM_CACHE),
+            "cache_path": paths.LLM_CACHE,
             "concurrency": int(os.environ.get("LLM_CONCURRENCY", embedded.N_PARALLEL if endpoint.embedded else 4)),
             "notebook": notebook,
         }
@@ -570,8 +570,8 @@ class Gateway:
                 try:
                     return sent.result(timeout=self.probe_interval_s)
                 except concurrent.futures.TimeoutError:
-                    if sent.done():  # the request's own TimeoutError, not the wait's
-                        raise
+                    if sent.done():  # it finished as the wait timed out: result() now gives its answer or error
+                        continue
                     unanswered_probes = 0 if self._endpoint_answers() else unanswered_probes + 1
                     if unanswered_probes >= 2:
                         raise EndpointHung(f"the LLM endpoint at {self.endpoint.base_url} accepted the request but "

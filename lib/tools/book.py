@@ -25,6 +25,7 @@ folder, and only the HTML site is kept (no pickled doctrees, no ``_sources`` cop
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -86,11 +87,22 @@ def book_toc(chapters: list[str]) -> dict[str, Any]:
     return {"format": "jb-book", "root": "index", "chapters": [{"file": chapter} for chapter in chapters]}
 
 
+def notebook_defaults(notebook: nbformat.NotebookNode) -> dict[str, Any]:
+    """The literal values the ``parameters`` cell assigns (papermill records no defaults of its own)."""
+    values: dict[str, Any] = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            for statement in ast.parse(cell.source).body:
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(
+                        statement.targets[0], ast.Name):
+                    values[statement.targets[0].id] = ast.literal_eval(statement.value)
+    return values
+
+
 def parameters_listing(notebook: nbformat.NotebookNode) -> str:
-    """A closed drop-down listing each parameter with the value this run used (papermill's record of the
-    defaults, overridden by the injected parameters)."""
-    record = notebook.metadata.get("papermill", {})
-    values = {**record.get("default_parameters", {}), **record.get("parameters", {})}
+    """A closed drop-down listing each parameter with the value this run used: the notebook's default
+    (:func:`notebook_defaults`) unless papermill injected another."""
+    values = {**notebook_defaults(notebook), **notebook.metadata.get("papermill", {}).get("parameters", {})}
     rows = "\n".join(f"| `{name}` | `{json.dumps(value, ensure_ascii=False)}` |" for name, value in values.items())
     return (f":::{{dropdown}} Parameters of this run ({len(values)})\n"
             f"| parameter | value |\n|---|---|\n{rows}\n:::\n")
@@ -121,7 +133,7 @@ def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.Noteb
             title = figure_title(cell)
             if title is not None:
                 figures += 1
-                caption = f"**Figure {number}.{figures}.** {title}".rstrip()
+                caption = f"**Figure {number}.{figures}.** {front_page.markdown_text(title)}".rstrip()
                 cells.append(nbformat.v4.new_markdown_cell(caption, id=f"{cell.id}-caption"))
         else:
             cells.append(cell)
@@ -157,6 +169,7 @@ def build(chapters: list[str], notebooks: Path, executed: Path, tables: Path, le
         assemble(chapters, notebooks, executed, tables, ledgers, source)
         command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(source), "--quiet",
                    "--path-output", str(Path(tmp) / "out")]
+        # a fixed hash seed: Sphinx and its extensions iterate over sets in places, whose order follows string hashes
         result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if result.returncode != 0:
             raise RuntimeError(f"the book did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
@@ -175,9 +188,10 @@ def chromium() -> str | None:
     return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _watched(page: Any) -> list[str]:
+def _watched(page: Any, site: Path) -> list[str]:
     """The list into which ``page`` reports its console errors and warnings, uncaught exceptions, failed loads and
-    requests outside the local files (kept as they happen)."""
+    requests for anything outside the folder ``site`` (kept as they happen)."""
+    inside = site.resolve().as_uri() + "/"
     found: list[str] = []
 
     def console(message: Any) -> None:
@@ -185,7 +199,7 @@ def _watched(page: Any) -> list[str]:
             found.append(f"console {message.type}: {message.text}")
 
     def request(sent: Any) -> None:
-        if not sent.url.startswith(("file:", "data:", "blob:")):
+        if not sent.url.startswith((inside, "data:", "blob:")):
             found.append(f"network request: {sent.url}")
 
     page.on("console", console)
@@ -208,7 +222,7 @@ def browser_problems(site: Path, executable: str) -> dict[str, list[str]]:
         try:
             for path in sorted(site.glob("*.html")):
                 page = browser.new_page()
-                found = _watched(page)
+                found = _watched(page, site)
                 page.goto(path.as_uri(), wait_until="load")
                 figures, drawn = page.evaluate("""() => {
                     const figures = [...document.querySelectorAll('.plotly-graph-div')];

@@ -88,7 +88,7 @@ def ledger_totals(chapter: str, ledgers: Path) -> dict[str, int]:
 def fake_environment(out: Path, base_url: str) -> dict[str, str]:
     """The environment of a chapter run: outputs and a fresh cache in ``out``, live mode, both roles at the fake."""
     env = {key: value for key, value in os.environ.items()
-           if key not in ("STUDY_PROFILE", "JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL", "LLM_CACHE_DIR")}
+           if key not in ("JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL", "LLM_CACHE_DIR")}
     return {**env, "STUDY_OUTPUT_DIR": str(out), "LLM_CACHE": str(out / paths.LLM_CACHE.name), "LLM_MODE": "live",
             "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "dry-run", "LLM_MODEL": MODEL,
             # the kernels import lib from this checkout, whichever one the venv installed
@@ -137,7 +137,7 @@ def dry_run(profile: str | None, notebooks: Path = paths.NOTEBOOKS, params_file:
     if unknown:
         raise SystemExit(f"error: no chapter {', '.join(unknown)} in {shown(notebooks)}")
     rows: dict[str, dict[str, Any]] = {}
-    record = {"profile": profile or "default",
+    record = {"profile": profile or profiles.DEFAULT,
               "parameters_sha256": profiles.parameters_digest(chapters, params_file, profile),
               "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "cpus": os.cpu_count() or 1,
               "endpoint": ENDPOINT, "chapters": rows, "complete": only is None or set(only) == set(chapters)}

@@ -236,6 +236,9 @@ class FakeEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two sends; without TCP_NODELAY the body waits ~40 ms for a delayed ACK,
+            # which would count as the chapters' own time in the record
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # one line per request would drown the driver's table
                 pass

@@ -84,7 +84,12 @@ def parameters_for(name: str, params_file: Path = PARAMS_FILE, profile: str | No
         overlay_path = profile_file(params_file, profile)
         if not overlay_path.exists():
             raise SystemExit(f"error: no profile {profile!r}: {shown(overlay_path)} does not exist")
-        overlay = dict((yaml.safe_load(overlay_path.read_text()) or {}).get(name) or {})
+        overlay_sections = yaml.safe_load(overlay_path.read_text()) or {}
+        strays = sorted(set(overlay_sections) - set(sections))
+        if strays:
+            raise SystemExit(f"error: {shown(overlay_path)} has sections {', '.join(strays)}, which "
+                             f"{shown(params_file)} does not")
+        overlay = dict(overlay_sections.get(name) or {})
         unknown = sorted(set(overlay) - set(parameters))
         if unknown:
             raise SystemExit(f"error: {shown(overlay_path)} sets {', '.join(unknown)} for {name}, which "
@@ -159,6 +164,7 @@ def run(name: str, folders: Folders = Folders()) -> Path:
         )
     except BaseException as error:
         target.unlink(missing_ok=True)
+        (folders.html / f"{name}.html").unlink(missing_ok=True)  # the book's page of the older run
         if partial.exists():
             os.replace(partial, failed)
         kept = f"the partly executed notebook is {shown(failed)}"
@@ -219,8 +225,8 @@ def main(argv: list[str] | None = None) -> None:
                                      description="Outputs go to STUDY_OUTPUT_DIR when it is set.")
     parser.add_argument("--notebooks", type=Path, default=paths.NOTEBOOKS, help="folder of the NN_*.ipynb")
     parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="papermill parameters per notebook")
-    parser.add_argument("--profile", default=os.environ.get("STUDY_PROFILE") or None,
-                        help="sizes overlay params.PROFILE.yaml on top of --params (e.g. full); default STUDY_PROFILE")
+    parser.add_argument("--profile", default=None,
+                        help="sizes overlay params.PROFILE.yaml on top of --params (e.g. full; make's PROFILE)")
     sub = parser.add_subparsers(dest="command", required=True)
     run_cmd = sub.add_parser("run", help="execute one notebook")
     run_cmd.add_argument("name")

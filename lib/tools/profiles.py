@@ -3,8 +3,9 @@
 A profile is a sizes overlay on ``params.yaml`` (``params.full.yaml`` for ``make all PROFILE=full``; see
 :func:`lib.tools.pipeline.parameters_for`). Its call counts are measured, not modelled: for the default sizes
 they are the committed ledgers' calls; for a profile, the record its dry run against a fake endpoint wrote
-(``make dry-run PROFILE=full`` → ``outputs/profiles/full.json``), whose time and peak memory per chapter without
-LLM latency are printed beside them. A record made with other parameters than today's is said to be stale.
+(``make dry-run PROFILE=full`` → ``outputs/profiles/full.json``). The time and peak memory per chapter without LLM
+latency that a dry run records (``outputs/profiles/default.json`` for the default sizes) are printed beside them.
+A record made with other parameters than today's is said to be stale.
 
 The projected time is calls ÷ throughput at two throughputs: the embedded model's, measured by ``make bench``'s
 cold runs on this machine (requests sent ÷ wall seconds, over every recorded chapter), and one the user states
@@ -26,6 +27,7 @@ from lib.paths import shown
 from lib.tools import pipeline
 
 PROFILES = paths.OUTPUTS / "profiles"
+DEFAULT = "default"  # the dry-run record of params.yaml's own sizes
 BENCH = paths.OUTPUTS / "bench"
 
 
@@ -61,21 +63,24 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
     """Per chapter, its LLM calls and their projected time at the embedded model's measured rate and at
     ``calls_per_s``; and a sentence saying where the counts come from (and whether they are current)."""
     rate = embedded_rate(bench)
+    record = read_record(profile or DEFAULT, profiles)
+    dry_run = (f"the dry run of {'profile ' + profile if profile else 'the default sizes'} "
+               f"({record['date']}, {record['cpus']} CPUs)" if record else "")
+    if record is not None and record["parameters_sha256"] != parameters_digest(chapters, params_file, profile):
+        rerun = f"make dry-run PROFILE={profile}" if profile else "make dry-run"
+        dry_run += f"; STALE: the parameters changed since, rerun `{rerun}`"
+    rows = None if record is None else [record["chapters"].get(chapter, {}) for chapter in chapters]
     if profile is None:
         calls = {chapter: ledger_calls(chapter, ledgers) for chapter in chapters}
-        rows: list[dict[str, Any]] | None = None
         source = "calls: the committed run's ledgers"
+        if rows is not None:
+            source += f"; time and memory without the LLM: {dry_run}"
+    elif rows is None:
+        return pd.DataFrame(), (f"profile {profile}: no dry-run record ({shown(profiles / f'{profile}.json')}); "
+                                f"`make dry-run PROFILE={profile}` counts its calls against a fake endpoint")
     else:
-        record = read_record(profile, profiles)
-        if record is None:
-            return pd.DataFrame(), (f"profile {profile}: no dry-run record ({shown(profiles / f'{profile}.json')}); "
-                                    f"`make dry-run PROFILE={profile}` counts its calls against a fake endpoint")
-        rows = [record["chapters"].get(chapter, {}) for chapter in chapters]
         calls = {chapter: int(row.get("calls", 0)) for chapter, row in zip(chapters, rows, strict=True)}
-        current = record["parameters_sha256"] == parameters_digest(chapters, params_file, profile)
-        source = (f"calls: the dry run of profile {profile} ({record['date']}, {record['cpus']} CPUs)"
-                  + ("" if current else "; STALE: the parameters changed since, rerun `make dry-run "
-                                        f"PROFILE={profile}`"))
+        source = f"calls: {dry_run}"
     frame = pd.DataFrame({"chapter": chapters, "LLM calls": [calls[c] for c in chapters]})
     frame = pd.concat([frame, pd.DataFrame([{"chapter": "total", "LLM calls": sum(calls.values())}])],
                       ignore_index=True)
