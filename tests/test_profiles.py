@@ -17,8 +17,8 @@ def write(folder: Path, name: str, record: dict) -> None:
 def test_default_sizes_count_every_ledger_of_a_chapter_and_project_at_both_rates(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("01_a:\n  n: 3\n")
-    write(tmp_path / "ledgers", "01_a", {"calls": 100})
-    write(tmp_path / "ledgers", "01_a-judge", {"calls": 20})
+    write(tmp_path / "ledgers", "01_a", {"calls": 100, "requests": 101, "failures": {"timeout": 1}})
+    write(tmp_path / "ledgers", "01_a-judge", {"calls": 20, "requests": 20, "failures": {}})
     write(tmp_path / "bench", "01_a", {"cold requests sent": 50, "cold s": 100.0, "measurements requests sent": 10,
                                        "measurements s": 20.0})
     frame, source = profiles.plan(CHAPTERS, None, 2.0, params, tmp_path / "ledgers", tmp_path / "profiles",

@@ -77,14 +77,6 @@ def seed_inputs(out: Path, committed: Path = paths.OUTPUTS) -> None:
             shutil.copytree(folder, out / folder.name)
 
 
-def ledger_totals(chapter: str, ledgers: Path) -> dict[str, int]:
-    """Calls, requests and failures (all kinds) of ``chapter``'s ledger and side ledgers in ``ledgers``."""
-    found = [ledgers / f"{chapter}.json", *sorted(ledgers.glob(f"{chapter}-*.json"))]
-    records = [json.loads(path.read_text()) for path in found if path.exists()]
-    return {"calls": sum(int(r["calls"]) for r in records), "requests": sum(int(r["requests"]) for r in records),
-            "failures": sum(int(n) for r in records for n in r["failures"].values())}
-
-
 def fake_environment(out: Path, base_url: str) -> dict[str, str]:
     """The environment of a chapter run: outputs and a fresh cache in ``out``, live mode, both roles at the fake."""
     env = {key: value for key, value in os.environ.items()
@@ -158,8 +150,9 @@ def dry_run(profile: str | None, notebooks: Path = paths.NOTEBOOKS, params_file:
                 raise ChapterStopped(f"chapter {name} stopped at the limit of {wall_s / 60:.0f} min after "
                                      f"{rows[name]['http_requests']} requests; later chapters not run",
                                      {**record, "complete": False})
-            rows[name] = {**ledger_totals(name, out / paths.LEDGERS.name), "http_requests": fake.requests - received,
-                          "wall_s": round(wall_s, 1), "peak_rss_mib": round(peak_mib)}
+            rows[name] = {**profiles.ledger_totals(name, out / paths.LEDGERS.name),
+                          "http_requests": fake.requests - received, "wall_s": round(wall_s, 1),
+                          "peak_rss_mib": round(peak_mib)}
             print(f"dry run: {name} done in {wall_s:.0f} s, peak {peak_mib:.0f} MiB, {rows[name]['calls']} calls",
                   flush=True)
     return record

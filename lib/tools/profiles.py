@@ -37,10 +37,12 @@ def parameters_digest(chapters: list[str], params_file: Path, profile: str | Non
     return hashlib.sha256(yaml.safe_dump(merged, sort_keys=True).encode()).hexdigest()
 
 
-def ledger_calls(chapter: str, ledgers: Path = paths.LEDGERS) -> int:
-    """LLM calls of ``chapter`` in the committed run: its ledger and its side ledgers (``<chapter>-*.json``)."""
+def ledger_totals(chapter: str, ledgers: Path = paths.LEDGERS) -> dict[str, int]:
+    """Calls, requests and failures (all kinds) of ``chapter``'s ledger and side ledgers in ``ledgers``."""
     found = [ledgers / f"{chapter}.json", *sorted(ledgers.glob(f"{chapter}-*.json"))]
-    return sum(int(json.loads(path.read_text())["calls"]) for path in found if path.exists())
+    records = [json.loads(path.read_text()) for path in found if path.exists()]
+    return {"calls": sum(int(r["calls"]) for r in records), "requests": sum(int(r["requests"]) for r in records),
+            "failures": sum(int(n) for r in records for n in r["failures"].values())}
 
 
 def embedded_rate(bench: Path = BENCH) -> float | None:
@@ -71,7 +73,7 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
         dry_run += f"; STALE: the parameters changed since, rerun `{rerun}`"
     rows = None if record is None else [record["chapters"].get(chapter, {}) for chapter in chapters]
     if profile is None:
-        calls = {chapter: ledger_calls(chapter, ledgers) for chapter in chapters}
+        calls = {chapter: ledger_totals(chapter, ledgers)["calls"] for chapter in chapters}
         source = "calls: the committed run's ledgers"
         if rows is not None:
             source += f"; time and memory without the LLM: {dry_run}"
