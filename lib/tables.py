@@ -291,6 +291,35 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "anchor_unchecked": "some anchor of the row was not checked in its paper",
         "model": "judge model identity",
     },
+    "verdicts": {
+        "chapter": "the chapter that states the verdict (two digits)",
+        "key": "<chapter>.<name>, stable across runs (an earlier run's verdict is found by it)",
+        "system": "the thing judged: a judge and its reading, a metric, a ranker, a CRS",
+        "construct": "what the system claims to measure (or do)",
+        "check": "known answer | human labels | known behaviour | comparison (lib.verdicts.CHECKS)",
+        "statistic": "the estimate's name (AUC, κ_w, ρ, mean difference, share of users)",
+        "estimate": "the statistic on the run's units",
+        "ci_low": "lower end of its 95% interval over the independent unit (NaN: none, e.g. too few units)",
+        "ci_high": "upper end, likewise",
+        "unit": "the independent unit the interval resampled and any test paired (plural: entries, queries, users)",
+        "units": "how many of them",
+        "threshold": "the declared value the claim is about (chance 0.5, κ_w 0.40, a difference of 0)",
+        "direction": "higher | lower: the side of the threshold the claim puts the estimate on",
+        "margin": "the smallest effect of interest around the threshold (0: no equivalence statement)",
+        "alpha": "the level of its test",
+        "test": "how p was computed (exact or Monte Carlo, one-sided, family adjustment); empty when the interval "
+                "decides",
+        "p": "one-sided p in the declared direction, adjusted for its family (NaN: no test)",
+        "p_against": "one-sided p in the opposite direction, likewise: below alpha is evidence against",
+        "verdict": "sees | blind | holds | fails | ruled out | undetermined (lib.verdicts.VERDICTS, decided by "
+                   "lib.verdicts.decide)",
+        "primary": "the chapter's declared primary question",
+        "confirmatory": "question, threshold and method declared before these data were seen, on units not used "
+                        "to choose them",
+        "by_construction": "holds (or fails) by how the system and the check are built: it tests the code",
+        "evidence": "the table (outputs/tables) or frame the numbers come from",
+        "depends_on": "keys of the verdicts that qualify this one (the caveats its headline carries), comma-separated",
+    },
 }
 
 

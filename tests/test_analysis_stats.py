@@ -130,6 +130,8 @@ def test_win_loss_tie_counts():
 def test_sign_test_exact_by_hand():
     # 6 wins, 1 loss: P(X ≤ 1) for X ~ Bin(7, ½) = (1 + 7)/128; two-sided p = 16/128
     assert sign_test(6, 1) == pytest.approx(16 / 128)
+    assert sign_test(6, 1, "greater") == pytest.approx(8 / 128)  # the declared direction: more wins
+    assert sign_test(6, 1, "less") == pytest.approx(127 / 128)
     # 3 wins, 1 loss: (1 + 4)/16 on each side -> 10/16
     assert sign_test(3, 1) == pytest.approx(10 / 16)
     assert sign_test(2, 1) == pytest.approx(1.0) and sign_test(0, 0) == 1.0
@@ -138,31 +140,68 @@ def test_sign_test_exact_by_hand():
 def test_sign_flip_test_exact_by_hand():
     # Three ±1 differences (2 wins, 1 loss): sums over the 8 sign assignments are 3, 1, 1, 1, −1, −1, −1, −3;
     # observed 1: P(S ≥ 1) = 4/8, P(S ≤ 1) = 7/8, two-sided 2·min = 1 — where t and Wilcoxon give ≈ 0.58.
-    assert sign_flip_test([1, -1, 1], seed=0) == (pytest.approx(1.0), True)
+    result = sign_flip_test([1, -1, 1], seed=0)
+    assert (result.p, result.exact, result.nonzero) == (pytest.approx(1.0), True, 3)
+    assert sign_flip_test([1, -1, 1], seed=0, alternative="greater").p == pytest.approx(4 / 8)
+    assert sign_flip_test([1, -1, 1], seed=0, alternative="less").p == pytest.approx(7 / 8)
     # |d| = 3, 1, 1, 2 (sum 7), observed signs +, +, −, +: S = 5. S ≥ 5 when the negative set weighs ≤ 1:
     # ∅, {first 1}, {second 1} -> 3/16; two-sided 6/16. The sign test on 3 wins, 1 loss gives 10/16.
-    assert sign_flip_test([3, 1, -1, 2], seed=0) == (pytest.approx(6 / 16), True)
+    assert sign_flip_test([3, 1, -1, 2], seed=0).p == pytest.approx(6 / 16)
     # All four positive: only the observed assignment is as large, 1/16 each side -> 2/16.
-    assert sign_flip_test([0.2, 0.3, 0.5, 0.1], seed=0)[0] == pytest.approx(2 / 16)
+    assert sign_flip_test([0.2, 0.3, 0.5, 0.1], seed=0).p == pytest.approx(2 / 16)
+    assert sign_flip_test([3, 1, -1, 2], seed=0).method == "exact sign-flip, two-sided, 4 non-zero"
+
+
+def _brute_force_flip_p(d, alternative):
+    """Every one of the 2^k sign assignments summed one by one (in chunks), the reference for the enumeration."""
+    sizes = np.abs(np.asarray(d, dtype=float))
+    k, observed = len(sizes), float(np.sum(d))
+    greater = less = 0
+    tolerance = 100 * np.finfo(float).eps * sizes.sum()
+    for start in range(0, 2 ** k, 2 ** 18):
+        codes = np.arange(start, min(start + 2 ** 18, 2 ** k))
+        signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(k)) & 1)
+        sums = signs @ sizes
+        greater += int((sums >= observed - tolerance).sum())
+        less += int((sums <= observed + tolerance).sum())
+    one = {"greater": greater / 2 ** k, "less": less / 2 ** k}
+    return min(1.0, 2 * min(one.values())) if alternative == "two-sided" else one[alternative]
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_sign_flip_test_is_exact_at_23_differences_against_brute_force(alternative):
+    # chapter 04's primary at cd3530b had 23 non-zero differences: beyond the old limit of 20, so its p was
+    # simulated; now it is enumerated, and equals the sum over all 8,388,608 assignments
+    rng = np.random.default_rng(4)
+    d = np.round(rng.normal(-0.002, 0.01, 23), 4)
+    d[d == 0] = 0.0001
+    result = sign_flip_test(d, seed=0, alternative=alternative)
+    assert result.exact and result.nonzero == 23 and result.draws == 0
+    assert result.p == pytest.approx(_brute_force_flip_p(d, alternative), abs=1e-12)
 
 
 def test_sign_flip_test_ignores_zeros_and_degenerate_cases():
-    assert sign_flip_test([3, 1, -1, 2, 0, 0, 0], seed=0)[0] == pytest.approx(6 / 16)
-    assert sign_flip_test([0, 0, 0], seed=0) == (1.0, True)
-    assert sign_flip_test([0.4, 0], seed=0) == (1.0, True)  # one non-zero difference: both flips as extreme
+    assert sign_flip_test([3, 1, -1, 2, 0, 0, 0], seed=0).p == pytest.approx(6 / 16)
+    assert sign_flip_test([0, 0, 0], seed=0).p == 1.0
+    assert sign_flip_test([0.4, 0], seed=0).p == 1.0  # one non-zero difference: both flips as extreme
 
 
-def test_sign_flip_test_switches_to_seeded_random_flips_beyond_the_exact_limit():
+def test_sign_flip_test_is_labelled_monte_carlo_beyond_the_exact_limit():
     d = [0.1 * (i + 1) for i in range(6)]  # all positive: exact p = 2/64
-    p, exact = sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4)
-    assert not exact and p == pytest.approx(2 / 64, abs=0.01)
-    assert sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4) == (p, exact)
+    result = sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4)
+    assert not result.exact and result.p == pytest.approx(2 / 64, abs=0.01)
+    assert result.draws == 20_000 and result.mc_se == pytest.approx(np.sqrt(result.p * (1 - result.p) / 20_000))
+    assert result.method.startswith("Monte Carlo sign-flip, two-sided, 20,000 draws (MC SE ")
+    assert sign_flip_test(d, seed=0, n_resamples=20_000, max_exact=4) == result
 
 
 def test_min_attainable_p():
     assert min_attainable_p(0) == 1.0 and min_attainable_p(1) == 1.0
     assert min_attainable_p(5) == pytest.approx(1 / 16) and min_attainable_p(6) == pytest.approx(1 / 32)
-    assert sign_flip_test([1, 2, 3, 4, 5], seed=0)[0] == pytest.approx(min_attainable_p(5))
+    assert min_attainable_p(5, "greater") == pytest.approx(1 / 32)
+    assert sign_flip_test([1, 2, 3, 4, 5], seed=0).p == pytest.approx(min_attainable_p(5))
+    assert sign_flip_test([1, 2, 3, 4, 5], seed=0, alternative="greater").p == pytest.approx(
+        min_attainable_p(5, "greater"))
 
 
 def test_minimum_detectable_effect_by_hand():

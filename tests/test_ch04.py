@@ -238,7 +238,7 @@ def test_primary_plan_and_what_the_run_can_detect():
     table = pd.DataFrame([row(baseline="base", primary=True, family_size=1, wins=30, losses=8, ties=2, mde=0.0066,
                               min_p=2 / 2 ** 38)])
     plan = primary_plan(table, 0.01, 0.0142, 20, 0.05, 0.8)
-    assert (plan.units_needed, plan.units_have, plan.decides) == (units_for_t_test(0.01, 0.0142), 20, True)
+    assert (plan.units_needed, plan.units_have, plan.reaches_precision) == (units_for_t_test(0.01, 0.0142), 20, True)
     assert plan.question == "Does sys_x rank differently from base on NDCG@3, by 0.01 or more?"
     labels = pd.DataFrame({"entry_id": ["a", "a", "b", "b"], "candidate_id": ["a1", "a2", "b1", "b2"],
                            "label": [2.0, 1.0, 1.0, 1.0]})

@@ -237,24 +237,25 @@ def test_units_for_nonzero_with_ties():
 def test_simulated_p_values_are_the_studys_sign_flip_test():
     # Discrete differences with ties, as the study's are, in tenths whose sums round differently in another
     # order (0.1 + 0.2 − 0.3 ≠ 0): the batch p equals sign_flip_test's exactly (exact enumeration), and is close
-    # above MAX_EXACT_FLIPS where both use random flips. Where the differences sum to 0 but for rounding, p is 1;
+    # where the batch draws random flips (above SIMULATED_EXACT_FLIPS; sign_flip_test is exact up to
+    # MAX_EXACT_FLIPS and draws beyond). Where the differences sum to 0 but for rounding, p is 1;
     # scipy's tolerance, relative to the rounded mean, can miss null sums equal to it and give a little less.
     rng = np.random.default_rng(2)
     for n in (2, 3, 5, 8, 13):
         draw = pilot_draw([-0.3, -0.1, 0.0, 0.0, 0.1, 0.2, 0.2, 0.3, 0.7])
         differences = draw(rng, (40, n))
         batch = _sign_flip_p(differences, np.random.default_rng(0), 10_000)
-        reference = np.array([sign_flip_test(d, seed=0)[0] for d in differences])
+        reference = np.array([sign_flip_test(d, seed=0).p for d in differences])
         balanced = np.abs(differences.sum(axis=1)) < 1e-12
         assert batch[~balanced] == pytest.approx(reference[~balanced], abs=1e-12)
         assert (batch[balanced] == 1.0).all() and (reference[balanced] > 0.9).all()
     differences = normal_draw(0.3, 1.0)(rng, (10, 30))
     batch = _sign_flip_p(differences, rng, 10_000)
-    assert batch == pytest.approx([sign_flip_test(d, seed=0)[0] for d in differences], abs=0.03)
+    assert batch == pytest.approx([sign_flip_test(d, seed=0).p for d in differences], abs=0.03)
     # every difference positive: no random assignment reaches the observed sum, p = 2 · (0 + 1)/(10,000 + 1)
     assert _sign_flip_p(np.ones((3, 25)), rng, 10_000) == pytest.approx([2 / 10_001] * 3, abs=1e-15)
-    assert sign_flip_test(np.ones(25), seed=0)[0] == pytest.approx(2 / 10_001, abs=1e-15)
-    assert _sign_flip_p(np.array([[0.1, 0.2, -0.3]]), rng, 10_000)[0] == sign_flip_test([0.1, 0.2, -0.3], 0)[0] == 1
+    assert sign_flip_test(np.ones(45), seed=0).p == pytest.approx(2 / 10_001, abs=1e-15)
+    assert _sign_flip_p(np.array([[0.1, 0.2, -0.3]]), rng, 10_000)[0] == sign_flip_test([0.1, 0.2, -0.3], 0).p == 1
 
 
 @pytest.mark.parametrize(("n", "alpha"), [(6, 0.05), (10, 0.05 / 14)])
@@ -304,7 +305,12 @@ def test_plan_text_and_table_are_formatted_from_the_fields():
     enough = Plan("Primary question: does the judge rank passages as the humans do", "query", 43, 43,
                   "κ_w interval ±0.10 from the pilot's SE")
     short = Plan("Does the system beat BM25", "query", 12, 34, "paired t, d = 0.5, power 0.8")
-    assert enough.decides and not short.decides
+    assert enough.reaches_precision and not short.reaches_precision
+    assert enough.decided is None and enough.with_outcome("undetermined").decided is False
+    assert short.with_outcome("fails").decided is True
+    # reaching the planned precision is not deciding: G-Eval on SummEval at cd3530b had its units and no answer
+    assert enough.with_outcome("undetermined").text().endswith(
+        "this run has 43, as planned; the result does not decide it (undetermined).")
     assert enough.text() == ("Primary question: does the judge rank passages as the humans do: needs 43 queries "
                              "(basis: κ_w interval ±0.10 from the pilot's SE); this run has 43, as planned.")
     assert short.text() == ("Does the system beat BM25: needs 34 queries (basis: paired t, d = 0.5, power 0.8); "
@@ -315,7 +321,8 @@ def test_plan_text_and_table_are_formatted_from_the_fields():
     assert "needs 2 days" in Plan("q", "day", 3, 2, "b").text()
     table = plan_table([enough, short])
     assert tuple(table.columns) == PLAN_COLUMNS
-    assert table["decides"].tolist() == [True, False]
+    assert table["reaches_precision"].tolist() == [True, False]
+    assert plan_table([short.with_outcome("fails")])["decided"].tolist() == [True]
     assert table["units_needed"].tolist() == [43, 34]
     assert plan_table([]).columns.tolist() == list(PLAN_COLUMNS)
 

@@ -80,14 +80,14 @@ def paired_comparison(system: Sequence[float], baseline: Sequence[float], cluste
                               min_units=n + 1 if too_few else MIN_CI_UNITS)
     by_persona = unit_bootstrap(np.mean, [diff], list(clusters), "personas", seed, n_resamples,
                                 min_units=len(set(clusters)) + 1 if too_few else MIN_CI_UNITS)
-    p_permutation, exact = sign_flip_test(diff, seed, n_resamples)
+    flips = sign_flip_test(diff, seed, n_resamples)
     return {"n_informative": n, "n_personas": len(set(clusters)), "wins": wins, "losses": losses, "ties": ties,
             "mean_diff": float(diff.mean()) if n else float("nan"),
             "sd_diff": float(diff.std(ddof=1)) if n > 1 else float("nan"),
             "ci_low": by_entry.low, "ci_high": by_entry.high, "ci_over": by_entry.ci_over,
             "ci_low_persona": by_persona.low, "ci_high_persona": by_persona.high,
             "ci_over_persona": by_persona.ci_over,
-            "p_permutation": p_permutation, "permutation_exact": exact, "p_sign": sign_test(wins, losses),
+            "p_permutation": flips.p, "permutation_exact": flips.exact, "p_sign": sign_test(wins, losses),
             "min_p": min_attainable_p(wins + losses)}
 
 

@@ -19,14 +19,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import MAX_EXACT_FLIPS, MIN_CI_UNITS, count_text, min_attainable_p
+from lib.analysis.stats import (
+    MIN_CI_UNITS,
+    count_text,
+    exact_flip_counts,
+    flip_tolerance,
+    min_attainable_p,
+)
 
 Coefficient = Literal["pearson", "spearman", "kendall"]
 
@@ -269,33 +275,12 @@ def normal_draw(mean_difference: float, sd: float) -> DifferenceDraw:
 # Simulated runs that share one set of random sign assignments: sharing ties their Monte Carlo errors together (a
 # power's own error grows with it), a set per run costs n_flips × n draws each.
 _RUNS_PER_FLIP_SET = 32
-
-
-def _signed_sums(sizes: np.ndarray) -> np.ndarray:
-    """Σ ±size_i under every assignment of signs, per row: (rows, 2^columns)."""
-    sums = np.zeros((len(sizes), 1))
-    for size in sizes.T:
-        sums = np.concatenate([sums + size[:, None], sums - size[:, None]], axis=1)
-    return sums
-
-
-def _exact_counts(sizes: np.ndarray, observed: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, how many of the 2^n sign assignments give Σ ±|d_i| ≥ observed − tolerance and ≤ observed +
-    tolerance. Meet in the middle: a sum is a + b, a over the first half of the units, b over the second (sorted),
-    so each row costs 2^(n/2) binary searches instead of 2^n sums."""
-    half = sizes.shape[1] // 2
-    first, second = _signed_sums(sizes[:, :half]), np.sort(_signed_sums(sizes[:, half:]), axis=1)
-    greater: np.ndarray = np.empty(len(sizes), dtype=np.int64)
-    less: np.ndarray = np.empty(len(sizes), dtype=np.int64)
-    for row, (a, b) in enumerate(zip(first, second, strict=True)):
-        greater[row] = (len(b) - np.searchsorted(b, observed[row] - tolerance[row] - a, side="left")).sum()
-        less[row] = np.searchsorted(b, observed[row] + tolerance[row] - a, side="right").sum()
-    return greater, less
+SIMULATED_EXACT_FLIPS = 20  # simulated runs enumerate their 2^n flips up to n = 20 units, then draw them
 
 
 def _random_counts(sizes: np.ndarray, observed: np.ndarray, tolerance: np.ndarray, rng: np.random.Generator,
                    n_flips: int) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`_exact_counts` over ``n_flips`` random sign assignments, drawn afresh for every
+    """As :func:`lib.analysis.stats.exact_flip_counts` over ``n_flips`` random sign assignments, drawn afresh for every
     ``_RUNS_PER_FLIP_SET`` rows."""
     greater: np.ndarray = np.empty(len(sizes), dtype=np.int64)
     less: np.ndarray = np.empty(len(sizes), dtype=np.int64)
@@ -314,18 +299,17 @@ def _sign_flip_p(differences: np.ndarray, rng: np.random.Generator, n_flips: int
 
     The comparisons of scipy.stats.permutation_test on the null distribution of Σ ±|d_i| (the sum orders the
     assignments as the mean does): one-sided counts, p = min(1, 2 · min(less, greater)). Exact (all 2^n
-    assignments, p = count / 2^n) for n ≤ MAX_EXACT_FLIPS units; zero differences are kept, which doubles both
-    counts and leaves p unchanged. Above that, ``n_flips`` random assignments (:func:`_random_counts`),
-    p = (count + 1)/(n_flips + 1), as sign_flip_test draws them above MAX_EXACT_FLIPS non-tied differences (with
-    ties among more than MAX_EXACT_FLIPS units sign_flip_test may be exact where this is not: the same p up to
-    Monte Carlo error).
-    Sums equal up to rounding count as equal within 100·eps·Σ|d_i| (scipy: 100·eps·|observed|, which a sum
-    computed in another order can miss)."""
+    assignments, p = count / 2^n) for n ≤ SIMULATED_EXACT_FLIPS units; zero differences are kept, which doubles
+    both counts and leaves p unchanged. Above that, ``n_flips`` random assignments (:func:`_random_counts`),
+    p = (count + 1)/(n_flips + 1), as sign_flip_test draws them above stats.MAX_EXACT_FLIPS non-tied differences;
+    between the two limits sign_flip_test is exact where this is not: the same p up to Monte Carlo error, which
+    thousands of simulated runs average out (exact enumeration of 2^40 per run would cost minutes).
+    Sums equal up to rounding count as equal (:func:`lib.analysis.stats.flip_tolerance`)."""
     n = differences.shape[1]
     sizes, observed = np.abs(differences), differences.sum(axis=1)
-    tolerance = 100 * np.finfo(float).eps * sizes.sum(axis=1)
-    if n <= MAX_EXACT_FLIPS:
-        greater, less = _exact_counts(sizes, observed, tolerance)
+    tolerance = flip_tolerance(sizes)
+    if n <= SIMULATED_EXACT_FLIPS:
+        greater, less = exact_flip_counts(sizes, observed, tolerance)
         assignments, adjustment = 2 ** n, 0
     else:
         greater, less = _random_counts(sizes, observed, tolerance, rng, n_flips)
@@ -377,13 +361,17 @@ def units_for_sign_flip(draw: DifferenceDraw, alpha: float = 0.05, power: float 
 class Plan:
     """One question's sample size: the ``units_needed`` for the planned precision (from a planner above, named in
     ``basis``) beside the ``units_have`` of this run. ``unit`` is the independent unit, singular ("query",
-    "document", "user")."""
+    "document", "user"). Two separate answers: whether the design reaches the planned precision
+    (:attr:`reaches_precision`, known before the run) and whether the realised result decides the question
+    (``outcome``: the verdict of its row in the ``verdicts`` table, set with :meth:`with_outcome` after the run;
+    :attr:`decided`). A design with every unit it asked for can still end undetermined."""
 
     question: str
     unit: str
     units_have: int
     units_needed: int
     basis: str
+    outcome: str | None = None
 
     def __post_init__(self) -> None:
         if not (self.question and self.unit and self.basis):
@@ -393,24 +381,37 @@ class Plan:
                              f"{self.units_needed}")
 
     @property
-    def decides(self) -> bool:
-        """Whether this run has the units the plan asks for. Having them is what a run can promise in advance; the
-        answer can still be undetermined when the estimate falls within the planned precision of the target."""
+    def reaches_precision(self) -> bool:
+        """Whether this run has the units the plan asks for: what a design can promise in advance."""
         return self.units_have >= self.units_needed
 
+    @property
+    def decided(self) -> bool | None:
+        """Whether the realised result decides the question (its verdict is not "undetermined"); None before
+        the outcome is known."""
+        return None if self.outcome is None else self.outcome != "undetermined"
+
+    def with_outcome(self, outcome: str) -> Plan:
+        """This plan with the verdict its question received."""
+        return replace(self, outcome=outcome)
+
     def text(self) -> str:
-        """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, as planned."."""
-        verdict = ("as planned" if self.decides else
-                   "too few for the plan, so the answer is at best less precise than planned")
+        """The plan in one sentence: "…: needs 43 queries (basis: …); this run has 43, as planned; the result:
+        undetermined."."""
+        design = ("as planned" if self.reaches_precision else
+                  "too few for the plan, so the answer is at best less precise than planned")
+        result = ("" if self.outcome is None else
+                  f"; the result {'decides it' if self.decided else 'does not decide it'} ({self.outcome})")
         return (f"{self.question}: needs {count_text(self.units_needed, self.unit)} (basis: {self.basis}); "
-                f"this run has {self.units_have}, {verdict}.")
+                f"this run has {self.units_have}, {design}{result}.")
 
 
-PLAN_COLUMNS = ("question", "unit", "units_have", "units_needed", "decides", "basis")
+PLAN_COLUMNS = ("question", "unit", "units_have", "units_needed", "reaches_precision", "outcome", "decided", "basis")
 
 
 def plan_table(plans: Sequence[Plan]) -> pd.DataFrame:
     """One row per :class:`Plan`, columns ``PLAN_COLUMNS``."""
     return pd.DataFrame([{"question": p.question, "unit": p.unit, "units_have": p.units_have,
-                          "units_needed": p.units_needed, "decides": p.decides, "basis": p.basis} for p in plans],
+                          "units_needed": p.units_needed, "reaches_precision": p.reaches_precision,
+                          "outcome": p.outcome, "decided": p.decided, "basis": p.basis} for p in plans],
                         columns=list(PLAN_COLUMNS))

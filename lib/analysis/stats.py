@@ -52,46 +52,119 @@ def win_loss_tie(differences: ArrayLike) -> tuple[int, int, int]:
     return int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum())
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test (Dixon & Mood 1946): under H0 a non-tied difference is positive with
-    probability ½, so wins ~ Binomial(wins + losses, ½); p from scipy.stats.binomtest (the two-sided p sums the
-    outcomes no more probable than the observed one). Ties are dropped; no non-tied difference gives p = 1."""
+Alternative = Literal["two-sided", "greater", "less"]
+
+
+def sign_test(wins: int, losses: int, alternative: Alternative = "two-sided") -> float:
+    """Exact sign test (Dixon & Mood 1946): under H0 a non-tied difference is positive with probability ½, so
+    wins ~ Binomial(wins + losses, ½); p from scipy.stats.binomtest (two-sided: the outcomes no more probable
+    than the observed one; ``greater``: P(W ≥ wins), the declared direction being more wins; ``less``:
+    P(W ≤ wins)). Ties are dropped; no non-tied difference gives p = 1."""
     from scipy.stats import binomtest
 
-    return float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
+    return float(binomtest(wins, wins + losses, 0.5, alternative=alternative).pvalue) if wins + losses else 1.0
 
 
-MAX_EXACT_FLIPS = 20  # sign-flip tests enumerate all 2^k flips up to k = 20 non-zero differences
+MAX_EXACT_FLIPS = 40  # sign-flip tests enumerate all 2^k flips (meet in the middle) up to k = 40 non-zero differences
+
+
+def signed_sums(sizes: np.ndarray) -> np.ndarray:
+    """Σ ±size_i under every assignment of signs, per row of ``sizes`` (rows × k): an array (rows, 2^k)."""
+    sums = np.zeros((len(sizes), 1))
+    for size in sizes.T:
+        sums = np.concatenate([sums + size[:, None], sums - size[:, None]], axis=1)
+    return sums
+
+
+def exact_flip_counts(sizes: np.ndarray, observed: np.ndarray,
+                      tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``sizes`` (rows × k absolute differences), how many of the 2^k sign assignments give
+    Σ ±size_i ≥ observed − tolerance (``greater``) and ≤ observed + tolerance (``less``). Meet in the middle
+    (Horowitz & Sahni 1974): a sum is a + b with a over the first half of the columns and b over the second
+    (sorted), so a row costs 2^⌈k/2⌉ binary searches instead of 2^k sums; k = 40 takes well under a second."""
+    half = sizes.shape[1] // 2
+    first, second = signed_sums(sizes[:, :half]), np.sort(signed_sums(sizes[:, half:]), axis=1)
+    greater: np.ndarray = np.empty(len(sizes), dtype=np.int64)
+    less: np.ndarray = np.empty(len(sizes), dtype=np.int64)
+    for row, (a, b) in enumerate(zip(first, second, strict=True)):
+        greater[row] = (len(b) - np.searchsorted(b, observed[row] - tolerance[row] - a, side="left")).sum()
+        less[row] = np.searchsorted(b, observed[row] + tolerance[row] - a, side="right").sum()
+    return greater, less
+
+
+def flip_tolerance(sizes: np.ndarray) -> np.ndarray:
+    """Sums of ±|d_i| equal up to rounding count as equal: within 100·eps·Σ|d_i| per row (scipy's permutation
+    test uses 100·eps·|observed|, which a sum computed in another order can miss)."""
+    return 100 * np.finfo(float).eps * sizes.sum(axis=1)
+
+
+@dataclass(frozen=True)
+class FlipTest:
+    """The result of :func:`sign_flip_test`: ``p`` for ``alternative`` over ``nonzero`` non-zero differences;
+    ``exact`` when all 2^nonzero sign assignments were enumerated, else ``draws`` seeded random assignments
+    with ``mc_se`` = √(p(1 − p)/draws), the Monte Carlo standard error of p."""
+
+    p: float
+    alternative: Alternative
+    nonzero: int
+    exact: bool
+    draws: int = 0
+    mc_se: float = 0.0
+
+    @property
+    def method(self) -> str:
+        """How p was computed, for a table's ``test`` column: "exact sign-flip, one-sided (greater), 23 non-zero"
+        or "Monte Carlo sign-flip, two-sided, 10,000 draws (MC SE 0.004)"."""
+        side = "two-sided" if self.alternative == "two-sided" else f"one-sided ({self.alternative})"
+        if self.exact:
+            return f"exact sign-flip, {side}, {self.nonzero} non-zero"
+        return f"Monte Carlo sign-flip, {side}, {self.draws:,} draws (MC SE {self.mc_se:.3f})"
 
 
 def sign_flip_test(differences: ArrayLike, seed: int, n_resamples: int = 10_000,
-                   max_exact: int = MAX_EXACT_FLIPS) -> tuple[float, bool]:
+                   max_exact: int = MAX_EXACT_FLIPS, alternative: Alternative = "two-sided") -> FlipTest:
     """Paired permutation (sign-flip) test of the mean difference (Fisher 1935, §21; Pitman 1937): under H0 each
-    paired difference d_i is symmetric about 0, so every assignment of signs to |d_i| is equally likely;
-    p = share of the 2^k assignments whose |mean| is at least the observed one (two-sided as 2·min of the
-    one-sided shares, capped at 1 — scipy.stats.permutation_test, permutation_type="samples").
-    Zero differences are left out: flipping them changes nothing, so the p-value is the same with or without
-    them. Exact enumeration when the k non-zero differences number at most ``max_exact``; otherwise
-    ``n_resamples`` seeded random flips. Returns (p, exact). With k non-zero differences the smallest attainable
-    p is 2 / 2^k (:func:`min_attainable_p`); with k ≤ 1, p = 1."""
-    from scipy.stats import permutation_test
-
+    paired difference d_i is symmetric about 0, so every assignment of signs to |d_i| is equally likely. With
+    T = Σ d_i (it orders the assignments as the mean does), ``greater``: p = share of assignments with T* ≥ T
+    (the declared direction is a positive difference); ``less``: T* ≤ T; ``two-sided``: 2·min of the two,
+    capped at 1 (scipy.stats.permutation_test's convention).
+    Zero differences are left out: flipping them changes nothing, so p is the same with or without them.
+    Exact enumeration (:func:`exact_flip_counts`) when the k non-zero differences number at most ``max_exact``;
+    otherwise ``n_resamples`` seeded random assignments with p = (count + 1)/(n_resamples + 1), labelled Monte
+    Carlo with its standard error. The smallest attainable p is :func:`min_attainable_p`; with k ≤ 1 and a
+    two-sided alternative, p = 1."""
     d = np.asarray(differences, dtype=float)
     d = d[d != 0]
-    if len(d) < 2:  # the 2^k ≤ 2 sign assignments all have the observed |mean|: p = 1 (scipy needs k ≥ 2)
-        return 1.0, True
-    exact = len(d) <= max_exact
-    result = permutation_test((d,), lambda x, axis: np.mean(x, axis=axis), vectorized=True,
-                              permutation_type="samples", alternative="two-sided", batch=65_536,
-                              n_resamples=np.inf if exact else n_resamples, rng=np.random.default_rng(seed))
-    return float(result.pvalue), exact
+    k = len(d)
+    if k == 0:
+        return FlipTest(1.0, alternative, 0, True)
+    sizes, observed = np.abs(d)[None, :], np.array([d.sum()])
+    tolerance = flip_tolerance(sizes)
+    if k <= max_exact:
+        greater, less = (int(c[0]) for c in exact_flip_counts(sizes, observed, tolerance))
+        total, adjustment, draws = 2 ** k, 0, 0
+    else:
+        rng = np.random.default_rng(seed)
+        greater = less = 0
+        for start in range(0, n_resamples, 8192):  # chunks bound the memory of the draws
+            signs = rng.choice([-1.0, 1.0], size=(min(8192, n_resamples - start), k))
+            null = signs @ sizes[0]
+            greater += int((null >= observed[0] - tolerance[0]).sum())
+            less += int((null <= observed[0] + tolerance[0]).sum())
+        total, adjustment, draws = n_resamples, 1, n_resamples
+    one_sided = {"greater": (greater + adjustment) / (total + adjustment),
+                 "less": (less + adjustment) / (total + adjustment)}
+    p = (min(1.0, 2 * min(one_sided.values())) if alternative == "two-sided" else one_sided[alternative])
+    mc_se = float(np.sqrt(p * (1 - p) / draws)) if draws else 0.0
+    return FlipTest(float(p), alternative, k, draws == 0, draws, mc_se)
 
 
-def min_attainable_p(nonzero: int) -> float:
-    """Smallest two-sided p an exact sign-flip or sign test can give with ``nonzero`` non-tied differences:
-    2 · 2^−k (all signs alike), capped at 1. A comparison with min_attainable_p ≥ its level cannot be
-    significant whatever the differences are."""
-    return float(min(1.0, 2.0 / 2.0 ** nonzero))
+def min_attainable_p(nonzero: int, alternative: Alternative = "two-sided") -> float:
+    """Smallest p an exact sign-flip or sign test can give with ``nonzero`` non-tied differences: 2^−k one-sided
+    (all signs the declared way), 2 · 2^−k two-sided, capped at 1. A comparison with min_attainable_p ≥ its
+    level cannot be significant whatever the differences are."""
+    factor = 2.0 if alternative == "two-sided" else 1.0
+    return float(min(1.0, factor / 2.0 ** nonzero))
 
 
 def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.8) -> float:
