@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lib import paths, plots, tables  # noqa: F401  (plots sets the figure template the notebooks use)
+from lib import paths, plots, tables, verdicts  # noqa: F401  (plots sets the figure template the notebooks use)
 from lib.tools import front_page, pipeline
 
 FIGURE_CODE = """\
@@ -160,12 +160,14 @@ def test_front_page(tmp_path: Path) -> None:
     write_notebook(notebooks, "03_judge_labeling", "03 · Labels", "pass")
     write_notebook(notebooks, "09_unregistered", "09 · Later", "pass")
     tables.mkdir()
-    pd.DataFrame({"label_source": ["expected_grade"] * 2}).to_parquet(tables / "labels.parquet")
-    pd.DataFrame({
-        "reading": ["expected_grade", "expected_grade", "grade"], "kind": ["off_topic", "tone", "tone"],
-        "entries": [12, 12, 12], "auc": [0.956, 0.5, 0.25], "ci_low": [0.9, 0.41, 0.1], "ci_high": [0.99, 0.6, 0.4],
-        "ci_over": ["12 entries"] * 3,
-    }).to_parquet(tables / "judge_discrimination.parquet")
+    tone = verdicts.verdict("03", "known_answer.tone", "judge (E[g])", "tells a dismissive nudge from its source",
+                            verdicts.Claim("known answer", 0.5, margin=0.1), "AUC", 0.956, 0.9, 0.99, "entries", 12,
+                            "judge_discrimination", primary=True, confirmatory=True,
+                            depends_on=["03.known_answer.value_mismatch"])
+    mismatch = verdicts.verdict("03", "known_answer.value_mismatch", "judge (E[g])", "sees value_mismatch",
+                                verdicts.Claim("known answer", 0.5, margin=0.1), "AUC", 0.54, 0.42, 0.67, "entries",
+                                12, "judge_discrimination")
+    verdicts.frame([tone, mismatch]).to_parquet(tables / "verdicts.parquet")
     ledgers.mkdir()
     for name, calls, latency in (("01_nudge_candidates", 2, 1.25), ("05_new", 3, 2.5)):
         (ledgers / f"{name}.json").write_text(json.dumps({
@@ -177,16 +179,18 @@ def test_front_page(tmp_path: Path) -> None:
 
     assert chapters == ["01_nudge_candidates", "03_judge_labeling", "09_unregistered"]
     assert text.startswith(f"# {front_page.TITLE}\n")
-    items = re.findall(r"^\d\. (.*)\n\n   (.*)$", text, flags=re.MULTILINE)
-    assert items == [
-        (r"[01 · First \<chapter\> \*](01_nudge_candidates.ipynb)",
-         "*no headline registered (missing table: entries, candidates)*"),
-        ("[03 · Labels](03_judge_labeling.ipynb)",
-         r"The judge's gain (E\[g\] = Σ p(g)·g) puts a real candidate above a distractor of known lower quality "
-         "with probability: off topic 0.96 (95% CI 0.90 to 0.99, 12 entries); tone 0.50 (95% CI 0.41 to 0.60, "
-         "12 entries); 0.5 is a coin."),
-        ("09 · Later *(not rendered)*", "*no headline registered*"),
-    ]
+    items = dict(re.findall(r"^\d\. (.*)\n\n   (.*)$", text, flags=re.MULTILINE))
+    assert items[r"[01 · First \<chapter\> \*](01_nudge_candidates.ipynb)"].startswith(
+        f"*{front_page.NO_HEADLINE} (missing table: ")
+    # the primary verdict, escaped, with the verdict it depends on as its caveat: formatted, not decided, here
+    assert items["[03 · Labels](03_judge_labeling.ipynb)"] == (
+        r"**judge (E\[g\])** — tells a dismissive nudge from its source: **sees** [confirmatory]; AUC 0.96 "
+        r"(0.90–0.99, 12 entries; chance 0.50 ± 0.10). Caveat: **judge (E\[g\])** — sees value\_mismatch: "
+        r"**undetermined**; AUC 0.54 (0.42–0.67, 12 entries; chance 0.50 ± 0.10).")
+    assert items["09 · Later *(not rendered)*"] == f"*{front_page.NO_HEADLINE}*"
+    verdict_rows = [line for line in text.splitlines() if line.startswith("| 03 |")]
+    assert [row.split(" | ")[4] for row in verdict_rows] == ["**sees**", "**undetermined**"]
+    assert verdict_rows[0].endswith("| primary, confirmatory |")
     assert "| 05\\_new | 3 | 4 | 3,000 | 30 | 2.5 |" in text
     assert "| **total** | 5 | 7 | 5,000 | 50 | 3.8 |" in text
     assert front_page.render(chapters, notebooks, {"01_nudge_candidates"}, tables, ledgers).count("](") == 1

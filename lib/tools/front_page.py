@@ -1,22 +1,29 @@
 """The report's front page, the book's first page (:mod:`lib.tools.book`): the chapters in order with their
-titles, headlines and links, and the LLM work summed over every ledger, as MyST Markdown.
+titles, headlines and links, every verdict of the study, and the LLM work summed over every ledger, as MyST
+Markdown.
 
-Titles come from each notebook's first markdown heading and headlines from :mod:`lib.chapters` (sentences
-built from the result tables), so nothing on the page is typed by hand. Ledgers are found by glob, so a new
-chapter's ledger counts without a change here. The page depends only on the notebooks, tables and ledgers.
+Titles come from each notebook's first markdown heading. A chapter's headline is its declared primary verdict
+with the verdicts that qualify it (the ``verdicts`` table, :func:`lib.verdicts.headline`); a chapter without a
+primary verdict shows its ``bookkeeping`` sentence (``lib.chapters.chNN.bookkeeping``, computed from its tables).
+So nothing on the page is typed by hand, and no formatter here decides anything. Ledgers are found by glob, so a
+new chapter's ledger counts without a change here. The page depends only on the notebooks, tables and ledgers.
 """
 from __future__ import annotations
 
+import importlib
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 
-from lib.chapters import HEADLINES
+from lib import verdicts
+from lib.verdicts import Verdict
 
 TITLE = "LLM-as-judge evaluation for conversational assistants — a reproducible study"
-NO_HEADLINE = "no headline registered"
+NO_HEADLINE = "no verdict and no bookkeeping sentence"
 # Ledger keys summed on the page, with their column headings.
 LEDGER_COLUMNS = {
     "calls": "LLM calls",
@@ -40,16 +47,72 @@ def chapter_title(notebook: nbformat.NotebookNode, default: str) -> str:
     return default
 
 
+class TableFolder(Mapping[str, pd.DataFrame]):
+    """The parquet tables of a folder by name, each read when first asked for (a missing one is a KeyError)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.read: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        path = self.folder / f"{name}.parquet"
+        if name not in self.read:
+            if not path.exists():
+                raise KeyError(name)
+            self.read[name] = pd.read_parquet(path)
+        return self.read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(p.stem for p in self.folder.glob("*.parquet")))
+
+    def __len__(self) -> int:
+        return len(list(self.folder.glob("*.parquet")))
+
+
+def shown(v: Verdict) -> Verdict:
+    """The verdict with its text fields escaped for Markdown (the formatter adds the page's own markup)."""
+    return replace(v, system=markdown_text(v.system), construct=markdown_text(v.construct),
+                   statistic=markdown_text(v.statistic), unit=markdown_text(v.unit), test=markdown_text(v.test))
+
+
 def headline(chapter: str, tables: Path) -> str:
-    """The chapter's registered headline computed from the parquet tables in ``tables``, or
-    :data:`NO_HEADLINE` (naming the missing tables when one is registered but cannot be computed)."""
-    entry = HEADLINES.get(chapter)
-    if entry is None:
-        return NO_HEADLINE
-    missing = [name for name in entry.tables if not (tables / f"{name}.parquet").exists()]
-    if missing:
-        return f"{NO_HEADLINE} (missing table: {', '.join(missing)})"
-    return entry.sentence({name: pd.read_parquet(tables / f"{name}.parquet") for name in entry.tables})
+    """The chapter's headline as Markdown: its primary verdict with the verdicts it depends on, else its
+    ``bookkeeping`` sentence from the tables in ``tables``, else :data:`NO_HEADLINE` in italics (naming a missing
+    table)."""
+    found = {v.key: shown(v) for v in verdicts.records(pd.read_parquet(tables / "verdicts.parquet"))} if (
+        tables / "verdicts.parquet").exists() else {}
+    primary = [v for v in found.values() if v.primary and v.chapter == chapter[:2]]
+    if primary:
+        return verdicts.headline(primary[0], found)
+    try:
+        module = importlib.import_module(f"lib.chapters.ch{chapter[:2]}")
+    except ModuleNotFoundError:
+        return f"*{NO_HEADLINE}*"
+    bookkeeping = getattr(module, "bookkeeping", None)
+    if bookkeeping is None:
+        return f"*{NO_HEADLINE}*"
+    try:
+        return markdown_text(bookkeeping(TableFolder(tables)))
+    except KeyError as missing:
+        return f"*{NO_HEADLINE} (missing table: {missing.args[0]})*"
+
+
+def verdict_table(tables: Path) -> str:
+    """Every verdict of the study as one Markdown table (chapter, system, what it claims to measure, check,
+    verdict, evidence, flags), primary questions first; a line saying there are none before any chapter ran."""
+    path = tables / "verdicts.parquet"
+    rows = sorted(verdicts.records(pd.read_parquet(path)) if path.exists() else [],
+                  key=lambda v: (not v.primary, v.chapter))
+    if not rows:
+        return "No chapter has recorded a verdict yet."
+    flags = {"primary": "primary", "confirmatory": "confirmatory", "by_construction": "by construction"}
+    lines = ["| chapter | system | claims to measure | check | verdict | evidence | flags |",
+             "|---|---|---|---|---|---|---|"]
+    for v in map(shown, rows):
+        flag_text = ", ".join(word for name, word in flags.items() if getattr(v, name))
+        lines.append(f"| {v.chapter} | {v.system} | {v.construct} | {v.check} | **{v.verdict}** | "
+                     f"{verdicts.evidence_text(v)} | {flag_text} |")
+    return "\n".join(lines)
 
 
 def ledger_rows(ledgers: Path) -> dict[str, dict[str, float]]:
@@ -78,20 +141,27 @@ def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, 
     for number, chapter in enumerate(chapters, start=1):
         title = markdown_text(chapter_title(nbformat.read(notebooks / f"{chapter}.ipynb", as_version=4), chapter))
         link = f"[{title}]({chapter}.ipynb)" if chapter in built else f"{title} *(not rendered)*"
-        text = headline(chapter, tables)
-        shown_text = f"*{markdown_text(text)}*" if text.startswith(NO_HEADLINE) else markdown_text(text)
-        items.append(f"{number}. {link}\n\n   {shown_text}")
+        items.append(f"{number}. {link}\n\n   {headline(chapter, tables)}")
     rows = ledger_rows(ledgers)
     totals = {key: sum(row[key] for row in rows.values()) for key in LEDGER_COLUMNS}
     body = "\n".join(f"| {markdown_text(name)} | {_cells(row)} |" for name, row in rows.items())
     return f"""# {markdown_text(TITLE)}
 
-The chapters are executed notebooks; each headline is computed from the chapter's result tables. Code is folded:
-a chapter's "show code" toggles open it, and its parameters are listed where they are set.
+The chapters are executed notebooks. Each headline is the chapter's declared primary verdict with the verdicts
+that qualify it, all decided by one rule (`lib.verdicts.decide`) and read from the `verdicts` table. Code is
+folded: a chapter's "show code" toggles open it, and its parameters are listed where they are set.
 
 ## Chapters
 
 {chr(10).join(items)}
+
+## Every verdict
+
+Verdicts: sees / blind (known answers), holds / fails / ruled out (equivalence within the smallest effect of
+interest) / undetermined. Evidence: the estimate with its 95% interval over the independent unit and the
+threshold of the claim.
+
+{verdict_table(tables)}
 
 ## LLM work
 
