@@ -56,8 +56,12 @@ book: $(CHAPTERS) ## build the book outputs/html/ from the executed notebooks (a
 report: book ## run every chapter (`make 05`: one chapter and those it reads), then build the book outputs/html/ (first page: index.html); an auto-started LLM server is stopped at the end
 	$(PY) -m lib.llm.server stop --autostarted-only
 
-lab: $(INSTALLED) ## open JupyterLab on the notebooks with the study's venv kernel
-	$(VENV)/bin/jupyter lab notebooks
+# JupyterLab serves the whole study and opens on the executed report (outputs/notebooks/, where a reader starts; the
+# sources it is run from are notebooks/). As root (a container) it needs --allow-root; LAB_ARGS passes more flags.
+LAB_ARGS ?=
+lab: $(INSTALLED) ## open JupyterLab on the executed report with the study's venv kernel (LAB_ARGS="--no-browser --port 9999")
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/outputs/notebooks \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 serve: $(INSTALLED) ## start the embedded LLM server in the background (127.0.0.1:8765)
 	$(PY) -m lib.llm.server start
