@@ -234,15 +234,36 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "below": "systems expected lower",
         "mean_above": "lowest mean over sessions among the above systems",
         "mean_below": "highest mean among the below systems",
-        "holds": "mean_above > mean_below (≥ for the expectations stated with 'at least')",
-        "sessions_holding": "sessions in which the same comparison holds on that session's values",
-        "sessions": "sessions where every system compared has a value",
+        "sessions_holding": "sessions in which the comparison holds on that session's values (> or, for the "
+                            "expectations stated with 'at least', ≥)",
+        "sessions": "sessions where every system compared has a value (one per simulated user)",
         "ties": "sessions in which the two sides are equal (dropped by the sign test)",
-        "sign_test_p": "exact two-sided sign test over sessions (strictly higher vs strictly lower, ties dropped)",
+        "share": "of the sessions where the two sides differ, the share where the above side is strictly higher "
+                 "(0.5: no order)",
+        "ci_low": "exact Clopper-Pearson 95% interval of share, lower end (null under 10 sessions)",
+        "ci_high": "its upper end",
+        "p": "exact sign test over sessions, one-sided in the expected direction (ties dropped)",
+        "p_against": "the same test one-sided the other way",
         "by_design": "why the expectation cannot fail (a check of the code, not of the metric), else empty",
         "tested": "in the declared test family: strict and not by design",
-        "p_holm": "sign_test_p adjusted by Holm over the tested expectations (empty outside the family)",
-        "rejected": "p_holm below the chapter's alpha (False outside the family)",
+        "p_holm": "p adjusted by Holm over one family: both directions of the tested expectations (empty outside it)",
+        "p_against_holm": "p_against adjusted in the same family (empty outside it)",
+    },
+    "crs_known_answers": {
+        "reply": "a counterfactual reply of known quality (lib.crs.recommendation.COUNTERFACTUALS), written over "
+                 "the first system's sessions with the same user turns",
+        "metric": "the session metric compared: tas, cas or hit_rate",
+        "known": "'worse' (the real recommenders should score above it) or 'better' (it should score above them)",
+        "auc": "mean over users of P(the known-better side's session value > the known-worse side's) + ½ P(equal), "
+               "the real recommenders (lib.crs.recommendation.RECOMMENDERS) against the reply; chance 0.5",
+        "ci_low": "percentile bootstrap 95% interval over users, lower end (null under 10 users)",
+        "ci_high": "its upper end",
+        "users": "simulated users with a value on both sides",
+        "recommenders_low": "lowest mean of the metric among the real recommenders",
+        "recommenders_high": "highest mean among them",
+        "reply_mean": "the reply's mean of the metric",
+        "by_construction": "why the comparison holds by how the reply is built (checks the rule, not the metric), "
+                           "else empty",
     },
     "report_card": {
         "judge": "judge and method, e.g. 'pointwise, E[g] thresholds cross-fitted (declared primary)', "

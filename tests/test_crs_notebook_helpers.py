@@ -64,16 +64,41 @@ def test_known_behaviour_on_means_and_per_session():
     rows = hand_rows({"a": [0.9, 0.2, 0.5], "b": [0.1, 0.4, np.nan], "c": [0.9, 0.1, 0.5]})
     checks = summaries.known_behaviour(rows, expectations).set_index("expectation")
     assert list(checks.index) == ["a above b", "a at least c", "a above everyone"]  # d is not in the run
-    assert checks.loc["a above b", "holds"] and checks.loc["a above b", "mean_above"] == pytest.approx(1.6 / 3)
+    assert list(checks.reset_index().columns) == list(summaries.KNOWN_BEHAVIOUR_COLUMNS)
+    assert checks.loc["a above b", "mean_above"] == pytest.approx(1.6 / 3)
     assert (checks.loc["a above b", "sessions_holding"], checks.loc["a above b", "sessions"]) == (1, 2)
-    assert checks.loc["a at least c", "holds"] and checks.loc["a at least c", "sessions_holding"] == 3
+    assert checks.loc["a at least c", "sessions_holding"] == 3
     # On the means a (0.53) is above b (0.25) and c (0.50); in no session with every value is it strictly above
     # both (session 0 ties with c, session 1 is below b): means and sessions can disagree.
     everyone = checks.loc["a above everyone"]
-    assert everyone["holds"] and (everyone["sessions_holding"], everyone["sessions"]) == (0, 2)
-    # sign test over sessions: "a above b" has 1 session higher, 1 lower -> binomial(2, ½) two-sided p = 1
-    assert checks.loc["a above b", "sign_test_p"] == pytest.approx(1.0)
-    assert checks.loc["a at least c", "sign_test_p"] == pytest.approx(1.0)  # 3 ties: nothing to test
+    assert everyone["mean_above"] > everyone["mean_below"] and everyone["sessions_holding"] == 0
+    # sign test over sessions, one-sided: "a above b" has 1 session higher, 1 lower -> P(W ≥ 1 | 2) = 3/4 each way
+    assert (checks.loc["a above b", "p"], checks.loc["a above b", "p_against"]) == (pytest.approx(0.75),) * 2
+    assert checks.loc["a above b", "share"] == 0.5 and np.isnan(checks.loc["a above b", "ci_low"])  # 2 < 10 users
+    # "a at least c": 2 ties and 1 session higher -> share 1, one-sided p = ½
+    assert (checks.loc["a at least c", "share"], checks.loc["a at least c", "p"]) == (1.0, 0.5)
+    # the family: the strict ones; Holm over both directions of its 2 tests (4 p-values)
+    assert checks["tested"].tolist() == [True, False, True]
+    assert np.isnan(checks.loc["a at least c", "p_holm"])
+    assert checks.loc["a above everyone", "p_against_holm"] == pytest.approx(1.0)  # 0 wins, 1 loss: P = 1/2, × 4
+
+
+def test_known_behaviour_tests_each_direction_one_sided_with_holm_over_both():
+    expectation = (summaries.Expectation("a above b", "tas", ("a",), ("b",)),
+                   summaries.Expectation("b above a", "tas", ("b",), ("a",)))
+    rows = hand_rows({"a": [0.9] * 9 + [0.1] * 3, "b": [0.5] * 12})  # 9 users a higher, 3 lower: 12 ≥ 10 users
+    checks = summaries.known_behaviour(rows, expectation).set_index("expectation")
+    from scipy.stats import binomtest
+    one_sided = binomtest(9, 12, alternative="greater").pvalue
+    assert checks.loc["a above b", "p"] == pytest.approx(one_sided)
+    assert checks.loc["b above a", "p_against"] == pytest.approx(one_sided)  # the same evidence, the other way
+    # Holm over the 4 one-sided p-values: the two small ones are multiplied by 4 and 3, then made monotone
+    assert checks.loc["a above b", "p_holm"] == pytest.approx(4 * one_sided)
+    assert checks.loc["b above a", "p_against_holm"] == pytest.approx(4 * one_sided)
+    assert checks.loc["a above b", "share"] == 0.75
+    low, high = binomtest(9, 12).proportion_ci(0.95, method="exact")
+    assert (checks.loc["a above b", "ci_low"], checks.loc["a above b", "ci_high"]) == (pytest.approx(low),
+                                                                                      pytest.approx(high))
 
 
 def test_judge_levels_separate_between_and_within_system_agreement():
@@ -91,6 +116,7 @@ def test_judge_levels_separate_between_and_within_system_agreement():
     from scipy.stats import spearmanr
     assert levels.loc["within systems", "r"] == pytest.approx(spearmanr(centred_tas, centred_judge).statistic)
     assert levels.loc["without echo", "n"] == 6
+    assert "p" not in levels.columns
 
 
 def test_known_behaviour_holds_for_the_template_run(run):
@@ -98,7 +124,7 @@ def test_known_behaviour_holds_for_the_template_run(run):
     # Without the LLM systems the two expectations about them are left out; the echo is compared with the rest.
     assert len(checks) == 7
     assert checks.loc[0, "below"] == "retrieval_template, stale_template"
-    assert checks["holds"].all()
+    assert (checks["mean_above"] >= checks["mean_below"]).all()
 
 
 def test_segmentation_baselines(run):
@@ -123,6 +149,7 @@ def test_session_frame_and_judge_correlations(run):
     correlations = summaries.judge_correlations(judged, ["tas", "reply_words"], n_resamples=200)
     assert correlations.loc["tas", "n"] == 5 and correlations.loc["tas", "r"] == pytest.approx(1.0)
     assert correlations.loc["reply_words", "r"] == pytest.approx(-1.0)
+    assert "p" not in correlations.columns  # no p over sessions nested in users
 
 
 def test_recovery_summary_separates_llm_phrased_sessions():

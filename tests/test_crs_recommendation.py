@@ -67,22 +67,32 @@ def test_metric_check_scores_every_reply_on_the_same_sessions(universe):
     assert table.loc["preference_restated", "cc"] == 1.0
 
 
-def test_metric_check_text_says_which_metric_a_reply_that_recommends_nothing_fools():
+def test_known_answers_set_the_recommenders_against_each_reply_per_user():
+    import numpy as np
     import pandas as pd
 
-    from lib.chapters import ch06
-    table = pd.DataFrame({"tas": [0.6, 0.8, 0.7, 0.69, 0.75, 0.88], "cas": [0.7, 0.82, 0.6, 0.79, 0.85, 0.94],
-                          "hit_rate": [0.94, 0.96, 0.0, 0.0, 0.0, 1.0], "target_success": [1.0] * 6},
-                         index=["llm", "retrieval_template", *rec.COUNTERFACTUALS])
-    text = ch06.metric_check_text(table)
-    assert text.startswith("A reply that only notes the user's last wish and recommends nothing scores TAS 0.70 and "
-                           "CAS 0.60, against 0.60–0.80 and 0.70–0.82")
-    assert "TAS scores it within or above the recommenders' range." in text
-    assert "is 0.00 for it" in text and "0.94–0.96" in text
-    assert "both score it below them" in ch06.metric_check_text(table.assign(tas=[0.6, 0.8, 0.5, 0.5, 0.5, 0.9]))
-    assert ("CAS orders them retrieval_template > llm and the hit rate retrieval_template > llm (Kendall τ 1.00 over "
-            "2 systems, no interval). Target success, iEvaLM's criterion, is 1 in every session of each of the 2 "
-            "systems that ever name the target (llm, retrieval_template)") in text
-    swapped = ch06.system_order_text(table.assign(cas=[0.9, 0.8, 0.6, 0.79, 0.85, 0.94], target_success=0.5))
-    assert "CAS orders them llm > retrieval_template" in swapped and "τ -1.00" in swapped
-    assert "Target success" not in swapped
+    from lib import tables
+
+    users = [f"s{k}" for k in range(10)]
+    rows = []
+    for k, user in enumerate(users):
+        rows += [{"reply": "llm", "session_id": user, "tas": 0.6, "cas": 0.6, "hit_rate": 0.9},
+                 {"reply": "retrieval_template", "session_id": user, "tas": 0.8, "cas": 0.7, "hit_rate": 1.0},
+                 {"reply": "echo", "session_id": user, "tas": -0.2, "cas": 0.1, "hit_rate": 0.0},
+                 # recommends nothing: TAS between the two recommenders, CAS above both, no hit
+                 {"reply": "nothing", "session_id": user, "tas": 0.7, "cas": 0.9, "hit_rate": 0.0},
+                 # the target named: above both on every metric but TAS in the last user (a tie with the template)
+                 {"reply": "target_named", "session_id": user, "tas": 0.8 if k == 9 else 0.9, "cas": 0.95,
+                  "hit_rate": 1.0}]
+    table = rec.known_answers(pd.DataFrame(rows), n_resamples=200).set_index(["reply", "metric"])
+    assert list(table.reset_index().columns) == list(tables.SCHEMAS["crs_known_answers"])
+    nothing = table.loc["nothing"]
+    assert nothing.loc["tas", "auc"] == 0.5 and nothing.loc["cas", "auc"] == 0.0 and nothing.loc["hit_rate", "auc"] == 1
+    assert (nothing.loc["cas", "ci_low"], nothing.loc["cas", "ci_high"], nothing.loc["cas", "users"]) == (0, 0, 10)
+    assert (nothing.loc["cas", "recommenders_low"], nothing.loc["cas", "recommenders_high"]) == (0.6, 0.7)
+    assert nothing.loc["cas", "reply_mean"] == 0.9 and nothing.loc["hit_rate", "by_construction"]
+    assert nothing.loc["tas", "known"] == "worse" and not nothing.loc["tas", "by_construction"]
+    named = table.loc["target_named"]
+    assert named.loc["tas", "known"] == "better"  # the better side is the reply: AUC of it over the recommenders
+    assert named.loc["tas", "auc"] == pytest.approx((9 * 1.0 + 0.75) / 10)  # last user: beats llm, ties template
+    assert np.isfinite(named.loc["cas", "ci_low"]) and named.loc["cas", "auc"] == 1.0

@@ -261,17 +261,17 @@ def extractor_agreement(grounded_turns: pd.DataFrame, independent_turns: pd.Data
 def session_agreement(grounded: pd.DataFrame, independent: pd.DataFrame, metrics: Sequence[str] = ("tas", "cas"),
                       seed: int = 0, n_resamples: int = 2000) -> pd.DataFrame:
     """Per metric, Spearman's ρ between the session values by E(x) and by the matcher, over every session of every
-    system, with a CI resampling the simulated users (:func:`lib.analysis.stats.correlation_ci`)."""
-    from lib.analysis.stats import correlation_ci
+    system, with a CI resampling the simulated users (:func:`lib.crs.summaries.user_correlation`: no p over
+    sessions nested in users)."""
+    from lib.crs.summaries import user_correlation
 
     both = grounded.merge(independent, on=["system", "session_id"], suffixes=("", "_independent"), validate="1:1")
     out = []
     for metric in metrics:
         pair = both[["session_id", metric, f"{metric}_independent"]].dropna()
-        out.append({"metric": metric, **correlation_ci(pair[metric].astype(float),
-                                                       pair[f"{metric}_independent"].astype(float), "spearman",
-                                                       seed=seed, n_resamples=n_resamples,
-                                                       units=pair["session_id"], unit="users")})
+        out.append({"metric": metric, **user_correlation(pair[metric].astype(float),
+                                                         pair[f"{metric}_independent"].astype(float),
+                                                         pair["session_id"], "users", seed, n_resamples)})
     return pd.DataFrame(out).set_index("metric")
 
 

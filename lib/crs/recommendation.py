@@ -36,6 +36,15 @@ from lib.crs.records import SessionLog
 from lib.crs.universe import ItemUniverse
 
 COUNTERFACTUALS = ("nothing", "nothing_random_titles", "preference_restated", "target_named")
+# The replies known to be worse than a real recommender's (they recommend nothing that fits) and the one known to be
+# better (the hidden target fits every current wish).
+KNOWN_WORSE = ("nothing", "nothing_random_titles", "preference_restated")
+KNOWN_BETTER = ("target_named",)
+# The real systems built to recommend well, which the known-quality replies are set against: the two that track
+# every wish and reset it at a cue. The memoryless LLM forgets earlier wishes and the stale template never drops
+# one by construction, and the echo recommends nothing: each is worse than a recommender by design.
+RECOMMENDERS = ("llm", "retrieval_template")
+KNOWN_ANSWER_METRICS = ("tas", "cas", "hit_rate")
 BY_CONSTRUCTION = {"nothing": "no title, so no hit", "preference_restated": "no title, so no hit",
                    "nothing_random_titles": "its titles carry no wish, so no hit",
                    "target_named": "the target carries every current wish, so every reply hits and succeeds"}
@@ -136,3 +145,43 @@ def metric_check_table(check: pd.DataFrame) -> pd.DataFrame:
                                        success=("success", "mean"), target_success=("target_success", "mean"))
     table = table.reindex([r for r in order if r in table.index])
     return table.assign(by_construction=[BY_CONSTRUCTION.get(r, "") for r in table.index])
+
+
+def known_answers(check: pd.DataFrame, recommenders: Sequence[str] = RECOMMENDERS,
+                  metrics: Sequence[str] = KNOWN_ANSWER_METRICS, seed: int = 0, n_resamples: int = 2000
+                  ) -> pd.DataFrame:
+    """Does each metric score the real recommenders' replies above a reply known to be worse (and below the one
+    known to be better)? Per counterfactual reply and metric, from :func:`metric_check`: per simulated user, the
+    Mann–Whitney AUC of the known-better side over the known-worse side (:func:`lib.known_answers.entry_auc`: the
+    recommenders' session values against the reply's on the same user, ties one half; Hanley & McNeil 1982), its
+    mean over users with a percentile bootstrap interval over users (:func:`lib.analysis.stats.unit_bootstrap`;
+    none under its minimum of users). 0.5: the metric cannot tell them apart; below 0.5: it prefers the worse.
+    Columns as ``lib.tables.SCHEMAS["crs_known_answers"]``; the hit rate of a reply without a fitting title is 0,
+    and of the target named 1, by construction (``by_construction``)."""
+    from lib.analysis.stats import unit_bootstrap
+    from lib.known_answers import entry_auc
+
+    real = check[check["reply"].isin(recommenders)]
+    rows = []
+    for reply in [r for r in COUNTERFACTUALS if r in set(check["reply"])]:
+        counterfactual = check[check["reply"] == reply]
+        better_is_reply = reply in KNOWN_BETTER
+        for metric in metrics:
+            per_user = []
+            for user, values in real.groupby("session_id", sort=True)[metric]:
+                other = counterfactual.loc[counterfactual["session_id"] == user, metric].dropna().astype(float)
+                ours = values.dropna().astype(float)
+                auc = entry_auc(other, ours) if better_is_reply else entry_auc(ours, other)
+                if np.isfinite(auc):
+                    per_user.append((user, auc))
+            interval = unit_bootstrap(np.mean, [np.array([a for _, a in per_user])], [u for u, _ in per_user],
+                                      "users", seed, n_resamples)
+            means = real.groupby("reply")[metric].mean()
+            rows.append({"reply": reply, "metric": metric, "known": "better" if better_is_reply else "worse",
+                         "auc": interval.value, "ci_low": interval.low, "ci_high": interval.high,
+                         "users": interval.units, "recommenders_low": float(means.min()),
+                         "recommenders_high": float(means.max()),
+                         "reply_mean": float(counterfactual[metric].astype(float).mean()),
+                         "by_construction": BY_CONSTRUCTION[reply] if metric == "hit_rate" else ""})
+    return pd.DataFrame(rows, columns=["reply", "metric", "known", "auc", "ci_low", "ci_high", "users",
+                                       "recommenders_low", "recommenders_high", "reply_mean", "by_construction"])

@@ -41,6 +41,15 @@ def _order(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["system"]))
 
 
+def user_correlation(x: Sequence[float] | pd.Series, y: Sequence[float] | pd.Series, units: Sequence[str] | pd.Series,
+                     unit: str = "users", seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+    """Spearman's ρ of paired session values with a percentile bootstrap CI resampling the independent ``units``
+    the sessions belong to (:func:`lib.analysis.stats.correlation_ci`), without its p: that p treats every session
+    as independent, while a user's sessions (one per system) are not, so the chapter gives no p over sessions."""
+    result = correlation_ci(x, y, "spearman", seed=seed, n_resamples=n_resamples, units=units, unit=unit)
+    return {k: v for k, v in result.items() if k != "p"}
+
+
 def turn_timeline(turns: pd.DataFrame, system: str | None = None, session_id: str | None = None) -> pd.DataFrame:
     """Long per-turn CC, CR, I (timeline figure; ``shift`` marks the user turns where a shift happens)."""
     chosen = turns[(turns["system"] == system) if system else slice(None)]
@@ -87,7 +96,7 @@ def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judg
     systems mostly measures the differences between systems: ``pooled`` (every judged session), ``without
     <degenerate>``, ``within systems`` (both sides centred on their system's mean, so only session-to-session
     differences inside a system count) and ``system level`` (one point per system: its means). Each with a
-    bootstrap CI (:func:`lib.analysis.stats.correlation_ci`) over the independent units: the simulated users
+    bootstrap CI (:func:`user_correlation`, no p) over the independent units: the simulated users
     (``session_id``: a user's sessions meet every system, so they are resampled together), the systems at system
     level."""
     judged = sessions.dropna(subset=[metric, judge])
@@ -99,19 +108,19 @@ def judge_levels(sessions: pd.DataFrame, metric: str = "tas", judge: str = "judg
               f"without {degenerate}": (judged[judged.system != degenerate][[metric, judge]],
                                         users[judged.system != degenerate], "users"),
               "within systems": (centred, users, "users"), "system level": (means, means.index, "systems")}
-    return pd.DataFrame([{"level": name, **correlation_ci(frame[metric], frame[judge], "spearman", seed=seed,
-                                                          n_resamples=n_resamples, units=units, unit=unit)}
+    return pd.DataFrame([{"level": name, **user_correlation(frame[metric], frame[judge], units, unit, seed,
+                                                             n_resamples)}
                          for name, (frame, units, unit) in levels.items()]).set_index("level")
 
 
 def tas_vs_judge(rows: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> tuple[pd.DataFrame, dict[str, float]]:
     """The judged sessions with TAS and the judge's mean score over its three criteria (scatter figure), and
-    Spearman's ρ between them with a CI resampling the simulated users (``session_id``;
-    :func:`lib.analysis.stats.correlation_ci`)."""
+    Spearman's ρ between them with a CI resampling the simulated users (``session_id``; :func:`user_correlation`,
+    no p over sessions)."""
     judged = rows[rows["judge_ok"] & rows["tas"].notna()].assign(judge_mean=judge_mean)
     points = judged[["system", "session_id", "tas", "judge_mean"]].reset_index(drop=True)
-    return points, correlation_ci(points["tas"], points["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples,
-                                  units=points["session_id"], unit="users")
+    return points, user_correlation(points["tas"], points["judge_mean"], points["session_id"], "users", seed,
+                                    n_resamples)
 
 
 def recovery_delays(shifts: pd.DataFrame) -> pd.DataFrame:
@@ -267,15 +276,15 @@ def session_frame(rows: pd.DataFrame, logs: Sequence[SessionLog]) -> pd.DataFram
 def judge_correlations(sessions: pd.DataFrame, columns: Sequence[str], seed: int = 0,
                        n_resamples: int = 2000) -> pd.DataFrame:
     """Spearman's ρ between the judge's mean score and each column over the judged sessions
-    (:func:`session_frame` rows), with a CI resampling the simulated users (``session_id``): the metrics beside
-    trivial baselines such as the reply length."""
+    (:func:`session_frame` rows), with a CI resampling the simulated users (``session_id``; :func:`user_correlation`,
+    no p over sessions): the metrics beside trivial baselines such as the reply length."""
     judged = sessions[sessions["judge_ok"]]
     out = {}
     for column in columns:
         both = judged[[column, "judge_mean"]].astype(float).dropna()
-        out[column] = correlation_ci(both[column], both["judge_mean"], "spearman", seed=seed, n_resamples=n_resamples,
-                                     units=judged.loc[both.index, "session_id"], unit="users")
-    return pd.DataFrame.from_dict(out, orient="index")[["n", "r", "ci_low", "ci_high", "ci_over", "p"]].rename_axis(
+        out[column] = user_correlation(both[column], both["judge_mean"], judged.loc[both.index, "session_id"],
+                                       "users", seed, n_resamples)
+    return pd.DataFrame.from_dict(out, orient="index")[["n", "r", "ci_low", "ci_high", "ci_over"]].rename_axis(
         "against the judge's mean")
 
 
@@ -431,20 +440,30 @@ EXPECTATIONS: tuple[Expectation, ...] = (
 )
 
 
-def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS, alpha: float = 0.05
-                    ) -> pd.DataFrame:
-    """Whether each expectation holds on the systems' means, and in how many sessions it holds on that session's
-    values (sessions where every system compared has a value), with the exact sign test over the sessions
-    (:func:`lib.analysis.stats.sign_test`: sessions where the above side is strictly higher against sessions
-    where it is strictly lower, ties dropped; with 6 sessions, p < 0.05 needs 6 of 6). Systems absent from
-    ``rows`` are left out of an expectation, and an expectation with nobody left on one side is left out.
+def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS) -> pd.DataFrame:
+    """Per expectation, its session-by-session comparison over the simulated users (sessions where every system
+    compared has a value): on each user's values, the lowest of the ``above`` systems against the highest of the
+    ``below`` systems. Systems absent from ``rows`` are left out of an expectation, and an expectation with nobody
+    left on one side is left out.
 
-    The declared test family (``tested``) is the strict expectations that do not hold by design: a check that
-    holds by construction tests the code, and an "at least as" expectation is no difference a sign test can
-    show. ``p_holm``: the sign tests' p adjusted by Holm over that family (NaN outside it); ``rejected``: p_holm
-    < ``alpha``."""
+    * ``share``: of the users where the two sides differ, the share where the above side is strictly higher
+      (0.5 under the null of the sign test), with its exact Clopper–Pearson 95% interval over those users
+      (Clopper & Pearson 1934; none under :data:`lib.analysis.stats.MIN_CI_UNITS` users compared);
+    * ``p`` / ``p_against``: the exact sign test over the users (Dixon & Mood 1946;
+      :func:`lib.analysis.stats.sign_test`, ties dropped), one-sided in the expected direction and the other way;
+    * ``tested``: the declared test family, the strict expectations that do not hold by design (a check that holds
+      by construction tests the code; an "at least as" expectation is no difference a sign test can show);
+    * ``p_holm`` / ``p_against_holm``: Holm's adjustment (Holm 1979) over one family of 2k one-sided tests, both
+      directions of the k tested expectations, so that a result either way is a claim the family's α covers; its
+      smallest step, 2k · 2^−n, is the two-sided sign test's k · 2/2^n, so the session plan is unchanged (NaN
+      outside the family).
+
+    ``mean_above`` / ``mean_below``: the lowest mean over users of the above systems and the highest of the below
+    ones (means and users can disagree: a mean is carried by large differences, a sign test counts users)."""
+    from scipy.stats import binomtest
+
     from lib.analysis.comparisons import holm
-    from lib.analysis.stats import sign_test
+    from lib.analysis.stats import MIN_CI_UNITS, sign_test
 
     present = _order(rows)
     out = []
@@ -455,20 +474,27 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
             continue
         values = rows.pivot(index="session_id", columns="system", values=e.metric).astype(float)
         means = values.mean()
-
-        holds = operator.gt if e.strict else operator.ge
-
         per_session = values[above + below].dropna()
         high, low = per_session[above].min(axis=1), per_session[below].max(axis=1)
+        wins, losses = int((high > low).sum()), int((high < low).sum())
+        holds = operator.gt if e.strict else operator.ge
+        interval = (binomtest(wins, wins + losses).proportion_ci(0.95, method="exact")
+                    if wins + losses and len(per_session) >= MIN_CI_UNITS else None)
         out.append({"expectation": e.text, "metric": e.metric, "above": ", ".join(above), "below": ", ".join(below),
                     "mean_above": means[above].min(), "mean_below": means[below].max(),
-                    "holds": bool(holds(means[above].min(), means[below].max())),
                     "sessions_holding": int(holds(high, low).sum()), "sessions": len(per_session),
                     "ties": int((high == low).sum()),
-                    "sign_test_p": sign_test(int((high > low).sum()), int((high < low).sum())),
+                    "share": wins / (wins + losses) if wins + losses else np.nan,
+                    "ci_low": interval.low if interval else np.nan, "ci_high": interval.high if interval else np.nan,
+                    "p": sign_test(wins, losses, "greater"), "p_against": sign_test(wins, losses, "less"),
                     "by_design": e.by_design, "tested": e.strict and not e.by_design})
-    table = pd.DataFrame(out, columns=["expectation", "metric", "above", "below", "mean_above", "mean_below", "holds",
-                                       "sessions_holding", "sessions", "ties", "sign_test_p", "by_design", "tested"])
+    table = pd.DataFrame(out, columns=KNOWN_BEHAVIOUR_COLUMNS[:-2])
     table["tested"] = table["tested"].astype(bool)
-    table["p_holm"] = holm(table["sign_test_p"].where(table["tested"]).tolist()) if len(table) else []
-    return table.assign(rejected=table["p_holm"] < alpha)
+    adjusted = holm([*table["p"].where(table["tested"]), *table["p_against"].where(table["tested"])])
+    return table.assign(p_holm=adjusted[:len(table)], p_against_holm=adjusted[len(table):])
+
+
+# The columns of known_behaviour, in order (documented in lib.tables.SCHEMAS["crs_checks"]).
+KNOWN_BEHAVIOUR_COLUMNS = ("expectation", "metric", "above", "below", "mean_above", "mean_below", "sessions_holding",
+                           "sessions", "ties", "share", "ci_low", "ci_high", "p", "p_against", "by_design", "tested",
+                           "p_holm", "p_against_holm")
