@@ -1,11 +1,15 @@
 """Chapter 05's top-floor functions on small hand-made tables (no LLM): the log calendar, the tables built from
-matches and assignments, the monitor verdict and the generated summary."""
+matches and assignments, the monitor's rules, the findings (every verdict, with a wrong-sign case of each directional
+test) and the prose formatted from a findings record."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from lib import monitor
 from lib.analysis.power import control_limit_power
 from lib.chapters import ch05
 
@@ -148,20 +152,221 @@ def test_full_size_text_scales_the_measured_rate():
     assert "about 2,000 requests, 5.6 hours" in text
 
 
-def test_primary_text_says_how_many_questions_to_ask_at_the_usable_share():
-    index = pd.MultiIndex.from_tuples([("non-empty answers", "vital"), ("non-empty answers", "all")],
-                                      names=["answers", "score"])
-    correlations = pd.DataFrame({"questions": [4, 12], "questions with a within ρ": [3, 6],
-                                 "within ρ": [0.5, 0.3], "within ci_low": [np.nan] * 2,
-                                 "within ci_high": [np.nan] * 2}, index=index)
-    design = pd.DataFrame({"questions needed": [16]}, index=pd.Index([4], name="answers per question"))
-    ceiling = {"r": 0.36, "ci_low": 0.1, "ci_high": 0.5, "ci_over": "68 questions", "pairs": 74, "ceiling": 0.6}
-    text = ch05.primary_text(correlations, "vital", design, 4, ceiling)
-    assert "mean ρ 0.50 (no interval: 3 questions)" in text
-    assert "4 questions of 12 have a vital score at all" in text and "and 3 a within ρ" in text
-    # 16 usable questions at 3 usable of 12 asked: 16 * 12 / 3 = 64 to ask
-    assert "usable questions (3 of 12) that means asking about 64; this run cannot decide it." in text
-    assert "can hardly exceed √0.36 = 0.60" in text
-    none = correlations.assign(**{"questions with a within ρ": [0, 6], "within ρ": [np.nan, 0.3]})
-    assert "mean ρ undefined" in ch05.primary_text(none, "vital", design, 4, ceiling)
-    assert "no number of questions would do" in ch05.primary_text(none, "vital", design, 4, ceiling)
+# --- findings: hand-made tables shaped as the notebook's, at the sizes of the cd3530b run where it matters ------------
+
+CORRELATION_COLUMNS = ["answers scored", "questions", "questions with a within ρ", "within ρ", "within ci_low",
+                       "within ci_high", "pooled ρ", "pooled ci_low", "pooled ci_high"]
+NAN = np.nan
+
+
+def _correlations(vital=(6, 2, 0, NAN, NAN, NAN, 0.671, NAN, NAN)):
+    rows = {("non-empty answers", "vital"): vital,
+            ("non-empty answers", "all"): (44, 12, 6, 0.35, NAN, NAN, 0.427, 0.103, 0.651),
+            ("non-empty answers", "words"): (44, 12, 11, 0.071, -0.313, 0.445, -0.153, -0.437, 0.172),
+            ("all answers", "vital"): (8, 2, 1, 0.577, NAN, NAN, 0.844, NAN, NAN),
+            ("all answers", "all"): (48, 12, 8, 0.46, NAN, NAN, 0.555, 0.251, 0.745),
+            ("all answers", "words"): (48, 12, 12, 0.128, -0.252, 0.483, 0.107, -0.351, 0.52)}
+    index = pd.MultiIndex.from_tuples(list(rows), names=["answers", "score"])
+    return pd.DataFrame(list(rows.values()), index=index, columns=CORRELATION_COLUMNS)
+
+
+def _created(qids, vital):
+    return pd.DataFrame({"automatic nuggets": 5, "stopped": "unchanged", "merged": 1, "not from the sources": 0,
+                         "over 12 words": 2, "vital": vital}, index=pd.Index(qids, name="qid"))
+
+
+TOPICS = [f"t{i}" for i in range(10)]
+
+
+def _assignment(shown_with, shown_without, held_with, held_without):
+    """Each topic: 2 shown and 2 held-out nuggets; the arguments are how many of each the answers support."""
+    rows = []
+    for q in TOPICS:
+        for variant, shown_n, held_n in (("with_context", shown_with, held_with),
+                                         ("no_context", shown_without, held_without)):
+            rows += [{"qid": q, "variant": variant, "in_context": True, "assignment":
+                      "support" if i < shown_n else "not_support"} for i in range(2)]
+            rows += [{"qid": q, "variant": variant, "in_context": False, "assignment":
+                      "support" if i < held_n else "partial_support"} for i in range(2)]
+    return pd.DataFrame(rows)
+
+
+def _judgments(groundedness_gain):
+    """Each topic judged on the broken day d3 (every metric 0.8) and again on the recheck day d5, where only
+    groundedness differs, by ``groundedness_gain[i]``."""
+    rows = []
+    for q, gain in zip(TOPICS, groundedness_gain, strict=True):
+        for day, g in (("d3", 0.8), ("d5", 0.8 + gain)):
+            metrics = dict.fromkeys(monitor.METRICS, 0.8) | {"groundedness": g}
+            rows.append({"day": day, "query": f"query {q}", "ok": 1, **metrics,
+                         "overall": float(np.mean(list(metrics.values())))})
+    return pd.DataFrame(rows)
+
+
+def _tables(**changes):
+    rules = pd.DataFrame({"day": ["d1", "d2", "d3", "d4", "d5"], "overall": [0.913, 0.909, 0.893, 0.902, 0.902],
+                          "target": 0.7, "control_limit": [NAN, NAN, 0.883, 0.875, 0.877],
+                          "baseline_items": [0, 0, 4, 6, 8], "below_target": False, "below_control_limit": False,
+                          "degraded": [False, False, True, False, False]})
+    plan = pd.DataFrame({"size": [0.05, 0.009], "per-item SD": 0.012, "items judged": 6,
+                         "items a day at the default rate": 1, "power": [0.845, 0.011],
+                         "items a day for power 0.8": [1, 30]}, index=[ch05.DECLARED_DROP, ch05.MEASURED_DROP])
+    evaluated = pd.DataFrame({"qid": ["200"] * 4 + ["219"] * 4, "in_context": [True, False] * 4,
+                              "embedding_match": [True, False] * 4, "llm_match": pd.array([True] * 8, dtype="boolean"),
+                              "importance": ["vital"] * 6 + ["okay"] * 2,
+                              "judge_importance": ["okay"] * 7 + ["vital"]})
+    tables = {
+        "alce_correlations": _correlations(),
+        "alce_design": pd.DataFrame({"pilot SD of within-question ρ": [0.4], "questions needed": [16]},
+                                    index=pd.Index([4], name="answers per question")),
+        "human_ceiling": pd.DataFrame([{"pairs": 74, "questions": 68, "exact": 0.284, "apart_2": 0.284, "r": 0.388,
+                                        "ci_low": 0.168, "ci_high": 0.574, "ci_over": "68 questions",
+                                        "ceiling": 0.623}]),
+        "alce_created": _created([f"q{i}" for i in range(12)], [1, 2] + [0] * 10),
+        "rag_created": _created(["200", "219"], [1, 1]).assign(**{"automatic nuggets": [1, 10]}),
+        "recall": pd.DataFrame({"nuggets": [20, 20], "topics": [2, 2], "embedding_recall": [0.55, 0.55],
+                                "llm_recall": [0.9, 0.55], "narrative_only_baseline": [0.1, 0.1]},
+                               index=["held out", "shown as notes"]),
+        "evaluated": evaluated,
+        "importance": pd.DataFrame([{"n": 8, "exact_agreement": 0.125, "kappa": 0.015, "units": 2,
+                                     "kappa_ci_low": NAN, "kappa_ci_high": NAN}]),
+        # shown: with notes 2 of 2, without 0 (the known behaviour); held out: with 0, without 1 (the wrong way)
+        "rag_assignment": _assignment(shown_with=2, shown_without=0, held_with=0, held_without=1),
+        # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
+        "monitor_judgments": _judgments([0.02, -0.01] * 5),
+        "monitor_rules": rules, "monitor_plan": plan}
+    return tables | changes
+
+
+PARAMS = {"primary_score": "vital", "primary_rho": 0.3, "importance_kappa": 0.4, "vital_question_share": 0.5,
+          "answers_per_question": 4, "alpha": 0.05, "power": 0.8, "embedding_threshold": 0.6, "monitor_drop": 0.05,
+          "degraded_day": "d3", "recheck_day": "d5", "logged_per_day": 2, "seed": 0, "bootstrap_resamples": 200}
+
+
+@pytest.fixture(scope="module")
+def found() -> ch05.Findings:
+    """The findings of the default hand-made tables (computed once: Holm's statsmodels call collects garbage)."""
+    return ch05.findings(_tables(), PARAMS)
+
+
+def test_the_primary_is_undetermined_where_the_vital_score_is_defined_for_no_question(found):
+    f = found
+    primary = f.primary
+    assert primary.key == ch05.PRIMARY and primary.primary and primary.confirmatory
+    assert primary.verdict == "undetermined" and primary.units == 0 and np.isnan(primary.ci_low)
+    assert primary.unit == "questions with a within ρ, of 12 asked"
+    assert (primary.threshold, primary.margin) == (0.0, 0.3)
+    # the caveat that decides it: the judge labels almost no nugget vital
+    assert "05.alce.importance.vital_questions" in primary.depends_on
+    assert {v.key for v in f.verdicts()} >= set(primary.depends_on)
+    assert f.vital_questions.estimate == pytest.approx(2 / 12) and f.vital_questions.units == 12
+    assert f.vital_questions.ci_high < 0.5 and f.vital_questions.verdict == "fails"
+    assert f.alce.questions_with_score == 2 and f.alce.questions_to_ask is None
+    # the plan: the design does not reach its precision, and the result does not decide
+    assert not f.plan.reaches_precision and f.plan.outcome == "undetermined" and f.plan.decided is False
+
+
+def test_the_other_alce_rows_read_the_interval_over_questions(found):
+    f = found
+    assert f.secondary_pooled.verdict == "holds"  # 0.10 to 0.65: above 0
+    assert f.secondary_within.verdict == "undetermined" and f.secondary_within.units == 6  # no interval
+    assert f.length_within.verdict == "undetermined"  # −0.31 to 0.45 reaches past −0.3
+    assert f.primary_pooled.verdict == "undetermined" and f.primary_pooled.units == 2
+    # the ceiling √0.388 = 0.62 (√0.168 = 0.41 to √0.574 = 0.76) lies above the ρ of interest
+    assert f.ceiling.estimate == pytest.approx(np.sqrt(0.388)) and f.ceiling.verdict == "holds"
+    assert f.importance.verdict == "undetermined" and f.importance.units == 2 and f.importance.threshold == 0.4
+    assert (f.rag25.judge_vital_share, f.rag25.nist_vital_share) == (1 / 8, 6 / 8)
+    assert not any(v.primary for v in f.verdicts() if v.key != ch05.PRIMARY)
+
+
+def test_a_primary_with_enough_questions_decides_and_the_plan_says_so():
+    held = _tables(alce_correlations=_correlations(vital=(64, 16, 16, 0.5, 0.35, 0.65, 0.5, 0.3, 0.6)))
+    f = ch05.findings(held, PARAMS)
+    assert f.primary.verdict == "holds" and f.plan.reaches_precision and f.plan.decided
+    assert f.alce.questions_to_ask == 16  # every question asked is usable: ask as many as the plan needs
+    ruled_out = ch05.findings(_tables(alce_correlations=_correlations(
+        vital=(64, 16, 16, 0.05, -0.1, 0.2, 0.1, -0.1, 0.2))), PARAMS)
+    assert ruled_out.primary.verdict == "ruled out" and ruled_out.plan.decided
+
+
+def test_notes_comparison_is_paired_over_topics_and_a_wrong_sign_result_fails(found):
+    f = found
+    shown, held = f.notes_shown, f.notes_held_out
+    assert shown.unit == "topics" and shown.units == 10 and shown.estimate == 1.0
+    # all 10 topics the declared way: exact one-sided p = 2^-10, Holm over the two comparisons doubles it
+    assert shown.p == pytest.approx(2 * 2 ** -10) and shown.verdict == "holds"
+    assert shown.test == "exact sign-flip, one-sided (greater), 10 non-zero, Holm over 2"
+    # held out: the answer without notes supports more, in every topic: evidence against, not "undetermined"
+    assert held.estimate == -0.5 and held.p_against == pytest.approx(2 * 2 ** -10) and held.verdict == "fails"
+
+
+def test_notes_differences_leave_out_a_topic_without_labels():
+    assignment = _assignment(2, 0, 1, 1)
+    assignment.loc[(assignment.qid == "t0") & (assignment.variant == "no_context"), "assignment"] = None
+    differences = ch05.notes_differences(assignment, shown=True)
+    assert "t0" not in differences.index and len(differences) == 9 and (differences == 1.0).all()
+
+
+def test_the_monitor_verdict_pairs_topics_and_rules_out_a_drop_of_the_declared_size(found):
+    f = found
+    overall, grounded = f.release_overall, f.release_groundedness
+    assert overall.unit == "topics" and overall.units == 10
+    assert overall.estimate == pytest.approx(0.001) and f.monitor.drop["groundedness"] == pytest.approx(0.005)
+    # 5 topics up, 5 down: no test rejects; the interval lies within ±0.05 (the declared drop): ruled out
+    assert overall.verdict == "ruled out" and overall.margin == 0.05
+    assert grounded.verdict == "undetermined" and grounded.margin == 0.0
+    # the power of the control limit is evidence in the record, not a verdict
+    assert (f.monitor.declared_power, f.monitor.measured_power, f.monitor.items_for_power) == (0.845, 0.011, 30)
+    broken = ch05.findings(_tables(monitor_judgments=_judgments([-0.02] * 10)), PARAMS)
+    assert broken.release_overall.verdict == "fails" and broken.release_groundedness.verdict == "fails"
+
+
+def test_two_topics_give_neither_an_interval_nor_a_test():
+    two = ch05.paired_difference(pd.Series([0.02, 0.01], index=["a", "b"]), "topics", seed=0, n_resamples=50)
+    assert two.p is None and two.p_against is None and two.test == ""
+    assert np.isnan(two.interval.low) and two.interval.value == pytest.approx(0.015) and two.interval.units == 2
+
+
+def test_release_differences_give_overall_as_the_mean_of_the_metrics():
+    differences = ch05.release_differences(_judgments([0.05] * 10), "d3", "d5")
+    assert differences.groundedness.tolist() == pytest.approx([0.05] * 10)
+    assert differences.overall.tolist() == pytest.approx([0.01] * 10)
+
+
+def test_earlier_outcomes_are_words_of_the_vocabulary_for_keys_the_chapter_states(found):
+    from lib.verdicts import VERDICTS
+    keys = {v.key for v in found.verdicts()}
+    assert set(ch05.EARLIER) <= keys and set(ch05.EARLIER.values()) <= set(VERDICTS)
+
+
+# --- prose: formatters of a findings record --------------------------------------------------------------------------
+
+def test_primary_text_carries_the_verdict_the_plan_and_the_ceiling(found):
+    text = ch05.primary_text(found)
+    assert text.startswith("**nugget score (vital)** — orders the answers to one question as ALCE human utility does: "
+                           "**undetermined** [confirmatory]; mean within-question Spearman ρ – (no interval: 0 "
+                           "questions with a within ρ, of 12 asked;")
+    assert "2 questions of 12 have a vital score at all" in text and "and 0 a within ρ" in text
+    assert "needs 16 questions" in text and "does not decide it (undetermined)" in text
+    assert "at this run's share (none usable) no number of questions would do" in text
+    assert "correlate at ρ 0.39 (95% CI 0.17 to 0.57, 68 questions, 74 pairs" in text
+    usable = ch05.findings(_tables(alce_correlations=_correlations(
+        vital=(12, 4, 3, 0.5, NAN, NAN, 0.5, NAN, NAN))), PARAMS)
+    # 16 usable questions at 3 usable of 12 asked: 16 · 12 / 3 = 64 to ask
+    assert "usable questions (3 of 12) that means asking about 64" in ch05.primary_text(usable)
+
+
+def test_summary_formats_every_verdict_and_reads_its_phrases_from_the_record(found):
+    f = found
+    text = ch05.summary(f)
+    for v in f.verdicts():
+        assert f"**{v.system}** — {v.construct}: **{v.verdict}**" in text
+    assert "the LLM match finds the held-out nuggets more often than the shown ones" in text
+    assert ("the absolute target 0.7 does not flag it, the control limit (0.883, 4 baseline items) does not flag it"
+            in text)
+    assert "Fisher" not in text  # no test over nuggets nested in topics
+    quiet = ch05.summary(replace(f, rag25=replace(f.rag25, llm_prefers_held_out=False),
+                                 monitor=replace(f.monitor, below_control_limit=True, measured_power=NAN)))
+    assert "opposite of what copying predicts" not in quiet
+    assert "the control limit (0.883, 4 baseline items) flags it" in quiet
+    assert "the fixed release did not score higher" in quiet

@@ -1,7 +1,8 @@
 """Chapter 05 (nugget evaluation against ALCE utility and TREC RAG25 nuggets, nightly judge monitor): the loops that
-build its tables, its generated "what the numbers say" and its front-page headline. The notebook calls these; the
-functions that need no LLM are tested on small hand-made tables (``tests/test_ch05.py``), the LLM steps they call on
-the fake endpoint (``tests/test_nuggets.py``, ``tests/test_monitor.py``).
+build its tables, its findings (:func:`findings`: every verdict, decided from the tables) and the prose that formats
+them. The notebook calls these; the functions that need no LLM are tested on small hand-made tables and records
+(``tests/test_ch05.py``), the LLM steps they call on the fake endpoint (``tests/test_nuggets.py``,
+``tests/test_monitor.py``).
 
 Vocabulary: a *topic* is a TREC RAG25 query (``qid``), a *question* an ALCE one, a *variant* the answer written with
 or without the notes; assignment uses 3 grades (support / partial / not).
@@ -11,20 +12,31 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lib import embeddings, monitor, tables
+from lib import embeddings, monitor, tables, verdicts
 from lib import nuggets as nug
 from lib.analysis import validity
-from lib.analysis.power import control_limit_power, items_for_control_limit, units_for_t_test
-from lib.analysis.stats import correlation_ci, count_text, interval_over_text, nested_sample
-from lib.chapters.headline import Tables, headline
+from lib.analysis.comparisons import holm
+from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
+from lib.analysis.stats import (
+    MIN_CI_UNITS,
+    Interval,
+    correlation_ci,
+    count_text,
+    interval_text,
+    nested_sample,
+    number_text,
+    sign_flip_test,
+    unit_bootstrap,
+)
 from lib.llm.gateway import Gateway
+from lib.verdicts import Claim, Verdict, verdict
 
 VARIANTS = ("with_context", "no_context")
 
@@ -353,32 +365,6 @@ def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n
     return pd.DataFrame(rows).set_index(["answers", "score"])
 
 
-def primary_text(correlations: pd.DataFrame, primary_score: str, design: pd.DataFrame, answers_per_question: int,
-                 ceiling: Mapping[str, Any]) -> str:
-    """The primary question's answer: the declared score's mean within-question ρ on the non-empty answers, its
-    interval, how many questions have the score at all and a within ρ, how many the planner needs and how many
-    questions that means asking at this run's share of usable ones; the reliability of the human rating beside
-    it."""
-    row = correlations.loc[("non-empty answers", primary_score)]
-    asked = int(correlations.xs("non-empty answers").questions.max())
-    needed = int(design.loc[answers_per_question, "questions needed"])
-    kept = int(row["questions with a within ρ"])
-    decides = kept >= needed and np.isfinite(row["within ci_low"])
-    within = {"ci_low": row["within ci_low"], "ci_high": row["within ci_high"], "ci_over": f"{kept} questions"}
-    value = "undefined" if np.isnan(row["within ρ"]) else f"{row['within ρ']:.2f}"
-    to_ask = (f"at this run's share of usable questions ({kept} of {asked}) that means asking about "
-              f"{math.ceil(needed * asked / kept)}" if kept else "at this run's share (none usable) no number of "
-              "questions would do")
-    return (f"{primary_score} score vs human utility within questions (non-empty answers): mean ρ {value} "
-            f"({interval_over_text(within)}). {count_text(int(row['questions']), 'question')} of {asked} have a "
-            f"{primary_score} score at all (a question whose nuggets include no {primary_score} one has none) and "
-            f"{kept} a within ρ (neither side constant). The planner needs {needed} questions with a within ρ, and "
-            f"{to_ask}; this run " + ("can decide the question." if decides else "cannot decide it.")
-            + f" The human rating itself: two ratings of the same text correlate at ρ {ceiling['r']:.2f} "
-              f"({interval_over_text(ceiling)}, {ceiling['pairs']} pairs, pooled over questions), so a score's ρ "
-              f"with one rating can hardly exceed √{ceiling['r']:.2f} = {ceiling['ceiling']:.2f}.")
-
-
 def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesign, sample_rate: float,
                 seed: int) -> dict[str, int]:
     """Fill a fresh simulated log and run ``study-monitor run`` for each day and the recheck day, as cron would:
@@ -434,13 +420,16 @@ def monitor_plan(per_query: pd.DataFrame, logged_per_day: int, drops: Mapping[st
                          for name, size in drops.items()]).set_index("drop")
 
 
+CAUGHT = {True: "caught", False: "NOT caught"}
+
+
 def monitor_verdict(rules: pd.DataFrame) -> str:
     """Which rule flagged the degraded day, and which other days each rule flagged."""
     degraded = rules[rules.degraded].iloc[0]
     others = rules[~rules.degraded]
     parts = []
     for rule, column in (("absolute target", "below_target"), ("control limit", "below_control_limit")):
-        caught = "caught" if degraded[column] else "NOT caught"
+        caught = CAUGHT[bool(degraded[column])]
         false_alarms = others.day[others[column]].tolist()
         parts.append(f"{rule}: degraded day {degraded.day} {caught}; other days flagged: {false_alarms or 'none'}")
     return "\n".join(parts)
@@ -459,124 +448,467 @@ def monitor_days_table(summary: pd.DataFrame, rules: pd.DataFrame, model: str) -
     return joined[list(tables.SCHEMAS["monitor_days"])[:-1]].assign(model=model)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Findings: every decision of the chapter, made here from its tables; the prose below only formats them.
+
+CHAPTER = "05"
+PRIMARY = f"{CHAPTER}.primary"
+
+# What the report at commit cd3530b (outputs/notebooks/05_nugget_evaluation.ipynb, "What the numbers say") stated or
+# implied for each question, by verdict key. Keys it did not state are new, not changed: the human ceiling (stated as
+# a bound, not against a target), the share of questions with a vital nugget, the with/without-notes comparisons
+# (it tested shown against held-out nuggets over nuggets instead) and the pooled ρ (stated without an interval
+# and set aside as mixing questions).
+EARLIER: dict[str, str] = {
+    "05.primary": "undetermined",                     # "this run cannot decide it" (no question with a within ρ)
+    "05.alce.all.within": "undetermined",             # 0.35, no interval (6 questions)
+    "05.alce.length.within": "undetermined",          # 0.07 (−0.31 to 0.45)
+    "05.rag25.importance.kappa": "undetermined",      # κ 0.01, no interval (2 topics)
+    "05.monitor.release.overall": "undetermined",     # +0.009 on the same topics: "differences of that size are noise"
+    "05.monitor.release.groundedness": "undetermined",  # +0.020, read beside the same sentence
+}
+
+SECONDARY_SCORE, LENGTH = "all", "words"  # the all-nugget score and the trivial baseline beside the primary score
+
+
 @dataclass(frozen=True)
-class Results:
-    """What chapter 05's summary reads: the tables and values its sections computed."""
+class PairedDifference:
+    """The mean over independent units of a paired difference d_u, its percentile bootstrap interval over the units
+    and the exact sign-flip test one-sided each way (``p`` for d > 0, ``p_against`` for d < 0; None: no test)."""
+    interval: Interval
+    p: float | None
+    p_against: float | None
+    test: str
+
+
+def paired_difference(differences: pd.Series, unit: str, seed: int, n_resamples: int) -> PairedDifference:
+    """``differences`` indexed by unit: their mean with an interval over the units
+    (:func:`lib.analysis.stats.unit_bootstrap`) and the sign-flip test of the mean difference
+    (:func:`lib.analysis.stats.sign_flip_test`; Fisher 1935) in each direction. Neither an interval nor a test with
+    fewer than :data:`lib.analysis.stats.MIN_CI_UNITS` units: the study states no verdict from so few."""
+    values = differences.to_numpy(dtype=float)
+    interval = unit_bootstrap(np.mean, [values], differences.index.to_numpy(), unit, seed, n_resamples)
+    if interval.units < MIN_CI_UNITS:
+        return PairedDifference(interval, None, None, "")
+    greater = sign_flip_test(values, seed, alternative="greater")
+    less = sign_flip_test(values, seed, alternative="less")
+    return PairedDifference(interval, greater.p, less.p, greater.method)
+
+
+def holm_family(results: Sequence[PairedDifference]) -> list[PairedDifference]:
+    """The results with ``p`` and ``p_against`` each Holm-adjusted over the family (Holm 1979,
+    :func:`lib.analysis.comparisons.holm`); a result without a test stays without one and does not count."""
+    def adjusted(values: Sequence[float | None]) -> list[float]:
+        return holm([np.nan if v is None else v for v in values])
+
+    p, p_against = adjusted([r.p for r in results]), adjusted([r.p_against for r in results])
+    tested = sum(r.p is not None for r in results)
+    return [r if r.p is None else replace(r, p=p[i], p_against=p_against[i], test=f"{r.test}, Holm over {tested}")
+            for i, r in enumerate(results)]
+
+
+def notes_differences(assignment: pd.DataFrame, shown: bool) -> pd.Series:
+    """Per topic: the share of its NIST nuggets (those shown to the generator as notes if ``shown``, else the held-out
+    ones) the judge finds fully supported by the answer written with the notes, minus the share for the answer
+    written without them. Only labelled nuggets count; a topic missing either answer's labels is left out."""
+    rows = assignment[(assignment["in_context"].astype(bool) == shown) & assignment["assignment"].notna()]
+    supported = rows.assign(supported=(rows["assignment"] == "support").astype(float))
+    share = supported.pivot_table(index="qid", columns="variant", values="supported", aggfunc="mean")
+    share = share.reindex(columns=list(VARIANTS)).dropna()
+    return (share["with_context"] - share["no_context"]).rename("with − without notes")
+
+
+def release_differences(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> pd.DataFrame:
+    """Per query judged under both releases (:func:`lib.monitor.release_comparison`): fixed − broken for each metric
+    and for ``overall``, the mean of the five (as :mod:`lib.monitor` defines an item's overall)."""
+    table, _ = monitor.release_comparison(per_query, broken_day, fixed_day)
+    difference = table.xs("fixed", axis=1, level="release") - table.xs("broken", axis=1, level="release")
+    return difference[list(monitor.METRICS)].assign(overall=lambda d: d.mean(axis=1))
+
+
+@dataclass(frozen=True)
+class AlceEvidence:
+    """ALCE values the prose states beside the verdicts (non-empty answers unless said)."""
     primary_score: str
-    alce_correlations: pd.DataFrame
-    alce_design: pd.DataFrame
-    answers_per_question: int
-    ceiling: Mapping[str, Any]
-    alce_created: pd.DataFrame
-    recall: pd.DataFrame
-    embedding_threshold: float
-    rag_created: pd.DataFrame
-    importance: ImportanceAgreement
-    notes_support: Mapping[str, float]
-    rules: pd.DataFrame
-    plan: pd.DataFrame
-    paired_drop: pd.Series
+    questions: int                   # questions asked
+    questions_with_score: int        # with a primary score on some non-empty answer
+    questions_to_ask: int | None     # for the plan's questions at this run's usable share; None: none usable
+    answers_scored: int              # non-empty answers with a primary score
+    secondary_answers_scored: int
+    pooled: float                    # the primary score's ρ pooled over answers of different questions
+    with_empty_within: float         # the primary score's mean within ρ with the empty answers (scored 0 by rule)
+    with_empty_questions: int
+    vital_nuggets: int               # automatic nuggets the judge labelled vital, of
+    nuggets: int
+    ceiling_r: float                 # ρ of two ratings of byte-identical answers, its interval and count
+    ceiling_low: float
+    ceiling_high: float
+    ceiling_questions: int
+    ceiling_pairs: int
+    ceiling_exact: float             # share of those pairs rated equally
+    ceiling_apart_2: float           # share 2 or more points apart
+
+
+@dataclass(frozen=True)
+class CreationEvidence:
+    """How nugget creation went over every query (ALCE and RAG25)."""
+    queries: int
+    nuggets: int
+    merged: int
+    unsupported: int
+    over_length: int
+    stopped: dict[str, int]
+    rag25_least: int                 # automatic nuggets per RAG25 topic, least and most
+    rag25_most: int
+
+
+@dataclass(frozen=True)
+class Rag25Evidence:
+    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones, importance, support."""
+    threshold: float                 # embedding match: MiniLM cosine at least this
+    held_nuggets: int
+    held_topics: int
+    held_embedding: float
+    held_llm: float
+    held_narrative: float            # the narrative alone as the only "nugget"
+    shown_embedding: float
+    shown_llm: float
+    llm_prefers_held_out: bool       # the LLM match recalls held-out nuggets more often than shown ones
+    matches_agree: int               # NIST nuggets on which embedding and LLM match agree, of
+    matches_compared: int
+    importance_nuggets: int
+    importance_exact: float
+    judge_vital_share: float         # of the NIST nuggets the judge labelled, the share it called vital
+    nist_vital_share: float          # and the share NIST called vital
+    shown_supported: int             # the with-notes answer: shown nuggets fully supported, of
+    shown: int
+    held_supported: int              # held-out nuggets fully supported, of
+    held: int
+
+
+@dataclass(frozen=True)
+class MonitorEvidence:
+    """The monitor's day-level rules and the power of its control limit (evidence; the days are too few for a
+    verdict on the rule: one broken day)."""
+    degraded_day: str
+    degraded_overall: float
+    normal_low: float                # the other days' overall means, lowest and highest
+    normal_high: float
+    target: float
+    below_target: bool
+    control_limit: float             # NaN: too short a baseline
+    baseline_items: int
+    below_control_limit: bool
+    topics: int                      # topics judged under both releases
+    drop: dict[str, float]           # fixed − broken per metric and overall, mean over those topics
+    declared_drop: float
+    declared_power: float            # the control limit's power for the declared drop at the default rate
+    measured_drop: float
+    measured_power: float            # NaN: the fixed release did not score higher
+    items_for_power: float           # judged items a day for power 0.8 at the measured drop
+    items_a_day: int                 # items a day at the command's default rate
+    per_item_sd: float
+    items_judged: int
     logged_per_day: int
 
 
-def summary(r: Results) -> str:
-    """Chapter 05's "What the numbers say" as Markdown bullets, every number read from ``r``."""
-    c = r.alce_correlations
-    primary_all = c.loc[("all answers", r.primary_score)]
-    length = c.loc[("non-empty answers", "words")]
-    secondary = c.loc[("non-empty answers", "all")]
-    primary = c.loc[("non-empty answers", r.primary_score)]
-    secondary_within, length_within = ({"ci_low": row["within ci_low"], "ci_high": row["within ci_high"],
-                                        "ci_over": f"{int(row['questions with a within ρ'])} questions"}
-                                       for row in (secondary, length))
-    held, shown = r.recall.loc["held out"], r.recall.loc["shown as notes"]
-    agreement = r.importance.agreement
-    kappa = {"ci_low": agreement["kappa_ci_low"], "ci_high": agreement["kappa_ci_high"],
-             "ci_over": agreement["ci_over"]}
-    created = pd.concat([r.rag_created, r.alce_created])
-    support = r.notes_support
-    degraded = r.rules[r.rules.degraded].iloc[0]
-    normal = r.rules[~r.rules.degraded]
-    measured = r.plan.loc[MEASURED_DROP]
-    default = r.plan.loc[DECLARED_DROP]
+@dataclass(frozen=True)
+class Findings:
+    """Chapter 05's decisions (:class:`lib.verdicts.Verdict`) and the evidence its prose states."""
+    primary: Verdict
+    vital_questions: Verdict
+    ceiling: Verdict
+    primary_pooled: Verdict
+    secondary_within: Verdict
+    secondary_pooled: Verdict
+    length_within: Verdict
+    importance: Verdict
+    notes_shown: Verdict
+    notes_held_out: Verdict
+    release_overall: Verdict
+    release_groundedness: Verdict
+    plan: Plan
+    alce: AlceEvidence
+    creation: CreationEvidence
+    rag25: Rag25Evidence
+    monitor: MonitorEvidence
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Every verdict the chapter states, the primary first."""
+        return (self.primary, self.vital_questions, self.ceiling, self.primary_pooled, self.secondary_within,
+                self.secondary_pooled, self.length_within, self.importance, self.notes_shown, self.notes_held_out,
+                self.release_overall, self.release_groundedness)
+
+
+def _correlation_verdict(key: str, system: str, construct: str, row: pd.Series, kind: str, claim: Claim,
+                         asked: int, **flags: Any) -> Verdict:
+    """A row of :func:`alce_correlations` as a verdict: ``kind`` "within" (the mean within-question ρ over the
+    questions that have one) or "pooled" (ρ over all answers, its interval over questions)."""
+    if kind == "within":
+        return verdict(CHAPTER, key, system, construct, claim, "mean within-question Spearman ρ", row["within ρ"],
+                       row["within ci_low"], row["within ci_high"], f"questions with a within ρ, of {asked} asked",
+                       int(row["questions with a within ρ"]), "nugget_scores", **flags)
+    return verdict(CHAPTER, key, system, construct, claim, "Spearman ρ pooled over answers", row["pooled ρ"],
+                   row["pooled ci_low"], row["pooled ci_high"], "questions", int(row["questions"]), "nugget_scores",
+                   **flags)
+
+
+def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> Findings:
+    """Chapter 05's verdicts from its tables.
+
+    ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
+    ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` and ``rag_created``
+    (:func:`creation_table`), ``recall`` (:func:`recall_summary`), ``evaluated`` (the NIST nuggets with matches and
+    ``judge_importance``), ``importance`` (:meth:`ImportanceAgreement.table`), ``rag_assignment``
+    (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
+    (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`).
+    ``params``: primary_score, primary_rho, importance_kappa, vital_question_share, answers_per_question, alpha,
+    power, embedding_threshold, monitor_drop, degraded_day, recheck_day, logged_per_day, seed, bootstrap_resamples.
+
+    The primary (declared before any run, so confirmatory; the pilot's questions set only the number of answers per
+    question): the primary score's mean within-question ρ with ALCE utility on the non-empty answers, interval over
+    questions, tested against 0 with ``primary_rho`` the smallest ρ of interest (the planner's effect); it depends on
+    the share of questions with a vital nugget (where the score exists at all), the judge's agreement with NIST's
+    importance labels and the human ceiling. Paired comparisons are over topics, the independent unit the nuggets
+    and the monitor's items are nested in."""
+    seed, resamples = int(params["seed"]), int(params["bootstrap_resamples"])
+    score, rho = str(params["primary_score"]), float(params["primary_rho"])
+    correlations = tables["alce_correlations"]
+    answered, everything = correlations.xs("non-empty answers"), correlations.xs("all answers")
+    asked = int(answered["questions"].max())
+    # the declared question: does the score order answers as utility does (ρ > 0), ρ = primary_rho the smallest
+    # effect it should detect (the planner's effect), so an interval within ±primary_rho rules such agreement out
+    orders = Claim("human labels", 0.0, margin=rho)
+
+    primary = _correlation_verdict(
+        "primary", f"nugget score ({score})", "orders the answers to one question as ALCE human utility does",
+        answered.loc[score], "within", orders, asked, primary=True, confirmatory=True,
+        depends_on=(f"{CHAPTER}.alce.importance.vital_questions", f"{CHAPTER}.rag25.importance.kappa",
+                    f"{CHAPTER}.alce.human_ceiling"))
+
+    created = tables["alce_created"]
+    has_vital = (created["vital"] > 0).astype(float)
+    vital_share = unit_bootstrap(np.mean, [has_vital.to_numpy()], created.index.to_numpy(), "questions", seed,
+                                 resamples)
+    vital_questions = verdict(
+        CHAPTER, "alce.importance.vital_questions", "judge: nugget importance (vital/okay)",
+        f"labels some nugget vital in most questions, so the {score} score exists",
+        Claim("known behaviour", float(params["vital_question_share"])), "share of questions with a vital nugget",
+        vital_share.value, vital_share.low, vital_share.high, "questions", vital_share.units,
+        "nugget creation per ALCE question (notebook 05, alce_created)")
+
+    ceiling_row = tables["human_ceiling"].iloc[0]
+    root = {k: float(np.sqrt(ceiling_row[k])) if ceiling_row[k] >= 0 else float("nan")
+            for k in ("r", "ci_low", "ci_high")}
+    ceiling_questions = int(ceiling_row["questions"])
+    ceiling = verdict(
+        CHAPTER, "alce.human_ceiling", "ALCE human utility rating",
+        f"is reliable enough for a score to reach ρ {rho:g} with it (attenuation ceiling √r of its test–retest ρ)",
+        Claim("human labels", rho), "√ρ of two ratings of identical answers", root["r"], root["ci_low"],
+        root["ci_high"], "questions", ceiling_questions,
+        "ALCE utility, byte-identical answers (lib.data.load_alce_utility)")
+
+    primary_pooled = _correlation_verdict(
+        f"alce.{score}.pooled", f"nugget score ({score})", "ranks answers as ALCE human utility does, pooled over "
+        "questions (between-question differences included)", answered.loc[score], "pooled", orders, asked)
+    secondary_within = _correlation_verdict(
+        f"alce.{SECONDARY_SCORE}.within", f"nugget score ({SECONDARY_SCORE})",
+        "orders the answers to one question as ALCE human utility does", answered.loc[SECONDARY_SCORE], "within",
+        orders, asked)
+    secondary_pooled = _correlation_verdict(
+        f"alce.{SECONDARY_SCORE}.pooled", f"nugget score ({SECONDARY_SCORE})",
+        "ranks answers as ALCE human utility does, pooled over questions", answered.loc[SECONDARY_SCORE], "pooled",
+        orders, asked)
+    length_within = _correlation_verdict(
+        "alce.length.within", "answer length in words (trivial baseline)",
+        "orders the answers to one question as ALCE human utility does", answered.loc[LENGTH], "within", orders,
+        asked)
+
+    agreement = tables["importance"].iloc[0]
+    importance = verdict(
+        CHAPTER, "rag25.importance.kappa", "judge: nugget importance (vital/okay)",
+        "agrees with NIST's vital/okay labels of the TREC RAG25 nuggets",
+        Claim("human labels", float(params["importance_kappa"])), "Cohen κ", agreement["kappa"],
+        agreement["kappa_ci_low"], agreement["kappa_ci_high"], "topics", int(agreement["units"]),
+        "NIST nuggets with the judge's labels (notebook 05, evaluated)")
+
+    assignment = tables["rag_assignment"]
+    notes = holm_family([paired_difference(notes_differences(assignment, shown), "topics", seed, resamples)
+                         for shown in (True, False)])
+    notes_verdicts = [
+        verdict(CHAPTER, f"rag25.notes.{name}", "judge: nugget assignment (support)",
+                f"finds more of the NIST nuggets {which} supported by the answer written with the notes than by the "
+                "one written without", Claim("known behaviour", 0.0), "mean share supported, with − without notes",
+                r.interval.value, r.interval.low, r.interval.high, "topics", r.interval.units,
+                "nugget assignment of the RAG25 answers (notebook 05, rag_assignment)", test=r.test, p=r.p,
+                p_against=r.p_against)
+        for (name, which), r in zip((("shown", "shown as notes"), ("held_out", "held out")), notes, strict=True)]
+
+    per_query = tables["monitor_judgments"]
+    differences = release_differences(per_query, str(params["degraded_day"]), str(params["recheck_day"]))
+    drop = float(params["monitor_drop"])
+    releases = holm_family([paired_difference(differences[metric], "topics", seed, resamples)
+                            for metric in ("overall", "groundedness")])
+    release_verdicts = [
+        verdict(CHAPTER, f"monitor.release.{metric}", f"judge via study-monitor ({metric})",
+                "scores the broken release (answers written without the documents) below the fixed one on the "
+                "same topics", Claim("known behaviour", 0.0, margin=margin), "mean fixed − broken",
+                r.interval.value, r.interval.low, r.interval.high, "topics", r.interval.units,
+                "monitor judgments (outputs/monitor/05_simulated_log.sqlite)", test=r.test, p=r.p,
+                p_against=r.p_against)
+        for metric, margin, r in zip(("overall", "groundedness"), (drop, 0.0), releases, strict=True)]
+
+    design = tables["alce_design"]
+    k = int(params["answers_per_question"])
+    needed = int(design.loc[k, "questions needed"])
+    kept = int(answered.loc[score, "questions with a within ρ"])
+    plan = Plan(f"{score} score vs human utility within questions", "question", kept, needed,
+                f"paired t-test on the mean within-question ρ (lib.analysis.power.units_for_t_test): ρ {rho:g} told "
+                f"from 0 with pilot SD {design.loc[k, 'pilot SD of within-question ρ']:.2f} at {k} answers a "
+                f"question, α {params['alpha']:g}, power {params['power']:g}").with_outcome(primary.verdict)
+
+    alce_evidence = AlceEvidence(
+        primary_score=score, questions=asked, questions_with_score=int(answered.loc[score, "questions"]),
+        questions_to_ask=math.ceil(needed * asked / kept) if kept else None,
+        answers_scored=int(answered.loc[score, "answers scored"]),
+        secondary_answers_scored=int(answered.loc[SECONDARY_SCORE, "answers scored"]),
+        pooled=float(answered.loc[score, "pooled ρ"]),
+        with_empty_within=float(everything.loc[score, "within ρ"]),
+        with_empty_questions=int(everything.loc[score, "questions with a within ρ"]),
+        vital_nuggets=int(created["vital"].sum()), nuggets=int(created["automatic nuggets"].sum()),
+        ceiling_r=float(ceiling_row["r"]), ceiling_low=float(ceiling_row["ci_low"]),
+        ceiling_high=float(ceiling_row["ci_high"]), ceiling_questions=ceiling_questions,
+        ceiling_pairs=int(ceiling_row["pairs"]), ceiling_exact=float(ceiling_row["exact"]),
+        ceiling_apart_2=float(ceiling_row["apart_2"]))
+
+    both_created = pd.concat([tables["rag_created"], created])
+    creation = CreationEvidence(
+        queries=len(both_created), nuggets=int(both_created["automatic nuggets"].sum()),
+        merged=int(both_created["merged"].sum()), unsupported=int(both_created["not from the sources"].sum()),
+        over_length=int(both_created["over 12 words"].sum()),
+        stopped={str(k): int(v) for k, v in both_created["stopped"].value_counts().sort_index().items()},
+        rag25_least=int(tables["rag_created"]["automatic nuggets"].min()),
+        rag25_most=int(tables["rag_created"]["automatic nuggets"].max()))
+
+    recall, evaluated = tables["recall"], tables["evaluated"]
+    held, shown = recall.loc["held out"], recall.loc["shown as notes"]
+    agree, compared = match_agreement(evaluated)
+    labelled = evaluated[evaluated["judge_importance"].notna()]
+    with_notes = assignment[(assignment["variant"] == "with_context") & assignment["assignment"].notna()]
+    supported = with_notes["assignment"] == "support"
+    in_notes = with_notes["in_context"].astype(bool)
+    rag25 = Rag25Evidence(
+        threshold=float(params["embedding_threshold"]), held_nuggets=int(held["nuggets"]),
+        held_topics=int(held["topics"]), held_embedding=float(held["embedding_recall"]),
+        held_llm=float(held["llm_recall"]), held_narrative=float(held["narrative_only_baseline"]),
+        shown_embedding=float(shown["embedding_recall"]), shown_llm=float(shown["llm_recall"]),
+        llm_prefers_held_out=bool(held["llm_recall"] > shown["llm_recall"]), matches_agree=agree,
+        matches_compared=compared, importance_nuggets=int(agreement["n"]),
+        importance_exact=float(agreement["exact_agreement"]),
+        judge_vital_share=float((labelled["judge_importance"] == "vital").mean()),
+        nist_vital_share=float((labelled["importance"] == "vital").mean()),
+        shown_supported=int((supported & in_notes).sum()), shown=int(in_notes.sum()),
+        held_supported=int((supported & ~in_notes).sum()), held=int((~in_notes).sum()))
+
+    rules, monitor_plan_table = tables["monitor_rules"], tables["monitor_plan"]
+    degraded = rules[rules["degraded"]].iloc[0]
+    normal = rules[~rules["degraded"]]
+    declared, measured = monitor_plan_table.loc[DECLARED_DROP], monitor_plan_table.loc[MEASURED_DROP]
+    monitor_evidence = MonitorEvidence(
+        degraded_day=str(degraded["day"]), degraded_overall=float(degraded["overall"]),
+        normal_low=float(normal["overall"].min()), normal_high=float(normal["overall"].max()),
+        target=float(degraded["target"]), below_target=bool(degraded["below_target"]),
+        control_limit=float(degraded["control_limit"]), baseline_items=int(degraded["baseline_items"]),
+        below_control_limit=bool(degraded["below_control_limit"]), topics=len(differences),
+        drop={str(k): float(v) for k, v in differences.mean().items()}, declared_drop=float(declared["size"]),
+        declared_power=float(declared["power"]), measured_drop=float(measured["size"]),
+        measured_power=float(measured["power"]), items_for_power=float(measured["items a day for power 0.8"]),
+        items_a_day=int(declared["items a day at the default rate"]), per_item_sd=float(declared["per-item SD"]),
+        items_judged=int(declared["items judged"]), logged_per_day=int(params["logged_per_day"]))
+
+    return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
+                    length_within, importance, notes_verdicts[0], notes_verdicts[1], release_verdicts[0],
+                    release_verdicts[1], plan, alce_evidence, creation, rag25, monitor_evidence)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prose: formatters of the findings record; they decide nothing (a phrase for a flag is looked up, not chosen).
+
+FLAGS = {True: "flags", False: "does not flag"}
+LLM_RECALL = {True: "; the LLM match finds the held-out nuggets more often than the shown ones, the opposite of what "
+                    "copying predicts, so it is not read as recall here.",
+              False: "."}
+
+
+def primary_text(f: Findings) -> str:
+    """The primary question's answer: its verdict with the evidence, how many questions have the score at all and a
+    within ρ, the plan (whether the design reaches its precision and whether the result decides), how many
+    questions that means asking at this run's share of usable ones, and the reliability of the human rating."""
+    a, score = f.alce, f.alce.primary_score
+    to_ask = (f"at this run's share of usable questions ({f.plan.units_have} of {a.questions}) that means asking "
+              f"about {a.questions_to_ask}" if a.questions_to_ask is not None
+              else "at this run's share (none usable) no number of questions would do")
+    return (f"{verdicts.sentence(f.primary)} {count_text(a.questions_with_score, 'question')} of {a.questions} have a "
+            f"{score} score at all (a question whose nuggets include no {score} one has none) and "
+            f"{f.primary.units} a within ρ (neither side constant). Plan: {f.plan.text()} For the plan's questions, "
+            f"{to_ask}. The human rating itself: two ratings of the same text correlate at ρ {a.ceiling_r:.2f} "
+            f"({interval_text(a.ceiling_low, a.ceiling_high)}, {a.ceiling_questions} questions, {a.ceiling_pairs} "
+            f"pairs, pooled over questions), so a score's ρ with one rating can hardly exceed its square root: "
+            f"{verdicts.sentence(f.ceiling)}")
+
+
+def summary(f: Findings) -> str:
+    """Chapter 05's "What the numbers say" as Markdown bullets, every number and verdict read from ``f``."""
+    a, c, r, m = f.alce, f.creation, f.rag25, f.monitor
+    limit = (f"({m.control_limit:.3f}, {m.baseline_items} baseline items) {FLAGS[m.below_control_limit]} it"
+             if np.isfinite(m.control_limit) else "has no baseline yet")
+    measured = (f"the measured drop with {m.measured_power:.2f}, and catching it with power 0.8 would need "
+                f"{m.items_for_power:.0f} judged items a day, where the log has {m.logged_per_day} queries a day."
+                if np.isfinite(m.measured_power)
+                else "the fixed release did not score higher, so no drop was measured.")
     lines = [
-        "**Primary (declared before the run)**: " + primary_text(c, r.primary_score, r.alce_design,
-                                                                 r.answers_per_question, r.ceiling),
-        f"Beside it, on the same non-empty answers: the secondary 'all' score's mean within-question ρ "
-        f"{secondary['within ρ']:.2f} ({interval_over_text(secondary_within)}), answer length's "
-        f"{length['within ρ']:.2f} ({interval_over_text(length_within)}). Pooled over answers of different "
-        f"questions (between-question differences included): {r.primary_score} "
-        f"{c.loc[('non-empty answers', r.primary_score), 'pooled ρ']:.2f} over "
-        f"{count_text(int(primary['answers scored']), 'answer')} of "
-        f"{count_text(int(primary['questions']), 'question')}, "
-        f"'all' {secondary['pooled ρ']:.2f} over {int(secondary['answers scored'])} answers. With the empty "
-        f"answers (scored 0 by rule, without a call) the "
-        f"{r.primary_score} score's within-question ρ is {primary_all['within ρ']:.2f} over "
-        f"{count_text(int(primary_all['questions with a within ρ']), 'question')}. The two ratings of a byte-identical "
-        f"answer agree exactly in {r.ceiling['exact']:.0%} of {r.ceiling['pairs']} pairs and are 2 or more points "
-        f"apart in {r.ceiling['apart_2']:.0%}.",
-        f"**Recall of the held-out NIST nuggets** (the primary recall figure; {int(held['nuggets'])} nuggets of "
-        f"{int(held['topics'])} topics, too few topics for an interval): {held['embedding_recall']:.0%} by embedding "
-        f"match (cosine ≥ {r.embedding_threshold}; the narrative alone reaches {held['narrative_only_baseline']:.0%}) "
-        f"and {held['llm_recall']:.0%} by LLM match. The nuggets shown to the generator as notes, which the "
-        f"with-notes answer could copy: {shown['embedding_recall']:.0%} and {shown['llm_recall']:.0%}"
-        + ("; the LLM match finds the held-out nuggets more often than the shown ones, the opposite of what copying "
-           "predicts, so it is not read as recall here." if held["llm_recall"] > shown["llm_recall"] else ".")
-        + f" {r.rag_created['automatic nuggets'].min()} to {r.rag_created['automatic nuggets'].max()} automatic "
-          f"nuggets per topic carry these figures.",
-        f"**Creation** ({len(created)} queries): {int(created['automatic nuggets'].sum())} nuggets, "
-        f"{int(created['merged'].sum())} merged as near-duplicates, {int(created['not from the sources'].sum())} "
-        f"dropped as stated in no source sentence, {int(created['over 12 words'].sum())} over the 12 words asked "
-        f"for (kept whole); stopped: "
-        + ", ".join(f"{k} {v}" for k, v in created.stopped.value_counts().sort_index().items()) + ".",
-        f"**Importance**: the judge's vital/okay labels of the NIST nuggets agree with NIST's at κ = "
-        f"{agreement['kappa']:.2f} ({interval_over_text(kappa)}) on {agreement['n']} nuggets.",
-        f"**Assignment**: the answer written with the notes supports {support['shown_supported']}/{support['shown']} "
-        f"shown and {support['held_out_supported']}/{support['held_out']} held-out nuggets (Fisher exact p = "
-        f"{support['p']:.2g})"
-        + (": it was written from the shown notes, so an assignment that finds fewer than half of them supported "
-           "misses facts the answer states." if support["shown_supported"] < support["shown"] / 2 else "."),
-        f"**Monitor**: on the broken-release day the overall mean was {degraded.overall:.3f} against "
-        f"{normal.overall.min():.3f}–{normal.overall.max():.3f} on the other days; the absolute target "
-        f"{degraded.target:g} {'flags' if degraded.below_target else 'does not flag'} it, the control limit "
-        + (f"({degraded.control_limit:.3f}, {int(degraded.baseline_items)} baseline items) "
-           f"{'flags' if degraded.below_control_limit else 'does not flag'} it"
-           if np.isfinite(degraded.control_limit) else "has no baseline yet")
-        + f". On the same topics, fixed − broken: groundedness {r.paired_drop['groundedness']:+.3f}, overall "
-          f"{measured['size']:+.3f}, and context relevance {r.paired_drop['context_relevance']:+.3f}, which the "
-          f"broken release cannot change (the same documents): differences of that size are noise. At the "
-          f"command's default rate the log gives {count_text(int(default['items a day at the default rate']), 'item')} "
-          f"a day: a drop of {default['size']:g} would be caught with probability {default['power']:.2f} (per-item "
-          f"SD {default['per-item SD']:.3f} over the {int(default['items judged'])} items of the normal days, the "
-          f"baseline taken as known: optimistic with a baseline this short); "
-        + (f"the measured drop with {measured['power']:.2f}, and catching it with power 0.8 would need "
-           f"{measured['items a day for power 0.8']:.0f} judged items a day, where the log has "
-           f"{r.logged_per_day} queries a day."
-           if np.isfinite(measured["power"]) else "the fixed release did not score higher, so no drop was measured."),
+        "**Primary (declared before the run)**: " + primary_text(f),
+        "**Why the primary has so few questions**: " + verdicts.sentence(f.vital_questions)
+        + f" The judge labelled {a.vital_nuggets} of {a.nuggets} automatic ALCE nuggets vital. "
+        + verdicts.sentence(f.importance)
+        + f" Of the {r.importance_nuggets} NIST nuggets it labelled, it called {r.judge_vital_share:.0%} vital where "
+          f"NIST called {r.nist_vital_share:.0%} vital (exact agreement {r.importance_exact:.0%}).",
+        f"Beside it, on the same non-empty answers: {verdicts.sentence(f.secondary_within)} "
+        f"{verdicts.sentence(f.length_within)} Pooled over answers of different questions (between-question "
+        f"differences included; {count_text(a.answers_scored, 'answer')} with a {a.primary_score} score, "
+        f"{a.secondary_answers_scored} with an '{SECONDARY_SCORE}' score): {verdicts.sentence(f.primary_pooled)} "
+        f"{verdicts.sentence(f.secondary_pooled)} With the empty answers (scored 0 by rule, without a call) the "
+        f"{a.primary_score} score's mean within-question ρ is {number_text(a.with_empty_within)} over "
+        f"{count_text(a.with_empty_questions, 'question')}. The two ratings of a byte-identical answer agree exactly "
+        f"in {a.ceiling_exact:.0%} of {a.ceiling_pairs} pairs and are 2 or more points apart in "
+        f"{a.ceiling_apart_2:.0%}.",
+        f"**Recall of the held-out NIST nuggets** by the automatic ones (the primary recall figure; "
+        f"{r.held_nuggets} nuggets of {count_text(r.held_topics, 'topic')}, no interval under {MIN_CI_UNITS} topics): "
+        f"{r.held_embedding:.0%} by embedding match (cosine ≥ {r.threshold:g}; the narrative alone reaches "
+        f"{r.held_narrative:.0%}) and {r.held_llm:.0%} by LLM match. The nuggets shown to the generator as notes, "
+        f"which the with-notes answer could copy: {r.shown_embedding:.0%} and {r.shown_llm:.0%}"
+        + LLM_RECALL[r.llm_prefers_held_out]
+        + f" Embedding and LLM match agree on {r.matches_agree} of {r.matches_compared} NIST nuggets; "
+          f"{c.rag25_least} to {c.rag25_most} automatic nuggets per topic carry these figures.",
+        f"**Creation** ({c.queries} queries): {c.nuggets} nuggets, {c.merged} merged as near-duplicates, "
+        f"{c.unsupported} dropped as stated in no source sentence, {c.over_length} over the 12 words asked for (kept "
+        "whole); stopped: " + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",
+        f"**Assignment**: the answer written with the notes has {r.shown_supported}/{r.shown} shown and "
+        f"{r.held_supported}/{r.held} held-out NIST nuggets fully supported. Against the answer written without "
+        f"them, topic by topic: {verdicts.sentence(f.notes_shown)} {verdicts.sentence(f.notes_held_out)}",
+        f"**Monitor**: on the broken-release day the overall mean was {m.degraded_overall:.3f} against "
+        f"{m.normal_low:.3f}–{m.normal_high:.3f} on the other days; the absolute target {m.target:g} "
+        f"{FLAGS[m.below_target]} it, the control limit {limit}. On the same "
+        f"{count_text(m.topics, 'topic')}, fixed − broken: groundedness {m.drop['groundedness']:+.3f}, overall "
+        f"{m.drop['overall']:+.3f}, and context relevance {m.drop['context_relevance']:+.3f}, which the broken "
+        f"release cannot change (the same documents): a known zero that shows the noise. "
+        f"{verdicts.sentence(f.release_overall)} {verdicts.sentence(f.release_groundedness)} At the command's "
+        f"default rate the log gives {count_text(m.items_a_day, 'item')} a day: a drop of {m.declared_drop:g} would "
+        f"be caught with probability {m.declared_power:.2f} (per-item SD {m.per_item_sd:.3f} over the "
+        f"{m.items_judged} items of the normal days, the baseline taken as known: optimistic with a baseline this "
+        f"short); " + measured,
     ]
     return "\n".join(f"* {line}" for line in lines)
-
-
-@headline("05_nugget_evaluation", "nugget_scores", "monitor_days")
-def nugget_validity(tables: Tables) -> str:
-    """The declared primary: the vital score's mean within-question ρ with human utility on the non-empty ALCE
-    answers (interval over questions), with how many questions have a vital score at all; and whether the control
-    limit flagged the broken-release day."""
-    scores, days = tables["nugget_scores"], tables["monitor_days"]
-    answered = scores[scores["dataset"].isin(["asqa", "eli5"]) & (scores["words"] > 0)]
-    scored = answered.dropna(subset=["vital", "utility"])
-    within = validity.within_unit_correlation(scored, "qid", "vital", "utility", "spearman", seed=0,
-                                              unit_name="questions")
-    degraded = days[days["degraded"]].iloc[0]
-    if pd.isna(degraded["control_limit"]):
-        monitor_text = "has no control limit (too few baseline items)"
-    else:
-        below = "below" if degraded["overall"] < degraded["control_limit"] else "not below"
-        monitor_text = f"is {below} its control limit {degraded['control_limit']:.3f}"
-    return (f"ALCE (declared primary): {scored['qid'].nunique()} of {answered['qid'].nunique()} questions have "
-            f"vital-nugget scores (a question without a vital nugget has none); their mean within-question Spearman "
-            f"ρ with human utility on the non-empty answers is {within.text()}. Monitor: the broken-release day's "
-            f"overall {degraded['overall']:.3f} {monitor_text}.")
 
 
 def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
