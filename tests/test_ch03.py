@@ -137,8 +137,9 @@ def test_findings_known_answer_keys_primary_and_confirmatory():
     assert words["03.known_answer.tone.grade"] == "undetermined"  # 0.42–0.75 reaches past the margin
     primary = [v for v in f.verdicts() if v.primary]
     assert [v.key for v in primary] == ["03.known_answer.value_mismatch.expected_grade"]
-    assert primary[0].depends_on == ("03.known_answer.off_topic.expected_grade",
+    assert primary[0].depends_on == ("01.construction.value_mismatch", "03.known_answer.off_topic.expected_grade",
                                      "03.known_answer.tone.expected_grade")
+    assert {v.key: v.depends_on for v in f.known_answer}["03.known_answer.tone.grade"] == ("01.construction.tone",)
     assert {v.key for v in f.verdicts() if v.confirmatory} == set(keys[:3])
     assert f.can_rank  # sees off-topic, and no pool is constant under E[g]
     assert f.readings.loc["grade", "unable to rank"]
@@ -165,7 +166,7 @@ def test_findings_tone_and_guardrail():
 def test_formatters_read_the_record_only():
     f = ch03.findings(chapter_tables(0.1), PARAMS)
     text = ch03.label_rule_text(f)
-    assert "off topic **sees**" in text and "value mismatch **blind**" in text and "tone **undetermined**" in text
+    assert "off-topic **sees**" in text and "value-mismatch **blind**" in text and "tone **undetermined**" in text
     assert "It can rank: 0 of 12 pools are constant" in text
     assert "argmax grade: 100% of candidates share its most common value, 12 of 12 pools constant — unable" in text
     blind_gain = replace(f, can_rank=False)

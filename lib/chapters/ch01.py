@@ -143,5 +143,5 @@ _MEANING = {
 def construction_text(f: Findings, kinds: Sequence[str] = known_answers.DISTRACTOR_KINDS) -> str:
     """One line per kind: the verdict on its construction and what it means for the judge's known answer."""
     by_kind = {v.key.rsplit(".", 1)[1]: v for v in f.construction}
-    return "\n".join(f"* {verdicts.sentence(by_kind[k])} The {k.replace('_', ' ')} distractor is "
+    return "\n".join(f"* {verdicts.sentence(by_kind[k])} The {k.replace('_', '-')} distractor is "
                      f"{_MEANING[by_kind[k].verdict]}." for k in kinds if k in by_kind)

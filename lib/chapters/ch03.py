@@ -231,8 +231,9 @@ def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary
                           ) -> tuple[Verdict, ...]:
     """One known-answer verdict per row of a ``judge_discrimination`` table: key
     ``03.known_answer.<kind>.<reading>``, AUC against chance 0.5 ± ``margin`` over entries. Rows of ``label_rule``
-    come first and are confirmatory; its ``primary_kind`` row is the primary and depends on the rule's other kinds
-    (whether the gain sees anything at all qualifies how to read it)."""
+    come first and are confirmatory; its ``primary_kind`` row is the primary. Each depends on chapter 01's check that
+    its kind of distractor is worse without the judge (``01.construction.<kind>``: if that is not shown, the known
+    answer itself is in doubt); the primary also on the rule's other kinds (whether the gain sees anything at all)."""
     ordered = pd.concat([discrimination[discrimination.reading == label_rule],
                          discrimination[discrimination.reading != label_rule]])
     claim = Claim("known answer", 0.5, "higher", margin)
@@ -245,7 +246,8 @@ def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary
             KNOWN_ANSWER_CONSTRUCTS[row.kind], claim, "AUC (real over distractor)", row.auc, row.ci_low, row.ci_high,
             "entries", int(row.entries), "judge_discrimination", primary=primary,
             confirmatory=row.reading == label_rule,
-            depends_on=[k for k in rule_keys if k != f"03.known_answer.{row.kind}.{row.reading}"] if primary else ()))
+            depends_on=[f"01.construction.{row.kind}",
+                        *(k for k in rule_keys if primary and k != f"03.known_answer.{row.kind}.{row.reading}")]))
     return tuple(out)
 
 
@@ -285,7 +287,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         "03", f"geval.{TONE_RUBRIC}.tone", f"G-Eval {TONE_RUBRIC} (study steps)",
         "scores a real candidate above the same advice behind a dismissive opener (tone)",
         Claim("known answer", 0.5, "higher", margin), "AUC (source over rewrite)", auc.auc, auc.ci_low, auc.ci_high,
-        "entries", int(auc.entries), "geval_scores")
+        "entries", int(auc.entries), "geval_scores", depends_on=["01.construction.tone"])
     difference = unit_bootstrap(np.mean, [pairs.difference.to_numpy()], pairs.entry_id.tolist(), "entries", seed,
                                 n_resamples)
 
@@ -320,7 +322,7 @@ def label_rule_text(f: Findings) -> str:
     """The declared gain and what the known-answer check says of it: its verdict on each kind of distractor, and
     whether it is a label that can rank (the declared rule: it sees some kind and leaves some pool non-constant)."""
     rule, readings = f.label_rule, f.readings
-    kinds = "; ".join(f"{v.key.split('.')[2].replace('_', ' ')} **{v.verdict}**, {verdicts.evidence_text(v)}"
+    kinds = "; ".join(f"{v.key.split('.')[2].replace('_', '-')} **{v.verdict}**, {verdicts.evidence_text(v)}"
                       for v in f.rule_verdicts())
     others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "
                        f"value, {int(readings.at[r, 'constant pools'])} of {int(readings.at[r, 'pools'])} pools "
