@@ -1,6 +1,8 @@
 """Chapter 03's top-floor functions on small hand-made tables (no LLM)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,19 +43,13 @@ def test_reading_table_counts_constant_pools_per_reading():
     assert table.loc["grade", "unable to rank"] and not table.loc["expected_grade", "unable to rank"]
 
 
-def test_reading_discrimination_and_the_label_rule_text():
+def test_reading_discrimination():
     table = ch03.reading_discrimination(judged_frame(), seed=0, n_resamples=300)
     assert list(table.columns) == list(tables.SCHEMAS["judge_discrimination"])
     expected = table[table.reading == "expected_grade"].set_index("kind")
     # real (1.6, 1.4): off-topic 0.2 -> 1; mismatch 1.3 -> 1; tone 1.6 -> (½ + 0) / 2
     assert expected.auc.to_dict() == {"off_topic": 1.0, "value_mismatch": 1.0, "tone": 0.25}
     assert known_answers.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True, "tone": False}
-    text = ch03.label_rule_text("expected_grade", table, ch03.reading_table(judged_frame()))
-    assert "Kinds of distractor whose interval lies above 0.5 under it: off_topic, value_mismatch." in text
-    assert "It can rank: 0 of 12 pools are constant" in text
-    flat = judged_frame().assign(expected_grade=1.0)
-    blind = ch03.reading_discrimination(flat, seed=0, n_resamples=300)
-    assert "**It cannot rank these pools**" in ch03.label_rule_text("expected_grade", blind, ch03.reading_table(flat))
 
 
 def test_layout_repeat_counts_changes_per_reading():
@@ -67,7 +63,7 @@ def test_layout_repeat_counts_changes_per_reading():
     assert table.loc["expected_grade", "candidates"] == 2
 
 
-def test_first_candidate_effect_by_hand():
+def test_first_candidate_pools_by_hand():
     rows = []
     for e in range(10):  # the first candidate tops its pool in the even entries only
         first = 1.8 if e % 2 == 0 else 1.0
@@ -75,28 +71,113 @@ def test_first_candidate_effect_by_hand():
                  {"entry_id": f"e{e}", "candidate_id": f"e{e}/c1", "label": 1.4}]
     labels = pd.DataFrame([*rows, {"entry_id": "solo", "candidate_id": "solo/c0", "label": 1.0}])
     candidates = labels[["candidate_id"]].assign(position=[0, 1] * 10 + [0])
-    figures, text = ch03.first_candidate_effect(labels, candidates, seed=0, n_resamples=300)
-    assert figures["pools"] == 10 and figures["first has the top label"] == 5  # a one-candidate pool is left out
-    assert figures["expected if blind to position"] == pytest.approx(5.0)
-    assert figures["label(first) − mean of the others"] == pytest.approx((0.4 - 0.4) / 2)
-    assert "in 5 of 10 pools" in text and "10 entries" in text
+    pools = ch03.first_candidate_pools(labels, candidates)
+    assert len(pools) == 10 and pools.first_top.sum() == 5  # a one-candidate pool is left out
+    assert (pools.tied_top / pools["size"]).sum() == pytest.approx(5.0)
+    assert pools.difference.mean() == pytest.approx((0.4 - 0.4) / 2)
 
 
-def test_tone_check_compares_each_source_with_its_rewrite():
+def test_tone_pairs_compare_each_source_with_its_rewrite():
     distractors = pd.DataFrame({"entry_id": [f"e{e}" for e in range(10)],
                                 "distractor_id": [f"e{e}/tone" for e in range(10)], "kind": "tone",
                                 "source_candidate_id": [f"e{e}/c0" for e in range(10)]})
     scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
                            "score": [4.0] * 10 + [2.0] * 8 + [4.0, np.nan]})
-    figures, text = ch03.tone_check(scores, distractors, seed=0, n_resamples=300)
-    assert (figures["entries"], figures["distractor lower"], figures["equal"]) == (9, 8, 1)
-    assert figures["source − distractor"] == pytest.approx(16 / 9)
-    assert "lower in 8 of 9 entries, equal in 1, higher in 0" in text
+    pairs = ch03.tone_pairs(scores, distractors)
+    assert len(pairs) == 9 and (pairs.difference > 0).sum() == 8 and (pairs.difference == 0).sum() == 1
+    assert pairs.difference.mean() == pytest.approx(16 / 9)
 
 
 def test_guardrail_and_outcome_examples_have_a_row_each():
     table = ch03.guardrail_examples([("r1", "Put all your savings into crypto now."), ("r2", "Take a short walk.")])
     assert table.response.tolist() == ["r1", "r2"] and not table.blocked.iloc[1]
+    assert ch03.guardrail_examples()["written as"].value_counts().to_dict() == {"unsafe": 5, "safe": 2}
     success, effectiveness = ch03.outcome_examples()
     assert len(success) > 0 and {"InterventionSuccess", "stake"} <= set(success.columns)
     assert effectiveness.index.name == "stake type"
+
+
+PARAMS = {"label_rule": "expected_grade", "known_answer_margin": 0.1, "primary_known_answer": "value_mismatch",
+          "seed": 0, "bootstrap_resamples": 300}
+
+
+def chapter_tables(first_gain: float) -> dict[str, pd.DataFrame]:
+    """Hand-made tables for :func:`ch03.findings`: 12 entries of three candidates; the first candidate's E[g] is
+    ``first_gain`` above the mean of the others in every pool (negative: below); G-Eval scores every source 4 and
+    its rewrite 2 except in two entries (equal, higher)."""
+    entries = [f"e{e:02d}" for e in range(12)]
+    labels = pd.DataFrame([{"entry_id": e, "candidate_id": f"{e}/c{p}", "expected_grade": gain,
+                            "grade": 1, "rounded_expected": 1, "label": gain}
+                           for i, e in enumerate(entries)
+                           for p, gain in enumerate((1.5 + first_gain, 1.5 - 0.01 * (i % 3), 1.5 + 0.01 * (i % 3)))])
+    candidates = labels[["entry_id", "candidate_id"]].assign(position=[0, 1, 2] * 12)
+    discrimination = pd.DataFrame([
+        {"reading": r, "kind": k, "entries": 12, "auc": auc, "ci_low": low, "ci_high": high, "ci_over": "12 entries"}
+        for r in ch03.READINGS for k, auc, low, high in (("off_topic", 0.9, 0.8, 0.97),
+                                                        ("value_mismatch", 0.52, 0.46, 0.57),
+                                                        ("tone", 0.6, 0.42, 0.75))])
+    distractors = pd.DataFrame({"entry_id": entries, "distractor_id": [f"{e}/tone" for e in entries], "kind": "tone",
+                                "source_candidate_id": [f"{e}/c0" for e in entries]})
+    rewrite = [2.0] * 10 + [4.0, 5.0]
+    geval_scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
+                                 "score": [4.0] * 12 + rewrite})
+    return {"judge_discrimination": discrimination, "labels": labels, "candidates": candidates,
+            "distractors": distractors, "geval_scores": geval_scores, "guardrail": ch03.guardrail_examples()}
+
+
+def test_findings_known_answer_keys_primary_and_confirmatory():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    keys = [v.key for v in f.known_answer]
+    assert keys[:3] == ["03.known_answer.off_topic.expected_grade", "03.known_answer.value_mismatch.expected_grade",
+                        "03.known_answer.tone.expected_grade"]  # the declared gain first
+    assert len(keys) == 9 and {k.rsplit(".", 1)[1] for k in keys} == set(ch03.READINGS)
+    words = {v.key: v.verdict for v in f.known_answer}
+    assert words["03.known_answer.off_topic.grade"] == "sees"
+    assert words["03.known_answer.value_mismatch.grade"] == "blind"  # 0.46–0.57 within 0.5 ± 0.1
+    assert words["03.known_answer.tone.grade"] == "undetermined"  # 0.42–0.75 reaches past the margin
+    primary = [v for v in f.verdicts() if v.primary]
+    assert [v.key for v in primary] == ["03.known_answer.value_mismatch.expected_grade"]
+    assert primary[0].depends_on == ("01.construction.value_mismatch", "03.known_answer.off_topic.expected_grade",
+                                     "03.known_answer.tone.expected_grade")
+    assert {v.key: v.depends_on for v in f.known_answer}["03.known_answer.tone.grade"] == ("01.construction.tone",)
+    assert {v.key for v in f.verdicts() if v.confirmatory} == set(keys[:3])
+    assert f.can_rank  # sees off-topic, and no pool is constant under E[g]
+    assert f.readings.loc["grade", "unable to rank"]
+
+
+def test_findings_first_candidate_direction_and_the_wrong_sign():
+    favoured = ch03.findings(chapter_tables(0.1), PARAMS).first_candidate
+    assert favoured.verdict == "holds" and favoured.estimate == pytest.approx(0.1) and favoured.units == 12
+    assert favoured.p < 0.05 < favoured.p_against
+    disfavoured = ch03.findings(chapter_tables(-0.1), PARAMS).first_candidate
+    assert disfavoured.verdict == "fails" and disfavoured.p_against < 0.05  # significant the wrong way: against
+
+
+def test_findings_tone_and_guardrail():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    assert f.tone.key == "03.geval.ToneEmpathy.tone" and f.tone.estimate == pytest.approx(10.5 / 12)
+    assert f.tone.verdict == "sees" and f.tone_counts == (10, 1, 1)
+    assert f.tone_difference.value == pytest.approx((10 * 2 + 0 - 1) / 12)
+    # the worked examples: every unsafe one blocked, but 7 are too few for an interval and are written to the rules
+    assert f.guardrail.estimate == 1.0 and f.guardrail.verdict == "undetermined" and f.guardrail.by_construction
+    assert len(f.verdicts()) == 12 and len({v.key for v in f.verdicts()}) == 12
+
+
+def test_formatters_read_the_record_only():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    text = ch03.label_rule_text(f)
+    assert "off-topic **sees**" in text and "value-mismatch **blind**" in text and "tone **undetermined**" in text
+    assert "It can rank: 0 of 12 pools are constant" in text
+    assert "argmax grade: 100% of candidates share its most common value, 12 of 12 pools constant — unable" in text
+    blind_gain = replace(f, can_rank=False)
+    assert "**It cannot rank these pools**" in ch03.label_rule_text(blind_gain)
+    assert "(**holds**)" in ch03.first_candidate_text(f) and "label favours the generator's first" in \
+        ch03.first_candidate_text(f)
+    against = replace(f, first_candidate=replace(f.first_candidate, verdict="fails"))
+    assert "disfavours" in ch03.first_candidate_text(against)
+    assert "lower in 10 of 12 entries, equal in 1, higher in 1" in ch03.tone_text(f)
+
+
+def test_earlier_names_only_keys_the_chapter_writes():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    assert set(ch03.EARLIER) <= {v.key for v in f.verdicts()}

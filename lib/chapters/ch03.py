@@ -1,27 +1,69 @@
-"""Chapter 03 (judge labeling): the loops that build its tables and its generated text, and its front-page
-headline. The notebook calls these; each function that needs no LLM is tested on small hand-made tables
-(``tests/test_ch03.py``)."""
+"""Chapter 03 (judge labeling): the loops that build its tables, its findings record (every verdict the chapter
+states, decided by :func:`lib.verdicts.verdict`) and the formatters of its prose. The notebook calls these; each
+function that needs no LLM is tested on small hand-made tables and records (``tests/test_ch03.py``).
+
+The verdicts (:meth:`Findings.verdicts`):
+
+* ``03.known_answer.<kind>.<reading>`` — for each distractor kind (``lib.known_answers.DISTRACTOR_KINDS``) and each
+  reading of the pointwise call (the ``reading`` column of ``judge_discrimination``, the keys of :data:`READINGS`):
+  does the judge score a real candidate above the distractor? AUC over entries against chance 0.5 with the
+  declared margin. The readings named by ``label_rule`` are confirmatory: the gain, the check (AUC with an interval
+  over entries above 0.5) and the kind chapter 04 needs (``primary_known_answer``, chapter 04's
+  ``known_answer_kind``) were declared in commit 31779ac, before the live run that made the labels (7f36a38); the
+  margin was declared in issue #33, after them, so a *blind* rests on a margin chosen after the data. The other
+  readings are exploratory. The declared gain's check of ``primary_known_answer`` is the chapter's primary.
+* ``03.first_candidate`` — does the declared gain favour the generator's first candidate (sign-flip test over
+  entries, one-sided in the direction the section asks about)?
+* ``03.geval.ToneEmpathy.tone`` — does G-Eval ToneEmpathy score a real candidate above its dismissive rewrite?
+* ``03.guardrail.FinancialSafety`` — does the guardrail pass the safe worked examples and block the unsafe ones?
+  Written to its rules (by construction) and fewer than ``MIN_CI_UNITS`` examples: no interval.
+
+The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes.
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lib import known_answers
+from lib import known_answers, verdicts
 from lib.analysis.ranking import unorderable_pools
-from lib.analysis.stats import interval_text, krippendorff_alpha, unit_bootstrap
-from lib.chapters.headline import Tables, headline
+from lib.analysis.stats import Interval, krippendorff_alpha, sign_flip_test, unit_bootstrap
 from lib.judges import geval
 from lib.judges.examples import EXAMPLE_RECORDS, EXAMPLE_RESPONSES
 from lib.judges.guardrails import financial_safety
 from lib.judges.items import JudgeItem
 from lib.judges.outcomes import intervention_success, stake_effectiveness
 from lib.llm.gateway import Gateway
+from lib.verdicts import Claim, Verdict
 
 # The pointwise call's readings a label rule may name (columns of lib.judges.relevance.judgments_frame).
 READINGS = {"expected_grade": "E[g] = Σ p(g)·g", "grade": "argmax grade", "rounded_expected": "rounded E[g]"}
 TONE_RUBRIC = "ToneEmpathy"  # the G-Eval rubric the tone distractors test
+UNSAFE_PREFIX = "unsafe-"  # the worked example responses written to give unsafe financial advice (lib.judges.examples)
+
+# What each known-answer check asks of a score: the real candidate comes out above the distractor of the kind.
+KNOWN_ANSWER_CONSTRUCTS = {
+    "off_topic": "scores a real candidate above a nudge written for another entry (off-topic)",
+    "value_mismatch": "scores a real candidate above a nudge written for the persona with the furthest values "
+                      "(value mismatch)",
+    "tone": "scores a real candidate above the same advice behind a dismissive opener (tone)",
+}
+
+# The outcomes the report at commit cd3530b stated or implied (outputs/notebooks/03_judge_labeling.ipynb there):
+# a kind was "seen" when its interval lay above 0.5 and otherwise left open (no equivalence margin existed), the
+# first candidate's advantage +0.025 (+0.006 to +0.043) was stated, and ToneEmpathy put the source above its
+# rewrite (+0.17, +0.12 to +0.22). The guardrail's examples were shown without a conclusion.
+EARLIER: dict[str, str] = {
+    **{f"03.known_answer.{kind}.{reading}": "sees"
+       for reading in READINGS for kind in ("off_topic", "tone")},
+    **{f"03.known_answer.value_mismatch.{reading}": "undetermined" for reading in READINGS},
+    "03.first_candidate": "holds",
+    "03.geval.ToneEmpathy.tone": "sees",
+}
 
 
 def judged_items(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
@@ -63,24 +105,6 @@ def reading_discrimination(judged: pd.DataFrame, seed: int, n_resamples: int) ->
     return table[["reading", *[c for c in table.columns if c != "reading"]]]
 
 
-def label_rule_text(rule: str, discrimination: pd.DataFrame, readings: pd.DataFrame) -> str:
-    """The declared label rule and what the known-answer check says of it: which kinds of distractor the gain
-    sees, and whether it is a label that can rank (it must see one kind and leave some pool non-constant)."""
-    seen = known_answers.sees(discrimination[discrimination.reading == rule].set_index("kind"))
-    kinds = ", ".join(seen.index[seen]) or "none"
-    can_rank = bool(seen.any()) and not readings.at[rule, "unable to rank"]
-    others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "
-                       f"value, {int(readings.at[r, 'constant pools'])} of {int(readings.at[r, 'pools'])} pools "
-                       f"constant{' — unable to rank' if readings.at[r, 'unable to rank'] else ''}"
-                       for r in READINGS if r != rule)
-    return (f"The gain chapter 04 uses is **{READINGS[rule]}** (`label_rule = {rule}`, declared before these labels). "
-            f"Kinds of distractor whose interval lies above 0.5 under it: {kinds}. "
-            + ("It can rank: " if can_rank else "**It cannot rank these pools**: ")
-            + f"{int(readings.at[rule, 'constant pools'])} of {int(readings.at[rule, 'pools'])} pools are constant "
-              f"under it, and {readings.at[rule, 'modal value share']:.0%} of candidates share its most common value. "
-              f"The other readings of the same calls: {others}.")
-
-
 def layout_repeat(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:
     """Each reading of the first call beside the same reading under the alternate layout (``repeat``: candidate_id
     and the reading columns), over the candidates both judged: how many changed value, and the mean absolute and
@@ -97,12 +121,11 @@ def layout_repeat(labels: pd.DataFrame, repeat: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("reading, first layout vs alternate")
 
 
-def first_candidate_effect(labels: pd.DataFrame, candidates: pd.DataFrame, seed: int, n_resamples: int
-                           ) -> tuple[pd.Series, str]:
-    """Does the label favour what the generator wrote first? Per pool of at least two labelled candidates: whether
-    its first candidate (lowest position) has the pool's highest label, beside what a label blind to position gives
-    (1/size of each pool, summed); and the mean over pools of label(first) − mean label of the others, with an
-    interval over entries. Returns the figures and a sentence."""
+def first_candidate_pools(labels: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """Does the label favour what the generator wrote first? One row per pool of at least two labelled candidates
+    (an entry): ``first_top`` — its first candidate (lowest position) has the pool's highest label (ties allowed);
+    ``tied_top`` — how many share that label; ``size``; ``difference`` — label(first) − mean label of the others.
+    A label blind to position puts the first on top with probability tied_top/size when it is among the top."""
     frame = labels.dropna(subset=["label"]).merge(candidates[["candidate_id", "position"]], on="candidate_id")
     rows = []
     for entry_id, pool in frame.groupby("entry_id", sort=False):
@@ -113,18 +136,7 @@ def first_candidate_effect(labels: pd.DataFrame, candidates: pd.DataFrame, seed:
         rows.append({"entry_id": entry_id, "first_top": bool(first.label >= pool.label.max()),
                      "tied_top": int((pool.label == pool.label.max()).sum()), "size": len(pool),
                      "difference": float(first.label - others.label.mean())})
-    pools = pd.DataFrame(rows)
-    interval = unit_bootstrap(np.mean, [pools.difference.to_numpy()], pools.entry_id.tolist(), "entries", seed,
-                              n_resamples)
-    figures = pd.Series({"pools": len(pools), "first has the top label": int(pools.first_top.sum()),
-                         "expected if blind to position": float((pools.tied_top / pools["size"]).sum()),
-                         "label(first) − mean of the others": interval.value,
-                         "ci_low": interval.low, "ci_high": interval.high})
-    text = (f"The first candidate the generator wrote has its pool's top label in "
-            f"{int(figures['first has the top label'])} of {len(pools)} pools (a label blind to position: "
-            f"{figures['expected if blind to position']:.1f} expected); its label minus the mean of the others' is "
-            f"{interval.text(3, signed=True)}.")
-    return figures, text
+    return pd.DataFrame(rows, columns=["entry_id", "first_top", "tied_top", "size", "difference"])
 
 
 def tone_items(entries: pd.DataFrame, candidates: pd.DataFrame, distractors: pd.DataFrame
@@ -144,25 +156,16 @@ def tone_items(entries: pd.DataFrame, candidates: pd.DataFrame, distractors: pd.
     return ids, items
 
 
-def tone_check(scores: pd.DataFrame, distractors: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.Series, str]:
-    """The tone check on G-Eval's scores (a ``geval_scores`` table of the :func:`tone_items`): per entry, the
-    source candidate's score minus its tone distractor's, with an interval over entries, and in how many
-    entries the distractor scores lower, equal, higher."""
+def tone_pairs(scores: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
+    """The tone check on G-Eval's scores (a ``geval_scores`` table of the :func:`tone_items`), one row per entry
+    with both scores: entry_id, ``source`` (the real candidate's score), ``distractor`` (its dismissive
+    rewrite's) and ``difference`` = source − distractor."""
     score = scores.set_index("candidate_id").score
     tone = distractors[distractors.kind == "tone"]
     pairs = pd.DataFrame({"entry_id": tone.entry_id.to_numpy(),
-                          "difference": score.reindex(tone.source_candidate_id).to_numpy()
-                          - score.reindex(tone.distractor_id).to_numpy()}).dropna()
-    interval = unit_bootstrap(np.mean, [pairs.difference.to_numpy()], pairs.entry_id.tolist(), "entries", seed,
-                              n_resamples)
-    figures = pd.Series({"entries": len(pairs), "distractor lower": int((pairs.difference > 0).sum()),
-                         "equal": int((pairs.difference == 0).sum()),
-                         "distractor higher": int((pairs.difference < 0).sum()),
-                         "source − distractor": interval.value, "ci_low": interval.low, "ci_high": interval.high})
-    text = (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: {interval.text(2, signed=True)}; "
-            f"the rewrite scores lower in {int(figures['distractor lower'])} of {len(pairs)} entries, equal in "
-            f"{int(figures['equal'])}, higher in {int(figures['distractor higher'])}.")
-    return figures, text
+                          "source": score.reindex(tone.source_candidate_id).to_numpy(),
+                          "distractor": score.reindex(tone.distractor_id).to_numpy()}).dropna()
+    return pairs.assign(difference=pairs.source - pairs.distractor).reset_index(drop=True)
 
 
 def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> dict[str, list[geval.GEvalResult]]:
@@ -173,11 +176,13 @@ def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> 
 
 
 def guardrail_examples(responses: Sequence[tuple[str, str]] = EXAMPLE_RESPONSES) -> pd.DataFrame:
-    """The FinancialSafety guardrail on the worked example responses."""
+    """The FinancialSafety guardrail on the worked example responses; ``written as`` is what each example was
+    written to be (its id starts with :data:`UNSAFE_PREFIX` when it gives unsafe advice): the known answer."""
     rows = []
     for rid, text in responses:
         verdict = financial_safety(text)
-        rows.append({"response": rid, "score": verdict.score, "blocked": verdict.blocked,
+        rows.append({"response": rid, "written as": "unsafe" if rid.startswith(UNSAFE_PREFIX) else "safe",
+                     "score": verdict.score, "blocked": verdict.blocked,
                      "violations": "; ".join(verdict.violations), "text": text})
     return pd.DataFrame(rows)
 
@@ -191,13 +196,156 @@ def outcome_examples() -> tuple[pd.DataFrame, pd.DataFrame]:
     return success, pd.DataFrame(stake_effectiveness(EXAMPLE_RECORDS)).T.rename_axis("stake type")
 
 
-@headline("03_judge_labeling", "labels", "judge_discrimination")
-def known_answer_headline(tables: Tables) -> str:
-    """The gain chapter 04 uses and how often it puts a real candidate above each kind of distractor."""
-    source = tables["labels"].label_source.iloc[0]
-    table = tables["judge_discrimination"]
-    table = table[table.reading == source]
-    kinds = "; ".join(f"{row.kind.replace('_', ' ')} {row.auc:.2f} ({interval_text(row.ci_low, row.ci_high)}, "
-                      f"{row.ci_over})" for row in table.itertuples())
-    return (f"The judge's gain ({READINGS.get(source, source)}) puts a real candidate above a distractor of known "
-            f"lower quality with probability: {kinds}; 0.5 is a coin.")
+@dataclass(frozen=True)
+class Findings:
+    """What chapter 03 concludes, with the evidence its prose quotes. ``known_answer``: one verdict per distractor
+    kind × reading (declared gain first); ``readings``: :func:`reading_table` of the real candidates; ``can_rank``:
+    the declared rule's test of the gain — it sees some kind of distractor and is not *unable to rank*;
+    ``first_pools`` / ``first_top`` / ``first_expected``: pools, pools whose first candidate has the top label, and
+    how many a label blind to position gives; ``tone_difference``: ToneEmpathy of the source minus its rewrite, over
+    entries, and ``tone_counts`` the entries where the rewrite scores lower, equal, higher."""
+
+    label_rule: str
+    known_answer: tuple[Verdict, ...]
+    readings: pd.DataFrame
+    can_rank: bool
+    first_candidate: Verdict
+    first_pools: int
+    first_top: int
+    first_expected: float
+    tone: Verdict
+    tone_difference: Interval
+    tone_counts: tuple[int, int, int]
+    guardrail: Verdict
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Every verdict the chapter states, in the order of its sections."""
+        return (*self.known_answer, self.first_candidate, self.tone, self.guardrail)
+
+    def rule_verdicts(self) -> tuple[Verdict, ...]:
+        """The known-answer verdicts of the declared gain, one per kind."""
+        return tuple(v for v in self.known_answer if v.key.endswith(f".{self.label_rule}"))
+
+
+def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary_kind: str, margin: float
+                          ) -> tuple[Verdict, ...]:
+    """One known-answer verdict per row of a ``judge_discrimination`` table: key
+    ``03.known_answer.<kind>.<reading>``, AUC against chance 0.5 ± ``margin`` over entries. Rows of ``label_rule``
+    come first and are confirmatory; its ``primary_kind`` row is the primary. Each depends on chapter 01's check that
+    its kind of distractor is worse without the judge (``01.construction.<kind>``: if that is not shown, the known
+    answer itself is in doubt); the primary also on the rule's other kinds (whether the gain sees anything at all)."""
+    ordered = pd.concat([discrimination[discrimination.reading == label_rule],
+                         discrimination[discrimination.reading != label_rule]])
+    claim = Claim("known answer", 0.5, "higher", margin)
+    rule_keys = [f"03.known_answer.{kind}.{label_rule}" for kind in ordered.kind[ordered.reading == label_rule]]
+    out = []
+    for row in ordered.itertuples():
+        primary = row.reading == label_rule and row.kind == primary_kind
+        out.append(verdicts.verdict(
+            "03", f"known_answer.{row.kind}.{row.reading}", f"pointwise judge ({READINGS[row.reading]})",
+            KNOWN_ANSWER_CONSTRUCTS[row.kind], claim, "AUC (real over distractor)", row.auc, row.ci_low, row.ci_high,
+            "entries", int(row.entries), "judge_discrimination", primary=primary,
+            confirmatory=row.reading == label_rule,
+            depends_on=[f"01.construction.{row.kind}",
+                        *(k for k in rule_keys if primary and k != f"03.known_answer.{row.kind}.{row.reading}")]))
+    return tuple(out)
+
+
+def _safe_over_unsafe(score: np.ndarray, unsafe: np.ndarray) -> float:
+    """AUC of the safe examples' scores over the unsafe ones' (:func:`lib.known_answers.entry_auc`)."""
+    return known_answers.entry_auc(score[~unsafe], score[unsafe])
+
+
+def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> Findings:
+    """Chapter 03's findings from its tables — ``judge_discrimination``, ``labels``, ``candidates`` (the judged pools,
+    with position), ``distractors``, ``geval_scores`` (the tone check's) and ``guardrail`` (:func:`guardrail_examples`)
+    — and its parameters: ``label_rule``, ``known_answer_margin``, ``primary_known_answer``, ``seed``,
+    ``bootstrap_resamples``. Every interval is over entries (example responses for the guardrail)."""
+    rule, margin = params["label_rule"], float(params["known_answer_margin"])
+    seed, n_resamples = int(params["seed"]), int(params["bootstrap_resamples"])
+    known = known_answer_verdicts(tables["judge_discrimination"], rule, params["primary_known_answer"], margin)
+    readings = reading_table(tables["labels"].assign(kind="real"))
+    can_rank = (any(v.verdict == "sees" for v in known if v.key.endswith(f".{rule}"))
+                and not bool(readings.at[rule, "unable to rank"]))
+
+    pools = first_candidate_pools(tables["labels"], tables["candidates"])
+    advantage = unit_bootstrap(np.mean, [pools.difference.to_numpy()], pools.entry_id.tolist(), "entries", seed,
+                               n_resamples)
+    favours, against = (sign_flip_test(pools.difference, seed, alternative=side) for side in ("greater", "less"))
+    first = verdicts.verdict(
+        "03", "first_candidate", f"pointwise judge ({READINGS[rule]})",
+        "favours the generator's first candidate: its label minus the mean of its pool's others' above 0",
+        Claim("comparison", 0.0, "higher"), "mean difference (first − others)", advantage.value, advantage.low,
+        advantage.high, "entries", advantage.units, "labels, candidates", test=favours.method, p=favours.p,
+        p_against=against.p)
+
+    pairs = tone_pairs(tables["geval_scores"], tables["distractors"])
+    paired = pd.concat([pairs.assign(kind="real", score=pairs.source),
+                        pairs.assign(kind="tone", score=pairs.distractor)])
+    auc = known_answers.discrimination(paired, "score", seed, n_resamples).set_index("kind").loc["tone"]
+    tone = verdicts.verdict(
+        "03", f"geval.{TONE_RUBRIC}.tone", f"G-Eval {TONE_RUBRIC} (study steps)",
+        "scores a real candidate above the same advice behind a dismissive opener (tone)",
+        Claim("known answer", 0.5, "higher", margin), "AUC (source over rewrite)", auc.auc, auc.ci_low, auc.ci_high,
+        "entries", int(auc.entries), "geval_scores", depends_on=["01.construction.tone"])
+    difference = unit_bootstrap(np.mean, [pairs.difference.to_numpy()], pairs.entry_id.tolist(), "entries", seed,
+                                n_resamples)
+
+    examples = tables["guardrail"]
+    unsafe = (examples["written as"] == "unsafe").to_numpy()
+    blocks = unit_bootstrap(_safe_over_unsafe, [examples.score.to_numpy(dtype=float), unsafe],
+                            examples.response.tolist(), "example responses", seed, n_resamples)
+    guardrail = verdicts.verdict(
+        "03", "guardrail.FinancialSafety", "FinancialSafety guardrail (rule)",
+        "scores a safe response above one giving unsafe financial advice",
+        Claim("known answer", 0.5, "higher", margin), "AUC (safe over unsafe)", blocks.value, blocks.low, blocks.high,
+        "example responses", blocks.units, "lib.judges.examples (no table)", by_construction=True)
+
+    return Findings(label_rule=rule, known_answer=known, readings=readings, can_rank=can_rank, first_candidate=first,
+                    first_pools=len(pools), first_top=int(pools.first_top.sum()),
+                    first_expected=float((pools.tied_top / pools["size"]).sum()), tone=tone,
+                    tone_difference=difference,
+                    tone_counts=(int((pairs.difference > 0).sum()), int((pairs.difference == 0).sum()),
+                                 int((pairs.difference < 0).sum())),
+                    guardrail=guardrail)
+
+
+_CAN_RANK = {True: "It can rank", False: "**It cannot rank these pools**"}
+_UNABLE = {True: " — unable to rank", False: ""}
+_FIRST_CANDIDATE = {"holds": "the label favours the generator's first candidate",
+                    "fails": "the label disfavours the generator's first candidate",
+                    "ruled out": "an advantage of the first candidate as large as the margin is ruled out",
+                    "undetermined": "the data cannot tell whether the label favours the first candidate"}
+
+
+def label_rule_text(f: Findings) -> str:
+    """The declared gain and what the known-answer check says of it: its verdict on each kind of distractor, and
+    whether it is a label that can rank (the declared rule: it sees some kind and leaves some pool non-constant)."""
+    rule, readings = f.label_rule, f.readings
+    kinds = "; ".join(f"{v.key.split('.')[2].replace('_', '-')} **{v.verdict}**, {verdicts.evidence_text(v)}"
+                      for v in f.rule_verdicts())
+    others = "; ".join(f"{READINGS[r]}: {readings.at[r, 'modal value share']:.0%} of candidates share its most common "
+                       f"value, {int(readings.at[r, 'constant pools'])} of {int(readings.at[r, 'pools'])} pools "
+                       f"constant{_UNABLE[bool(readings.at[r, 'unable to rank'])]}" for r in READINGS if r != rule)
+    return (f"The gain chapter 04 uses is **{READINGS[rule]}** (`label_rule = {rule}`, declared before these labels). "
+            f"Its known-answer verdicts: {kinds}. {_CAN_RANK[f.can_rank]}: "
+            f"{int(readings.at[rule, 'constant pools'])} of {int(readings.at[rule, 'pools'])} pools are constant "
+            f"under it, and "
+            f"{readings.at[rule, 'modal value share']:.0%} of candidates share its most common value. "
+            f"The other readings of the same calls: {others}.")
+
+
+def first_candidate_text(f: Findings) -> str:
+    """The first-candidate section's sentence: how often the first candidate tops its pool, and the verdict."""
+    v = f.first_candidate
+    return (f"The first candidate the generator wrote has its pool's top label in {f.first_top} of {f.first_pools} "
+            f"pools (a label blind to position: {f.first_expected:.1f} expected); {_FIRST_CANDIDATE[v.verdict]} "
+            f"(**{v.verdict}**): {verdicts.evidence_text(v, 3)}.")
+
+
+def tone_text(f: Findings) -> str:
+    """The tone check's sentence: the mean difference of the source and its rewrite, the counts, the verdict."""
+    lower, equal, higher = f.tone_counts
+    return (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: "
+            f"{f.tone_difference.text(2, signed=True)}; the rewrite scores lower in {lower} of {sum(f.tone_counts)} "
+            f"entries, equal in {equal}, higher in {higher}. {verdicts.sentence(f.tone)}")
