@@ -16,8 +16,10 @@ entries, many ties, values at the ceiling, differences that take a handful of di
   (n_informative / n_entries) × the mean over the informative entries, and its CIs and MDE are the informative
   entries' ones scaled by the same factor (conditional on which entries are informative, a property of the
   fixed labels). ONE test, the exact paired sign-flip permutation test of the mean difference
-  (:func:`lib.analysis.stats.sign_flip_test`); the exact sign test is shown beside it as a description of the
-  win/loss counts, not used for decisions.
+  (:func:`lib.analysis.stats.sign_flip_test`): two-sided in :func:`compare_to_baselines`'s table (a description),
+  one-sided in the declared direction and the other way in :func:`one_sided_tests` (what chapter 04's verdicts
+  rest on); the exact sign test is shown beside it as a description of the win/loss counts, not used for
+  decisions.
 * The family is declared before looking at the results: the *primary* comparison (system vs one named
   baseline on one named measure, a parameter of chapter 04) is a family of one and is tested at α; every
   other comparison of the system with a baseline on a tested measure is *secondary*, and Holm's step-down
