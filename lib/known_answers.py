@@ -27,7 +27,7 @@ import pandas as pd
 
 from lib import design, nudges, rankers
 from lib.analysis.stats import unit_bootstrap
-from lib.embeddings import Embed
+from lib.embeddings import DECIMALS, Embed
 from lib.llm.gateway import LLMCall, LLMResult
 
 DistractorKind = Literal["off_topic", "value_mismatch", "tone"]
@@ -154,17 +154,22 @@ def distractors_table(sampled: pd.DataFrame, mismatch: Sequence[LLMResult], pool
 
 
 # The rankers' known-answer checks that hold, or fail, by how ranker and distractor are built: read them as checks
-# of the construction, not as evidence about the ranker.
+# of the construction, not as evidence about the ranker. The value-aware ranker against the value-mismatch
+# distractor is not one of them: whether its value component, cos(persona values, nudge), prefers the nudge written
+# for the entry's values is its manipulation check, an empirical question about that system (at commit cd3530b it
+# did not: AUC 0.455, its value component alone 0.478).
 BY_CONSTRUCTION: dict[tuple[str, str], str] = {
     **{("random", kind): "a random score: 0.5 expected" for kind in DISTRACTOR_KINDS},
     ("embedding", "off_topic"): "scores similarity to the entry; the distractor was written for another entry",
     ("value_aware", "off_topic"): "half its score is similarity to the entry; the distractor was written for another "
                                   "entry",
-    ("value_aware", "value_mismatch"): "half its score is similarity to the persona's values; the distractor was "
-                                       "written for the furthest values",
+    ("generator_order", "value_mismatch"): "the distractor is its call's only candidate, at position 0: it ties the "
+                                           "first real candidate and outranks the rest",
     ("generator_order", "tone"): "the distractor carries its source's position: it ties that candidate",
     ("self_confidence", "tone"): "the distractor carries its source's confidence: it ties that candidate",
 }
+
+VALUE_COMPONENT = "value_component"  # the ranker name of the value-aware ranker's value component in score tables
 
 
 def ranker_scores(pools: Sequence[rankers.Pool], distractors: pd.DataFrame,
@@ -187,10 +192,34 @@ def ranker_scores(pools: Sequence[rankers.Pool], distractors: pd.DataFrame,
     return pd.DataFrame(rows, columns=["ranker", "run", "entry_id", "item_id", "kind", "score"])
 
 
+def with_value_component(scores: pd.DataFrame, alpha: float, system: str = "value_aware",
+                         similarity: str = "embedding") -> pd.DataFrame:
+    """``scores`` (:func:`ranker_scores`) with the rows of the value-aware ranker's value component alone, ranker
+    :data:`VALUE_COMPONENT`, recovered without embedding anything again: the system scores
+    s = (1 − α)·cos(entry, c) + α·cos(persona values, c) (:class:`lib.rankers.ValueAwareRanker`) and the
+    ``similarity`` ranker scores cos(entry, c), so cos(persona values, c) = (s − (1 − α)·cos(entry, c)) / α,
+    rounded back to the cosines' ``lib.embeddings.DECIMALS``. Both cosines are rounded to that grid before they
+    are mixed, so a recovered value off the grid means ``alpha`` is not the system's mixing weight: an error."""
+    if not 0 < alpha <= 1:
+        raise ValueError(f"the mixing weight must lie in (0, 1], got {alpha}")
+    keys = ["entry_id", "item_id"]
+    both = scores[scores.ranker == system].merge(scores[scores.ranker == similarity][[*keys, "score"]], on=keys,
+                                                 suffixes=("", "_similarity"), validate="one_to_one")
+    recovered = (both.score - (1 - alpha) * both.score_similarity) / alpha
+    on_grid = recovered.round(DECIMALS)
+    if len(both) and float((recovered - on_grid).abs().max()) > 1e-9:
+        raise ValueError(f"{system}'s scores are not (1 − {alpha})·{similarity} + {alpha}·a rounded cosine: is "
+                         f"{alpha} the mixing weight chapter 02 used?")
+    component = both.drop(columns="score_similarity").assign(ranker=VALUE_COMPONENT, score=on_grid)
+    return pd.concat([scores, component[scores.columns]], ignore_index=True)
+
+
 def ranker_discrimination(scores: pd.DataFrame, seed: int, n_resamples: int = 2000) -> pd.DataFrame:
     """:func:`discrimination` of each ranker in ``scores`` (:func:`ranker_scores`; a ranker's runs pooled per
-    entry), rankers in ``lib.rankers.RANKER_ORDER``. Columns ranker, then :func:`discrimination`'s."""
+    entry), rankers in ``lib.rankers.RANKER_ORDER``, then any other (such as :data:`VALUE_COMPONENT`) in the order
+    they appear. Columns ranker, then :func:`discrimination`'s."""
     present = [r for r in rankers.RANKER_ORDER if r in set(scores.ranker)]
+    present += [r for r in dict.fromkeys(scores.ranker) if r not in present]
     return pd.concat([discrimination(scores[scores.ranker == r], "score", seed, n_resamples).assign(ranker=r)
                       for r in present], ignore_index=True)[["ranker", "kind", "entries", "auc", "ci_low", "ci_high",
                                                              "ci_over"]]

@@ -11,16 +11,19 @@ import pytest
 from lib import tables
 from lib.analysis.comparisons import (
     COMPARISON_COLUMNS,
+    above_random,
     compare_to_baselines,
     holm,
     holm_by_family,
     measure_status,
+    one_sided_tests,
     paired_comparison,
     paired_differences,
     ranker_summary,
     results_table,
 )
-from lib.analysis.ranking import per_entry
+from lib.analysis.ranking import MEASURES, per_entry
+from lib.analysis.stats import sign_flip_test
 
 SWAPPED = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))  # NDCG@3 of a two-candidate pool (2, 1) shown as 1, 2
 
@@ -91,6 +94,9 @@ def test_measure_status_drops_measures_without_informative_entries():
                                        "Hit@3 (g=2)": False, "NDCG@3": True, "NDCG@5": True}
     assert status.loc["NDCG@3", "entries_informative"] == 2 and status.loc["NDCG@3", "entries_scored"] == 4
     assert "0 labelled candidates graded below its threshold g ≥ 1" in status.loc["Hit@1 (g≥1)", "reason"]
+    # grades 2, 1, 1, 1, 2, 1, 2, 2: every candidate meets g ≥ 1, half meet g = 2
+    assert status.relevant_share.to_dict() == {"Hit@1 (g≥1)": 1.0, "Hit@3 (g≥1)": 1.0, "Hit@1 (g=2)": 0.5,
+                                               "Hit@3 (g=2)": 0.5, "NDCG@3": 1.0, "NDCG@5": 1.0}
 
 
 def test_measure_status_drops_a_measure_on_which_every_method_scores_the_same():
@@ -173,3 +179,42 @@ def test_paired_differences_keep_only_informative_entries_with_labels():
     assert set(everything[everything.measure == "NDCG@3"].entry_id) == {"e0", "e1", "e2", "e3"}
     assert set(informative[informative.measure == "NDCG@3"].entry_id) == {"e0", "e2"}
     assert informative[informative.measure == "Hit@1 (g≥1)"].empty
+
+
+def test_one_sided_tests_go_both_ways_and_holm_adjust_within_each_family():
+    rows = pd.DataFrame({"measure": ["NDCG@3", "NDCG@3", "NDCG@5"], "baseline": ["base", "rand", "rand"],
+                         "primary": [True, False, False]})
+    worse = [-0.3, -0.1, -0.2, 0.1, -0.4, 1e-13]  # the last is a tie (within TIE_TOLERANCE)
+    better = [0.3, 0.1, 0.2, 0.4, 0.2]
+    differences = pd.concat([pd.DataFrame({"measure": m, "baseline": b, "difference": d})
+                             for m, b, d in (("NDCG@3", "base", worse), ("NDCG@3", "rand", better),
+                                             ("NDCG@5", "rand", worse))], ignore_index=True)
+    table = one_sided_tests(differences, rows, seed=0)
+    primary = table.iloc[0]
+    # |d| = 3, 1, 2, 1, 4 (×0.1), sum −0.9: T* ≥ −0.9 unless every sign is negative (31 of 32 assignments);
+    # T* ≤ −0.9 when the negative ones sum to 1.0 or 1.1 (3 of 32: all, or all but one of the two 0.1s)
+    assert (primary.nonzero, primary.family_size) == (5, 1)
+    assert primary.p == pytest.approx(31 / 32) and primary.p_against == pytest.approx(3 / 32)
+    assert primary.test == "exact sign-flip, one-sided (greater), 5 non-zero"
+    secondary = table.iloc[1:]
+    assert secondary.p_unadjusted.tolist() == pytest.approx([1 / 32, 31 / 32])
+    assert secondary.p.tolist() == pytest.approx([2 / 32, 31 / 32])  # Holm over 2: 2 × 1/32, then max(…, 31/32)
+    assert secondary.p_against.tolist() == pytest.approx([1.0, 6 / 32])
+    assert secondary.test.str.endswith("; Holm over 2").all()
+    assert sign_flip_test(worse, 0, alternative="less").p == pytest.approx(3 / 32)
+    with pytest.raises(ValueError, match="declared direction"):
+        one_sided_tests(differences, rows, seed=0, alternative="two-sided")
+
+
+def test_above_random_subtracts_each_pools_random_expectation():
+    rankings, labels, _ = constructed_case()
+    values = per_entry(rankings, labels)
+    table = above_random(values, labels, ["NDCG@3"], seed=0, n_resamples=200).set_index("ranker")
+    assert table.index.tolist() == ["random", "embedding", "value_aware"]
+    # a two-candidate pool (2, 1): E[random NDCG@3] = (1 + SWAPPED) / 2; the constant pools score 1 under any order
+    expected = (1 + SWAPPED) / 2
+    assert table.at["value_aware", "mean"] == pytest.approx(2 * (1 - expected) / 4)
+    assert table.at["embedding", "mean"] == pytest.approx(((SWAPPED - expected) + (1 - expected)) / 4)
+    assert table.at["random", "mean"] == pytest.approx(0.0)  # its two runs are the two orders
+    assert np.isnan(table.at["random", "ci_low"]) and table.at["random", "ci_over"] == "4 entries"
+    assert MEASURES["NDCG@3"].random_expectation([2.0, 1.0]) == pytest.approx(expected)

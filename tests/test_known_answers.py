@@ -116,3 +116,29 @@ def test_ranker_scores_score_distractors_beside_the_pool_without_changing_it():
     assert scores.score.tolist() == [1.0, 1.0, 1.0, 0.0]
     table = known_answers.ranker_discrimination(scores, seed=0, n_resamples=200)
     assert table[["ranker", "kind", "auc", "ci_over"]].values.tolist() == [["embedding", "off_topic", 1.0, "1 entries"]]
+
+
+def test_the_value_component_is_recovered_from_the_system_and_embedding_scores():
+    rows = []
+    for item, kind, entry, values in (("e0/c0", "real", 0.31416, 0.27183), ("e0/value_mismatch", "value_mismatch",
+                                                                          0.5, 0.1), ("e0/c1", "real", -0.2, 0.33333)):
+        rows += [{"ranker": "embedding", "run": 0, "entry_id": "e0", "item_id": item, "kind": kind, "score": entry},
+                 {"ranker": "value_aware", "run": 0, "entry_id": "e0", "item_id": item, "kind": kind,
+                  "score": 0.7 * entry + 0.3 * values}]
+    scores = pd.DataFrame(rows)
+    both = known_answers.with_value_component(scores, alpha=0.3)
+    component = both[both.ranker == known_answers.VALUE_COMPONENT]
+    assert component.score.tolist() == [0.27183, 0.1, 0.33333] and component.kind.tolist() == ["real",
+                                                                                               "value_mismatch", "real"]
+    assert len(both) == len(scores) + 3
+    with pytest.raises(ValueError, match="mixing weight chapter 02 used"):
+        known_answers.with_value_component(scores, alpha=0.5)
+    table = known_answers.ranker_discrimination(both, seed=0, n_resamples=100)
+    assert table.ranker.tolist() == ["embedding", "value_aware", known_answers.VALUE_COMPONENT]
+    # the entry similarity outweighs the value component: the mix ranks the distractor first, the component last
+    assert table.set_index("ranker").auc.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_the_manipulation_check_is_not_listed_as_holding_by_construction():
+    assert ("value_aware", "value_mismatch") not in known_answers.BY_CONSTRUCTION
+    assert ("generator_order", "value_mismatch") in known_answers.BY_CONSTRUCTION

@@ -16,8 +16,10 @@ entries, many ties, values at the ceiling, differences that take a handful of di
   (n_informative / n_entries) × the mean over the informative entries, and its CIs and MDE are the informative
   entries' ones scaled by the same factor (conditional on which entries are informative, a property of the
   fixed labels). ONE test, the exact paired sign-flip permutation test of the mean difference
-  (:func:`lib.analysis.stats.sign_flip_test`); the exact sign test is shown beside it as a description of the
-  win/loss counts, not used for decisions.
+  (:func:`lib.analysis.stats.sign_flip_test`): two-sided in :func:`compare_to_baselines`'s table (a description),
+  one-sided in the declared direction and the other way in :func:`one_sided_tests` (what chapter 04's verdicts
+  rest on); the exact sign test is shown beside it as a description of the win/loss counts, not used for
+  decisions.
 * The family is declared before looking at the results: the *primary* comparison (system vs one named
   baseline on one named measure, a parameter of chapter 04) is a family of one and is tested at α; every
   other comparison of the system with a baseline on a tested measure is *secondary*, and Holm's step-down
@@ -40,6 +42,7 @@ import pandas as pd
 from lib.analysis.ranking import MEASURES, RANDOM_EXPECTED, average_runs, rankers_in, value_range
 from lib.analysis.stats import (
     MIN_CI_UNITS,
+    Alternative,
     min_attainable_p,
     minimum_detectable_effect,
     sign_flip_test,
@@ -176,10 +179,12 @@ def by_entry(values: pd.DataFrame) -> pd.DataFrame:
 
 def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """Per registered measure: entries scored, entries informative (:func:`lib.analysis.ranking.value_range`),
-    whether it is tested, and why not. A measure is not tested when it has no informative entry (every order
-    of every pool scores the same) or when every ranker and run scores the same on every entry (zero variance
-    across rankers)."""
+    the share of labelled candidates its relevance threshold counts as relevant (g ≥ t), whether it is tested,
+    and why not. A measure is not tested when it has no informative entry (every order of every pool scores the
+    same; e.g. a threshold every candidate meets, or none does) or when every ranker and run scores the same on
+    every entry (zero variance across rankers)."""
     informative = value_range(labels).groupby("measure", sort=False).informative.sum()
+    gains = labels.label.dropna().astype(float)
     rows = {}
     for name, measure in MEASURES.items():
         part = values[values.measure == name]
@@ -194,8 +199,9 @@ def measure_status(values: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
             reason = "every ranker scores the same on every entry"
         else:
             reason = ""
-        rows[name] = {"entries_scored": scored, "entries_informative": n_inf, "tested": not reason,
-                      "reason": reason}
+        rows[name] = {"entries_scored": scored, "entries_informative": n_inf,
+                      "relevant_share": float((gains >= measure.min_grade).mean()) if len(gains) else float("nan"),
+                      "tested": not reason, "reason": reason}
     return pd.DataFrame(rows).T.rename_axis("measure")
 
 
@@ -273,3 +279,62 @@ def paired_differences(values: pd.DataFrame, system: str, labels: pd.DataFrame |
                        strict=True))
         diffs = diffs[[k in keys for k in zip(diffs.measure, diffs.entry_id, strict=True)]].reset_index(drop=True)
     return diffs
+
+
+def one_sided_tests(differences: pd.DataFrame, comparisons: pd.DataFrame, seed: int, n_resamples: int = 10_000,
+                    alternative: Alternative = "greater") -> pd.DataFrame:
+    """The directional test of each comparison of :func:`compare_to_baselines`: the sign-flip test
+    (:func:`~lib.analysis.stats.sign_flip_test`; exact up to ``MAX_EXACT_FLIPS`` non-tied entries) of system −
+    baseline over its entries (``differences``: :func:`paired_differences`; differences within
+    ``TIE_TOLERANCE`` of 0 are ties), one-sided in the declared direction ``alternative`` ("greater": the system
+    ranks better) and one-sided the other way, each Holm-adjusted within the row's family (primary: a family of
+    one; secondary: the rest; :func:`holm_by_family`). A significant result the other way is evidence against
+    the declared direction, so both are kept. Columns measure, baseline, primary, nonzero, family_size, test (the
+    method, with the Holm family), p and p_against (adjusted), p_unadjusted and p_against_unadjusted."""
+    if alternative == "two-sided":
+        raise ValueError("a directional test needs a declared direction: 'greater' or 'less'")
+    against: Alternative = "less" if alternative == "greater" else "greater"
+    rows = []
+    for comparison in comparisons.itertuples():
+        part = differences[(differences.measure == comparison.measure)
+                           & (differences.baseline == comparison.baseline)].difference.to_numpy(dtype=float)
+        part = np.where(np.abs(part) <= TIE_TOLERANCE, 0.0, part)
+        declared = sign_flip_test(part, seed, n_resamples, alternative=alternative)
+        rows.append({"measure": comparison.measure, "baseline": comparison.baseline,
+                     "primary": bool(comparison.primary), "nonzero": declared.nonzero, "method": declared.method,
+                     "p_unadjusted": declared.p,
+                     "p_against_unadjusted": sign_flip_test(part, seed, n_resamples, alternative=against).p})
+    columns = ["measure", "baseline", "primary", "nonzero", "family_size", "test", "p", "p_against", "p_unadjusted",
+               "p_against_unadjusted"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows)
+    family = table.primary.map({True: "primary", False: "secondary"})
+    table["p"], table["family_size"] = holm_by_family(table.p_unadjusted, family)
+    table["p_against"], _ = holm_by_family(table.p_against_unadjusted, family)
+    table["test"] = [method if m == 1 else f"{method}; Holm over {m}"
+                     for method, m in zip(table.method, table.family_size, strict=True)]
+    return table[columns]
+
+
+def above_random(values: pd.DataFrame, labels: pd.DataFrame, measures: Sequence[str], seed: int,
+                 n_resamples: int = 10_000) -> pd.DataFrame:
+    """Per (measure, ranker): the mean over entries of the ranker's value (its runs averaged) minus the entry's
+    random-order expectation (the measure's ``random_expectation`` of the pool's gains), with a percentile-
+    bootstrap 95% interval over entries (:func:`~lib.analysis.stats.unit_bootstrap`; none under ``MIN_CI_UNITS``).
+    On this scale a ranker no better than chance sits at 0 whatever the pools' ceiling, so a difference between
+    rankers can show where their raw means all lie near 1. Columns measure, ranker, entries, mean, ci_low,
+    ci_high, ci_over; rankers in ``RANKER_ORDER``."""
+    gains = labels.dropna(subset=["label"]).groupby("entry_id").label.apply(lambda s: [float(g) for g in s])
+    averaged = average_runs(values)
+    rows = []
+    for measure in measures:
+        part = averaged[averaged.measure == measure]
+        expected = {e: MEASURES[measure].random_expectation(gains[e]) for e in set(part.entry_id)}
+        for ranker in rankers_in(part):
+            mine = part[part.ranker == ranker].sort_values("entry_id")
+            excess = mine.value.to_numpy() - mine.entry_id.map(expected).to_numpy(dtype=float)
+            interval = unit_bootstrap(np.mean, [excess], mine.entry_id.to_numpy(), "entries", seed, n_resamples)
+            rows.append({"measure": measure, "ranker": ranker, "entries": interval.units, "mean": interval.value,
+                         "ci_low": interval.low, "ci_high": interval.high, "ci_over": interval.ci_over})
+    return pd.DataFrame(rows, columns=["measure", "ranker", "entries", "mean", "ci_low", "ci_high", "ci_over"])

@@ -1,58 +1,173 @@
-"""Chapter 04 (NDCG analysis): text generated from its result tables, so prose and numbers cannot drift apart,
-and its front-page headline.
+"""Chapter 04 (NDCG analysis): its findings as one record (:func:`findings`) and the text formatted from it.
 
-The text: which measures and entries carry information (:func:`measure_status_text`), the primary
-and secondary comparisons (:func:`comparison_paragraph`), the perturbation check (:func:`perturbation_text`),
-threats to validity (:func:`threats_to_validity`) and the conclusion (:func:`conclusion`). Every number and
-every verdict in them is computed from the tables passed in; the only typed facts are what a data source or
-model *is* (``MODEL_DESCRIPTIONS``, the entries' source) — not what it measured.
+:func:`findings` makes every decision of the chapter, each a :class:`lib.verdicts.Verdict` decided by
+:func:`lib.verdicts.verdict` from the chapter's tables:
+
+* the **primary comparison** (``04.primary``): the system (the value-aware ranker) against the primary baseline
+  (the embedding ranker, the system with mixing weight 0) on the primary measure. Declared direction: the system
+  ranks better; one-sided exact sign-flip test over entries in that direction (``p``) and the other way
+  (``p_against``); smallest difference of interest ``primary_difference``, so an interval within ± it rules such
+  a difference out. It depends on the judge's known-answer verdict for the kind the question is about (chapter
+  03's, key :func:`judge_key`) and on the system's own manipulation check: the caveats a headline must carry;
+* the **secondary family** (``04.secondary.<measure>.<baseline>``): every other comparison of the system with a
+  baseline on a tested measure, Holm over the family's one-sided p's (both directions);
+* every ranker's **known-answer checks** (``04.known_answer.<ranker>.<kind>``): AUC of real candidates over each
+  kind of distractor, chance 0.5 ± ``known_answer_margin``, flagged where it holds by construction
+  (:data:`lib.known_answers.BY_CONSTRUCTION`). The system's check on the value mismatch is its manipulation
+  check; its value component alone (:data:`lib.known_answers.VALUE_COMPONENT`) is checked beside it.
+
+The judge's own known-answer verdicts are chapter 03's: this chapter reads them, never writes them.
+
+None of these verdicts is confirmatory. The question, its measure, baseline and the difference of 0.01 were
+declared before the run (params.yaml), and the known answers were built in chapter 01 before any label; but the
+one-sided rule, the equivalence reading of the interval and the known-answer margin were set after these data
+were seen (issue #33).
+
+The formatters — :func:`measure_status_text`, :func:`comparisons_text`, :func:`known_answer_text`,
+:func:`perturbation_text`, :func:`threats_to_validity`, :func:`conclusion` — take the record (and display tables)
+and decide nothing; where a phrase depends on a verdict it is looked up by the verdict's word. The only typed facts
+are what a data source or model *is* (``describe_model``, the entries' source), never what it measured.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lib import known_answers
+from lib import known_answers, verdicts
 from lib.analysis import power
+from lib.analysis.comparisons import one_sided_tests
 from lib.analysis.ranking import unorderable_pools, value_range
-from lib.analysis.stats import MIN_CI_UNITS, interval_text
-from lib.chapters.headline import Tables, headline
+from lib.analysis.sensitivity import order_text
+from lib.analysis.stats import MIN_CI_UNITS
 from lib.llm.server import describe_model
+from lib.verdicts import Claim, Verdict
+
+CHAPTER = "04"
+
+# What the report at commit cd3530b (its executed outputs/notebooks/04_ndcg_analysis.ipynb) stated or implied for
+# each question this chapter now decides as a verdict. A key it did not state is new and is left out.
+EARLIER: dict[str, str] = {
+    # cells 13 and 23: "We cannot tell … This is absence of evidence, not evidence that the rankers are equal"
+    "04.primary": "undetermined",
+    # cell 13: "0 significant at α = 0.05" in the secondary family, each read as not significant
+    **{f"04.secondary.{measure}.{baseline}": "undetermined"
+       for measure in ("NDCG@3", "NDCG@5")
+       for baseline in ("random", "generator_order", "category", "self_confidence")},
+    "04.secondary.NDCG@5.embedding": "undetermined",
+    # cell 5: "rankers above 0.5 not by construction" (interval above 0.5)
+    "04.known_answer.category.off_topic": "sees",
+    "04.known_answer.embedding.tone": "sees",
+    "04.known_answer.value_aware.tone": "sees",
+}
+
+# What each kind of known answer checks, as the construct of a ranker's verdict.
+KNOWN_ANSWER_CONSTRUCTS: dict[str, str] = {
+    "off_topic": "scores a real nudge above one written for another entry",
+    "value_mismatch": "prefers the nudge written for the entry's values over one written for the opposite values",
+    "tone": "scores a real nudge above the same nudge with a dismissive opener",
+}
+
+# The phrases the formatters put beside a verdict, by its word (the verdict is decided in findings, never here).
+PRIMARY_ANSWER: dict[str, str] = {
+    "holds": "Yes, by this judge's labels: {system} ranks better than {baseline} on {measure}.",
+    "fails": "No: by this judge's labels {system} ranks worse than {baseline} on {measure}, significantly — "
+             "evidence against the claim.",
+    "ruled out": "By this judge's labels the two rank alike: the interval lies within ±{margin:g}, so a difference "
+                 "of {margin:g} or more either way is ruled out (the pools allow {span:.3f} on average between "
+                 "their best and worst order).",
+    "undetermined": "The data cannot decide it: neither one-sided test rejects and the interval does not lie "
+                    "within ±{margin:g}.",
+}
+JUDGE_READING: dict[str, str] = {
+    "sees": "the judge's gain tells a {kind} distractor from a real nudge, so its labels can carry the difference "
+            "the system is built to make.",
+    "blind": "the judge's gain cannot tell a {kind} distractor from a real nudge: its labels cannot carry the "
+             "difference the system is built to make, so the comparison measures what the judge sees, not that "
+             "difference.",
+    "undetermined": "it is not shown that the judge's gain tells a {kind} distractor from a real nudge: its labels "
+                    "may not carry the difference the system is built to make, so the comparison may measure what "
+                    "the judge sees, not that difference.",
+    "fails": "the judge's gain prefers the {kind} distractor to real nudges: its labels run against the difference "
+             "the system is built to make.",
+}
+MANIPULATION_READING: dict[str, str] = {
+    "sees": "its manipulation check passes: it makes the difference it is built to make.",
+    "undetermined": "it does not pass its own manipulation check: it is not shown to make the difference it is "
+                    "built to make.",
+    "blind": "it fails its own manipulation check: it cannot tell the two apart.",
+    "fails": "it fails its own manipulation check: it prefers the distractor.",
+}
 
 
-def _p(p: float) -> str:
-    return "n/a" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3g}")
+def judge_key(kind: str, reading: str) -> str:
+    """The key of chapter 03's known-answer verdict for the judge's ``reading`` (a ``reading`` value of its
+    judge_discrimination table, e.g. "expected_grade") on ``kind`` of distractor."""
+    return f"03.known_answer.{kind}.{reading}"
 
 
-def _intervals(row: Mapping) -> str:
-    """A comparison's two 95% CIs with what each resampled: "95% CI -0.022 to +0.004 resampling 40 entries, none
-    resampling 5 personas"; "no 95% CI (3 non-tied of 20 entries; 5 personas)" when neither exists."""
-    parts = [(interval_text(row[low], row[high], digits=3, signed=True, prefix="", undefined=""), row[over])
-             for low, high, over in (("ci_low", "ci_high", "ci_over"),
-                                     ("ci_low_persona", "ci_high_persona", "ci_over_persona"))]
-    if not any(interval for interval, _ in parts):
-        non_tied = int(row["wins"] + row["losses"])
-        return (f"no 95% CI: {non_tied} non-tied of {row['ci_over']}, {row['ci_over_persona']}; an interval needs "
-                f"{MIN_CI_UNITS} units with {MIN_CI_UNITS} non-tied differences")
-    return "95% CI " + ", ".join(f"{interval or 'none'} resampling {over}" for interval, over in parts)
+def known_answer_key(ranker: str, kind: str) -> str:
+    """The key of this chapter's known-answer verdict of ``ranker`` on ``kind`` of distractor."""
+    return f"{CHAPTER}.known_answer.{ranker}.{kind}"
 
 
-def _direction(diff: float) -> str:
-    return "higher" if diff > 0 else "lower" if diff < 0 else "the same"
+def _ranker_system(ranker: str, system: str) -> str:
+    return f"{system} ranker's value component alone" if ranker == known_answers.VALUE_COMPONENT else f"{ranker} ranker"
 
 
-def _unorderable_text(labels: pd.DataFrame) -> str:
-    single, constant, pools = unorderable_pools(labels)
-    return (f"{single + constant} of {pools} pools score the same under every order ({single} hold one candidate, "
-            f"{constant} carry one label on several)")
+@dataclass(frozen=True)
+class Findings:
+    """Chapter 04's decisions and the evidence its prose needs.
+
+    ``primary``, ``secondary`` and ``known_answers`` are this chapter's verdicts (:meth:`verdicts`); ``judge`` holds
+    chapter 03's known-answer verdicts for the gain's reading as found in the verdicts table (empty before chapter
+    03 has written them). ``plan`` is the primary comparison's sample-size plan with its outcome; ``pool_span`` the
+    mean over ``pool_span_entries`` entries of best − worst order on the primary measure; ``orders`` the weak order
+    of the rankers by mean primary measure under each reading of the judge's calls."""
+
+    system: str
+    baseline: str
+    measure: str
+    gain: str
+    required_kind: str
+    primary: Verdict
+    secondary: tuple[Verdict, ...]
+    known_answers: tuple[Verdict, ...]
+    judge: tuple[Verdict, ...]
+    plan: power.Plan
+    pool_span: float
+    pool_span_entries: int
+    orders: tuple[tuple[str, str], ...]
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Every verdict this chapter states, in the order of its table."""
+        return (self.primary, *self.secondary, *self.known_answers)
+
+    def known(self, key: str) -> Verdict:
+        """This chapter's known-answer verdict with ``key``."""
+        return next(v for v in self.known_answers if v.key == key)
+
+    @property
+    def manipulation_check(self) -> Verdict:
+        """The system's known-answer verdict on the kind the question is about."""
+        return self.known(known_answer_key(self.system, self.required_kind))
+
+    @property
+    def value_component(self) -> Verdict:
+        """The same check of the system's value component alone."""
+        return self.known(known_answer_key(known_answers.VALUE_COMPONENT, self.required_kind))
 
 
 def primary_plan(comparisons: pd.DataFrame, difference: float, pilot_sd: float, pilot_entries: int, alpha: float,
                  power_: float) -> power.Plan:
     """The primary comparison's plan, declared before the run: entries for a paired t-test to detect
-    ``difference`` at the pilot's sd of per-entry differences, beside the entries this run compares."""
+    ``difference`` at the pilot's sd of per-entry differences, beside the entries this run compares. Whether the
+    design reaches that precision is :attr:`~lib.analysis.power.Plan.reaches_precision`; whether the result decides
+    the question is set by ``with_outcome`` once the verdict exists (:func:`findings`)."""
     primary = comparisons[comparisons.primary.astype(bool)]
     row = primary.iloc[0] if len(primary) else None
     basis = (f"paired t-test at α = {alpha:g} and power {power_:.0%} for a difference of {difference:g} at the sd "
@@ -64,26 +179,75 @@ def primary_plan(comparisons: pd.DataFrame, difference: float, pilot_sd: float, 
                       power.units_for_t_test(difference, pilot_sd, alpha, power_), basis)
 
 
-def detectable_text(comparisons: pd.DataFrame, labels: pd.DataFrame) -> str:
-    """Which difference this run can detect on the primary comparison (its MDE, or that none is detectable), beside
-    the range the pools themselves allow on its measure (best minus worst order, mean over the scored entries)."""
-    primary = comparisons[comparisons.primary.astype(bool)]
-    if not len(primary):
-        return "The primary comparison was not tested, so no difference is detectable."
-    row = primary.iloc[0]
-    ranges = value_range(labels)
-    ranges = ranges[ranges.measure == row["measure"]]
-    span = (ranges.best - ranges.worst).mean()
-    room = (f"; the pools themselves allow {span:.3f} on average between their best and worst order "
-            f"({len(ranges)} entries)")
-    if row["min_p"] >= row["alpha"]:
-        return (f"With {int(row['wins'] + row['losses'])} non-tied entries the smallest attainable p is "
-                f"{_p(row['min_p'])}: no outcome could reach α = {row['alpha']:g}, so no difference is detectable"
-                f"{room}.")
-    return (f"This run can decide the primary comparison: with {int(row['wins'] + row['losses'])} non-tied entries "
-            f"the smallest attainable p is {_p(row['min_p'])} (< α = {row['alpha']:g}), and at the sd of its "
-            f"per-entry differences it detects a difference of {row['mde']:.4f} on {row['measure']} with "
-            f"{row['power']:.0%} power{room}.")
+def _comparison_verdict(row: Mapping[str, Any], claim: Claim, primary: bool, depends_on: tuple[str, ...]
+                        ) -> Verdict:
+    """The verdict of one comparison row (the ndcg_comparisons row joined with its one-sided tests): the interval
+    over the informative entries; no test under ``MIN_CI_UNITS`` of them, so such a row is undetermined."""
+    units = int(row["n_informative"])
+    tested = units >= MIN_CI_UNITS
+    return verdicts.verdict(
+        CHAPTER, "primary" if primary else f"secondary.{row['measure']}.{row['baseline']}", f"{row['system']} ranker",
+        f"ranks better than {row['baseline']} on {row['measure']}", claim, "mean difference", row["mean_diff"],
+        row["ci_low"], row["ci_high"], "entries", units, "ndcg_comparisons", test=str(row["test"]),
+        p=row["p"] if tested else None, p_against=row["p_against"] if tested else None, primary=primary,
+        depends_on=depends_on)
+
+
+def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> Findings:
+    """Chapter 04's findings (rules in the module docstring).
+
+    ``tables``: ``ndcg_comparisons`` (:func:`lib.analysis.comparisons.compare_to_baselines`), ``differences``
+    (:func:`lib.analysis.comparisons.paired_differences` of the system over the informative entries),
+    ``ranker_discrimination`` (:func:`lib.known_answers.ranker_discrimination` of the scores with the value
+    component, :func:`lib.known_answers.with_value_component`), ``labels``, ``reading_means``
+    (:func:`lib.analysis.sensitivity.means_by_variant`) and ``verdicts`` (the verdicts table as the earlier
+    chapters wrote it). ``params``: the notebook's system, primary_baseline, primary_measure, primary_difference,
+    known_answer_kind, known_answer_margin, alpha, power, pilot_sd, pilot_entries, seed, bootstrap_resamples, and
+    ``gain`` (the labels' label_source)."""
+    system, baseline, measure = params["system"], params["primary_baseline"], params["primary_measure"]
+    gain, kind, alpha = params["gain"], params["known_answer_kind"], float(params["alpha"])
+    comparisons = tables["ndcg_comparisons"]
+    tests = one_sided_tests(tables["differences"], comparisons, int(params["seed"]),
+                            int(params["bootstrap_resamples"]), alternative="greater")
+    rows = comparisons.merge(tests[["measure", "baseline", "test", "p", "p_against"]], on=["measure", "baseline"],
+                             how="left", validate="one_to_one")
+    claim = Claim("comparison", 0.0, "higher", float(params["primary_difference"]), alpha)
+    depends_on = (judge_key(kind, gain), known_answer_key(system, kind))
+    primary_rows = rows[rows.primary.astype(bool)]
+    nan = float("nan")
+    primary_row = (primary_rows.iloc[0].to_dict() if len(primary_rows) else
+                   {"system": system, "baseline": baseline, "measure": measure, "mean_diff": nan, "ci_low": nan,
+                    "ci_high": nan, "n_informative": 0, "test": "", "p": nan, "p_against": nan})
+    primary = _comparison_verdict(primary_row, claim, True, depends_on)
+    secondary = tuple(_comparison_verdict(row, claim, False, ()) for row in rows[~rows.primary.astype(bool)]
+                      .to_dict("records"))
+
+    known_claim = Claim("known answer", 0.5, "higher", float(params["known_answer_margin"]), alpha)
+    known = tuple(verdicts.verdict(
+        CHAPTER, f"known_answer.{row.ranker}.{row.kind}", _ranker_system(row.ranker, system),
+        KNOWN_ANSWER_CONSTRUCTS[row.kind], known_claim, "AUC", row.auc, row.ci_low, row.ci_high, "entries",
+        row.entries, "known_answer_scores", by_construction=(row.ranker, row.kind) in known_answers.BY_CONSTRUCTION)
+        for row in tables["ranker_discrimination"].itertuples())
+    missing = [key for key in (*depends_on[1:], known_answer_key(known_answers.VALUE_COMPONENT, kind))
+               if key not in {v.key for v in known}]
+    if missing:
+        raise ValueError(f"no known-answer scores for {missing}: the primary comparison depends on them")
+
+    earlier = verdicts.records(tables["verdicts"]) if len(tables.get("verdicts", ())) else []
+    by_key = {v.key: v for v in earlier}
+    if any(v.chapter == "03" for v in earlier) and depends_on[0] not in by_key:
+        raise ValueError(f"chapter 03 wrote verdicts but none with key {depends_on[0]!r}: the keys disagree")
+    judge = tuple(by_key[judge_key(k, gain)] for k in known_answers.DISTRACTOR_KINDS if judge_key(k, gain) in by_key)
+
+    ranges = value_range(tables["labels"])
+    ranges = ranges[ranges.measure == measure]
+    plan = primary_plan(comparisons, float(params["primary_difference"]), float(params["pilot_sd"]),
+                        int(params["pilot_entries"]), alpha, float(params["power"])).with_outcome(primary.verdict)
+    orders = tuple((str(name), order_text(means)) for name, means in tables["reading_means"].iterrows())
+    return Findings(system=system, baseline=baseline, measure=measure, gain=gain, required_kind=kind,
+                    primary=primary, secondary=secondary, known_answers=known, judge=judge, plan=plan,
+                    pool_span=float((ranges.best - ranges.worst).mean()) if len(ranges) else nan,
+                    pool_span_entries=len(ranges), orders=orders)
 
 
 def discrimination_table(judge: pd.DataFrame, rankers: pd.DataFrame, reading: str) -> pd.DataFrame:
@@ -97,150 +261,71 @@ def discrimination_table(judge: pd.DataFrame, rankers: pd.DataFrame, reading: st
     return both.set_index(["who", "kind"])[["entries", "auc", "ci_low", "ci_high", "ci_over", "by construction"]]
 
 
-def known_answer_text(table: pd.DataFrame, reading: str) -> str:
-    """Markdown: which kinds of distractor the judge's gain sees (interval above 0.5), which it does not, and, per
-    kind, the rankers that see it without holding by construction."""
-    judge = table.loc[f"judge ({reading})"]
-    seen = known_answers.sees(judge)
-    lines = ["- **The judge** sees: " + (", ".join(f"{k.replace('_', ' ')} ({judge.at[k, 'auc']:.2f}, "
-                                                   f"{interval_text(judge.at[k, 'ci_low'], judge.at[k, 'ci_high'])})"
-                                                   for k in judge.index[seen]) or "no kind")
-             + "; does not see: " + (", ".join(f"{k.replace('_', ' ')} ({judge.at[k, 'auc']:.2f}, "
-                                               f"{interval_text(judge.at[k, 'ci_low'], judge.at[k, 'ci_high'])})"
-                                               for k in judge.index[~seen]) or "none")
-             + f" ({judge.ci_over.iloc[0]}). A difference of a kind it does not see cannot show in its labels."]
-    rankers = table.drop(index=f"judge ({reading})", level="who")
-    for kind in judge.index:
-        part = rankers.xs(kind, level="kind")
-        honest = part[(part["by construction"] == "") & known_answers.sees(part)]
-        lines.append(f"- **{kind.replace('_', ' ')}**: rankers above 0.5 not by construction: "
-                     + (", ".join(f"{who} {r.auc:.2f}" for who, r in honest.iterrows()) or "none") + ".")
+def _kind(kind: str) -> str:
+    return kind.replace("_", " ")
+
+
+def _missing_judge(f: Findings) -> str:
+    return (f"chapter 03's known-answer verdicts for the gain {f.gain} are not in the verdicts table (keys "
+            f"{judge_key('<kind>', f.gain)}): chapter 03 has not written them")
+
+
+def known_answer_text(f: Findings) -> str:
+    """Markdown: the judge's known-answer verdicts (chapter 03's), per kind the rankers that see it (not by
+    construction, then by construction), and the system's manipulation check with its value component alone."""
+    judge = ("; ".join(f"{_kind(v.key.split('.')[2])}: **{v.verdict}** ({verdicts.evidence_text(v)})"
+                       for v in f.judge) if f.judge else _missing_judge(f))
+    lines = [f"- **The judge** (gain {f.gain}; chapter 03's verdicts): {judge}."]
+    for kind in KNOWN_ANSWER_CONSTRUCTS:
+        rows = [v for v in f.known_answers if v.key.endswith(f".{kind}") and v.verdict == "sees"]
+        honest = ", ".join(f"{v.system} {v.estimate:.2f}" for v in rows if not v.by_construction) or "none"
+        built = ", ".join(f"{v.system} {v.estimate:.2f}" for v in rows if v.by_construction) or "none"
+        lines.append(f"- **{_kind(kind)}** ({KNOWN_ANSWER_CONSTRUCTS[kind]}): seen by {honest}; seen by "
+                     f"construction: {built}.")
+    check = f.manipulation_check
+    lines.append(f"- **{f.system}'s manipulation check**: {verdicts.sentence(check)} "
+                 f"{MANIPULATION_READING[check.verdict].capitalize()} Its value component alone: "
+                 f"{verdicts.sentence(f.value_component)}")
     return "\n".join(lines)
+
+
+def _unorderable_text(labels: pd.DataFrame) -> str:
+    single, constant, pools = unorderable_pools(labels)
+    return (f"{single + constant} of {pools} pools score the same under every order ({single} hold one candidate, "
+            f"{constant} carry one label on several)")
 
 
 def measure_status_text(status: pd.DataFrame, labels: pd.DataFrame) -> str:
     """Markdown: the pools with constant labels, the measures tested with their informative entries, and the
-    measures not tested with the reason (``lib.analysis.comparisons.measure_status``)."""
+    measures not tested with the share of candidates their threshold counts as relevant and the reason
+    (``lib.analysis.comparisons.measure_status``)."""
     tested = status[status.tested.astype(bool)]
+    labelled = int(labels.label.notna().sum())
     lines = [f"{_unorderable_text(labels)}: no ranker can win or lose there."]
     if len(tested):
         lines.append("- Tested (informative entries / entries scored): " + "; ".join(
             f"{m} {int(r.entries_informative)} / {int(r.entries_scored)}" for m, r in tested.iterrows()) + ".")
     for m, r in status[~status.tested.astype(bool)].iterrows():
-        lines.append(f"- Not tested — {m}: {r.reason}; every ranker has the same value on every entry "
-                     f"(zero variance across rankers), so there is nothing to compare.")
+        lines.append(f"- Not tested, tabled or plotted — {m}: its threshold counts {r.relevant_share:.0%} of the "
+                     f"{labelled} labelled candidates as relevant; {r.reason}.")
     return "\n".join(lines)
 
 
-def _comparison_sentence(row: Mapping) -> str:
-    return (f"{row['system']} − {row['baseline']} on {row['measure']} = **{row['mean_diff']:+.3f}** "
-            f"({_intervals(row)}) "
-            f"over {int(row['n_entries'])} entries, {int(row['n_informative'])} of them informative: "
-            f"{int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties; exact sign-flip "
-            f"p = {_p(row['p_permutation'])}")
-
-
-def _excluding_cis(row: Mapping) -> list[str]:
-    """Which of the row's 95% CIs (by entry, by persona) exclude 0."""
-    return [name for name, low, high in (("by entry", row["ci_low"], row["ci_high"]),
-                                         ("by persona", row["ci_low_persona"], row["ci_high_persona"]))
-            if low > 0 or high < 0]
-
-
-def _compatibility(row: Mapping) -> str:
-    """What a non-significant comparison's intervals allow, flagging CIs that exclude 0 against the exact test."""
-    excluding = _excluding_cis(row)
-    if excluding:
-        return (f"The 95% CI {' and '.join(excluding)} excludes 0 although the exact test does not reject: "
-                f"percentile-bootstrap intervals run narrow at this n (and the persona one rests on few clusters), "
-                f"so the evidence is borderline, not a finding")
-    if not (np.isfinite(row["ci_low"]) or np.isfinite(row["ci_low_persona"])):
-        return "No interval bounds the difference at this size"
-    return "The data are compatible with no difference and with differences anywhere in the CI"
-
-
-def _cannot_detect(row: Mapping) -> str:
-    """What a non-significant comparison does and does not say, from its MDE and attainable p."""
-    level = row["alpha"] / row["family_size"]
-    parts = []
-    if row["min_p"] >= row["alpha"]:
-        parts.append(f"with {int(row['wins'] + row['losses'])} non-tied entries no outcome could have reached "
-                     f"p < {row['alpha']:g} (smallest attainable p = {_p(row['min_p'])}), so no effect of any "
-                     f"size was detectable here")
-    elif np.isfinite(row["mde"]):
-        size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "at least as large as"
-        parts.append(f"at this n a true difference would have to be about ±{row['mde']:.3f} to be detected with "
-                     f"{row['power']:.0%} power at level {level:.3g} (minimum detectable effect); the observed "
-                     f"difference is {size} that")
-    else:
-        parts.append("the differences have no spread, so no minimum detectable effect can be computed")
-    return "; ".join(parts)
-
-
-def comparison_paragraph(comparisons: pd.DataFrame) -> str:
-    """Markdown summary of ``lib.analysis.comparisons.compare_to_baselines``: the primary comparison with its
-    direction, effect, both CIs, W/L/T, p and what it can and cannot show; then the secondary family (Holm):
-    how many are significant, the direction counts, the comparisons with no difference on any entry (named by
-    measure and baseline), and their MDEs. Uses the system name from the table."""
-    if comparisons.empty:
-        return "No comparison could be tested: no measure has an informative entry."
-    system = comparisons.system.iloc[0]
-    alpha = float(comparisons.alpha.iloc[0])
-    lines = []
-    primary = comparisons[comparisons.primary.astype(bool)]
-    if len(primary):
-        row = primary.iloc[0]
-        verdict = (f"significant at α = {alpha:g}: {system} ranks {'better' if row['mean_diff'] > 0 else 'worse'} "
-                   f"than {row['baseline']} on {row['measure']} by this judge's labels"
-                   if row["significant"] else
-                   f"not significant at α = {alpha:g}. {_compatibility(row)}; {_cannot_detect(row)}. This is "
-                   f"absence of evidence, not evidence that the rankers are equal")
-        lines.append(f"**Primary comparison** (declared in the parameters, a family of one): "
-                     f"{_comparison_sentence(row)} — {verdict}.")
-    else:
-        lines.append("**Primary comparison**: not tested (its measure has no informative entry, or the baseline "
-                     "has no values).")
-    secondary = comparisons[~comparisons.primary.astype(bool)]
-    if len(secondary):
-        m = int(secondary.family_size.iloc[0])
-        level = alpha / m
-        significant = secondary[secondary.significant.astype(bool)]
-        identical = secondary[(secondary.wins == 0) & (secondary.losses == 0)]
-        differing = secondary[(secondary.wins + secondary.losses) > 0]
-        lines.append(
-            f"\n**Secondary comparisons** ({system} vs each baseline on each tested measure; one family of {m}, "
-            f"Holm-corrected): **{len(significant)}** significant at α = {alpha:g}. {system}'s mean is higher in "
-            f"{int((differing.mean_diff > 0).sum())}, lower in {int((differing.mean_diff < 0).sum())}, equal in "
-            f"{int((differing.mean_diff == 0).sum())} of the {len(differing)} that differ on some entry.")
-        for _, row in significant.iterrows():
-            lines.append(f"- {_comparison_sentence(row)}, Holm-adjusted p = {_p(row['p_holm'])}: "
-                         f"{system} is {'better' if row['mean_diff'] > 0 else 'worse'}.")
-        if len(identical):
-            lines.append("- Identical on every entry (p = 1; not evidence that the rankers are equal beyond these "
-                         "entries): "
-                         + "; ".join(f"{r.measure} vs {r.baseline}" for r in identical.itertuples()) + ".")
-        excludes = [(r, _excluding_cis(r)) for _, r in differing[~differing.significant.astype(bool)].iterrows()]
-        excludes = [(r, names) for r, names in excludes if names]
-        if excludes:
-            lines.append("- Not significant after Holm, yet with a 95% CI that excludes 0 ("
-                         + "; ".join(f"{r['measure']} vs {r['baseline']}: {' and '.join(names)}"
-                                     for r, names in excludes)
-                         + "): an unadjusted 95% interval is not a test at the family's level, and the persona "
-                           "interval rests on a handful of clusters.")
-        detectable = differing[differing.min_p < level]
-        mdes = detectable.mde[np.isfinite(detectable.mde)]
-        lines.append(f"- {int((differing.min_p >= alpha).sum())} of {len(differing)} have too few non-tied entries "
-                     f"to reach p < {alpha:g} with any outcome, and {int((differing.min_p >= level).sum())} too few "
-                     f"to clear α/{m} = {level:.3g}: for those no effect of any size was detectable"
-                     + (f"; the minimum detectable effects of the others run from {mdes.min():.3f} to "
-                        f"{mdes.max():.3f} (each on its measure's scale)." if len(mdes) else "."))
+def comparisons_text(f: Findings) -> str:
+    """Markdown: the primary comparison's verdict, then the secondary family's verdicts by word."""
+    counts = Counter(v.verdict for v in f.secondary)
+    lines = [f"**Primary comparison** (declared before the run; a family of one): {verdicts.sentence(f.primary, 4)}"]
+    if f.secondary:
+        lines.append(f"\n**Secondary comparisons** ({len(f.secondary)}, one family; Holm over the one-sided p's in "
+                     f"each direction): " + ", ".join(f"{n} {word}" for word, n in counts.items()) + ".")
+        lines += [f"- {verdicts.sentence(v, 4)}" for v in f.secondary]
     return "\n".join(lines)
 
 
 def perturbation_text(changes: Mapping, repeats: int, same_order: float, keeps: pd.Series, system: str,
                       measure: str) -> str:
     """Markdown report of the perturbation check: the measured layout changes of the gain it draws from, and how
-    often the order and each sign held."""
+    often the order and each sign held (a description: no verdict rests on it)."""
     if not changes["n"]:
         return (f"No perturbation check: the repeat table has no `{changes['column']}` gain, so its change under "
                 f"another layout is not measured.")
@@ -259,12 +344,12 @@ def perturbation_text(changes: Mapping, repeats: int, same_order: float, keeps: 
         + " (share of perturbations in which it held)."])
 
 
-def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.DataFrame, changes: Mapping,
-                        comparisons: pd.DataFrame, measure: str) -> str:
+def threats_to_validity(f: Findings, entries: pd.DataFrame, labels: pd.DataFrame, changes: Mapping,
+                        comparisons: pd.DataFrame) -> str:
     """Markdown list of the threats to chapter 04's validity, with the measured numbers: generator and judge
-    model, what the judge's gain sees on the known answers (``known``: :func:`discrimination_table` rows of the
-    judge) and how it moves under another layout, the gain's distribution and constant pools, the personas
-    (number, entries each), the entries' source and length, the generation runs, and what the CIs leave out."""
+    model, the judge's known-answer verdicts (chapter 03's, from ``f``) and how its gain moves under another
+    layout, the gain's distribution and constant pools, the personas (number, entries each), the entries' source
+    and length, the generation runs, and what the CIs leave out."""
     generators = sorted(set(entries.model.dropna()))
     judges = sorted(set(labels.model.dropna()))
     if generators == judges and len(judges) == 1:
@@ -278,19 +363,18 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.D
              f"{changes['n']} candidates, by {float(np.mean(np.abs(changes['changes']))):.3f} on average (a formatting "
              f"change; other perturbations may move it more)"
              if changes["n"] else "; its change under another layout is not measured")
-    blind = [k.replace("_", " ") for k, seen in known_answers.sees(known).items() if not seen]
+    known = (", ".join(f"{_kind(v.key.split('.')[2])} **{v.verdict}**" for v in f.judge) if f.judge
+             else _missing_judge(f))
     judge_line = (f"- **A weak judge, with no human labels for nudges.** Its agreement with human relevance grades "
                   f"is measured on TREC DL19 passages in chapter 07, not on nudges. On the known answers its gain "
-                  f"does not tell real candidates from: {', '.join(blind) or 'none of the kinds'} "
-                  f"({known.ci_over.iloc[0]}){moved}.")
+                  f"is: {known}{moved}.")
     gains = labels.label.dropna()
     primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
     informative = (f"; {int(primary.n_informative.iloc[0])} of {int(primary.n_entries.iloc[0])} entries are "
-                   f"informative for {measure}" if len(primary) else "")
-    constant_text = _unorderable_text(labels)
+                   f"informative for {f.measure}" if len(primary) else "")
     distribution = (f"- **Gains in a narrow band.** The {len(gains)} gains ({labels.label_source.iloc[0]}) take "
                     f"{gains.nunique()} distinct values from {gains.min():.2f} to {gains.max():.2f} (sd "
-                    f"{gains.std(ddof=1):.3f}; {int(labels.label.isna().sum())} missing); {constant_text}"
+                    f"{gains.std(ddof=1):.3f}; {int(labels.label.isna().sum())} missing); {_unorderable_text(labels)}"
                     f"{informative}.")
     per_persona = entries.groupby("persona_id").size()
     clusters = (f"; with {len(per_persona)} personas no interval resamples them (fewer than {MIN_CI_UNITS}), so no "
@@ -311,122 +395,43 @@ def threats_to_validity(entries: pd.DataFrame, labels: pd.DataFrame, known: pd.D
     generation = (f"- **One generation run.** Each pool is the answer of one generation call ({pool} candidates; "
                   f"{int(entries.attempts.sum())} requests for {len(entries)} entries); how the comparison varies "
                   f"between generation runs is unmeasured.")
-    cis = ("- **The CIs ignore label uncertainty.** They resample entries (or personas) with the labels held "
-           "fixed; the judge's noise enters only through the perturbation check.")
+    cis = ("- **The intervals ignore label uncertainty.** They resample entries with the labels held fixed; the "
+           "judge's noise enters only through the sensitivity section.")
     return "\n".join([model, judge_line, distribution, personas, journal, generation, cis])
 
 
-def conclusion(comparisons: pd.DataFrame, summary: pd.DataFrame, known: pd.DataFrame, changes: Mapping,
-               same_order: float, keeps: pd.Series, measure: str, required_kind: str, min_stability: float,
-               variant_orders: Mapping[str, str]) -> str:
-    """Markdown answer to chapter 04's question — does the system rank better than the primary baseline, and
-    can this judge tell? — from the primary comparison, the secondary family, the perturbation check and the
-    known-answer check (``known``: the judge's rows of :func:`discrimination_table`, indexed by kind).
-
-    The judge *can rank these rankers* only when all hold: (a) the primary comparison is significant; (b) its
-    sign holds in at least ``min_stability`` of the perturbations by the gain's measured layout changes; (c) the
-    order of all rankers holds as often; (d) the judge's gain tells real candidates from the ``required_kind``
-    of distractor (interval over entries above 0.5) — the difference the system is about; (e) the order of all
-    rankers is the same under every reading (``variant_orders``: reading → order text). Layout changes that are
-    all 0 test nothing, so (b) and (c) then count as unmet. Each unmet condition is named."""
-    primary = comparisons[comparisons.primary.astype(bool)] if len(comparisons) else comparisons
-    means = summary[summary.measure == measure].set_index("ranker")["mean"]
-    if not len(primary):
-        return (f"**Primary comparison:** not testable with these labels — {measure} has no informative entry.\n\n"
-                f"**Can this judge rank these rankers?** No: with no informative entry it cannot separate them.")
-    row = primary.iloc[0]
-    system, baseline = row["system"], row["baseline"]
-    effect = (f"{system} − {baseline} on {measure} = {row['mean_diff']:+.3f} "
-              f"({_intervals(row)}; exact p = {_p(row['p_permutation'])}"
-              f"; {int(row['wins'])} wins, {int(row['losses'])} losses, {int(row['ties'])} ties)")
-    if row["significant"]:
-        answer = (f"By this judge's labels, {'yes' if row['mean_diff'] > 0 else 'no — it does worse'}: {effect}.")
-    else:
-        both_ways = row["ci_low"] < 0 < row["ci_high"]
-        answer = (f"We cannot tell. {effect}: {system}'s mean is {_direction(row['mean_diff'])}, but not "
-                  f"significantly{', and the CI includes both a gain and a loss' if both_ways else ''}.")
-        if _excluding_cis(row):
-            answer += f" {_compatibility(row)}."
-        if row["min_p"] >= row["alpha"]:
-            answer += (f" With {int(row['wins'] + row['losses'])} non-tied entries no outcome could have reached "
-                       f"p < {row['alpha']:g}: no effect of any size was detectable with these labels.")
-        elif np.isfinite(row["mde"]):
-            size = "smaller than" if abs(row["mean_diff"]) < row["mde"] else "not below"
-            spread = means.max() - means.min() if len(means) else float("nan")
-            share = (f" — {row['mde'] / spread:.0%} of the whole spread of the ranker means on {measure} "
-                     f"({means.min():.3f} to {means.max():.3f})" if np.isfinite(spread) and spread > 0 else "")
-            answer += (f" The observed difference is {size} the {row['mde']:.3f} this study could detect with "
-                       f"{row['power']:.0%} power{share}.")
-    perturbed = changes["changed"] > 0
-    sign_share = float(keeps.get(baseline, float("nan"))) if perturbed else float("nan")
-    same_order = same_order if perturbed else float("nan")
-    untested = ("the gain did not change under another layout, so its robustness to judge noise is untested"
-                if changes["n"] else "the gain's change under another layout is not measured, so robustness to "
-                                     "judge noise is unknown")
-    orders = sorted(set(variant_orders.values()))
-    kind = known.loc[required_kind] if required_kind in known.index else None
-    sees_kind = required_kind in known.index and bool(known_answers.sees(known).loc[required_kind])
-    kind_text = (f"the judge's gain tells real candidates from {required_kind.replace('_', ' ')} distractors with "
-                 f"AUC {kind['auc']:.2f} ({interval_text(kind['ci_low'], kind['ci_high'])}, {kind['ci_over']})"
-                 if kind is not None else f"no {required_kind.replace('_', ' ')} distractor was judged")
-    conditions = [
-        (bool(row["significant"]), f"the primary comparison is {'' if row['significant'] else 'not '}significant "
-                                   f"(p = {_p(row['p_permutation'])}, α = {row['alpha']:g})"),
-        (np.isfinite(sign_share) and sign_share >= min_stability,
-         f"moved by the gain's measured layout changes, the sign of {system} − {baseline} holds in {sign_share:.0%} "
-         f"of perturbations" if np.isfinite(sign_share) else untested),
-        (np.isfinite(same_order) and same_order >= min_stability,
-         f"the order of all rankers holds in {same_order:.0%} of them" if np.isfinite(same_order) else
-         "and so is the stability of the order of all rankers"),
-        (sees_kind, kind_text),
-        (len(orders) == 1,
-         f"the order of all rankers is the same under each of the {len(variant_orders)} readings"
-         if len(orders) == 1 else
-         f"the order of all rankers changes with the reading ({len(orders)} different orders under "
-         f"{len(variant_orders)} readings, e.g. " + "; ".join(f"{name}: {order}"
-                                                             for name, order in list(variant_orders.items())[:2])
-         + ")"),
-    ]
-    secondary = comparisons[~comparisons.primary.astype(bool)]
-    secondary_text = (f" {int(secondary.significant.sum())} of {len(secondary)} secondary comparisons are "
-                      f"significant after Holm." if len(secondary) else "")
-    failed = [text for ok, text in conditions if not ok]
-    thresholds = (f"(needed: significance, stability ≥ {min_stability:.0%} for the sign and the order, a judge that "
-                  f"sees {required_kind.replace('_', ' ')} distractors, one order under every reading)")
-    if failed:
-        verdict = ("**No — with today's data, this judge cannot rank these rankers**: " + "; ".join(failed)
-                   + f" {thresholds}.{secondary_text} Any ranking printed above is this judge's noisy opinion on "
-                     f"these {int(row['n_entries'])} entries, not a finding about the rankers.")
-    else:
-        verdict = ("**Yes**: " + "; ".join(text for _, text in conditions) + f" {thresholds}.{secondary_text} "
-                   f"The finding is still this judge's view; see the threats to validity.")
-    return (f"**Does {system} rank better than {baseline} on {measure}?** {answer}\n\n"
-            f"**Can this judge rank these rankers?** {verdict}")
+def _caveat(f: Findings, key: str, verdicts_by_key: Mapping[str, Verdict]) -> str:
+    """One verdict the primary depends on, with the phrase for its word; a missing one named as missing."""
+    v = verdicts_by_key.get(key)
+    if v is None:
+        return f"- {_missing_judge(f)}."
+    reading = (JUDGE_READING[v.verdict].format(kind=_kind(f.required_kind)) if v.chapter == "03"
+               else MANIPULATION_READING[v.verdict])
+    return f"- {verdicts.sentence(v)} So {reading}"
 
 
-@headline("04_ndcg_analysis", "ndcg_comparisons")
-def primary_comparison(tables: Tables) -> str:
-    """The declared primary comparison with direction, effect, CI, p and minimum detectable effect, and how many
-    secondary comparisons are significant after Holm."""
-    comparisons = tables["ndcg_comparisons"]
-    primary = comparisons[comparisons["primary"].astype(bool)]
-    secondary = comparisons[~comparisons["primary"].astype(bool)]
-    rest = (f"; {int(secondary['significant'].sum())} of {len(secondary)} secondary comparisons are significant "
-            f"after Holm." if len(secondary) else ".")
-    if len(primary) != 1:
-        return f"No primary comparison could be tested (no informative entry on its measure){rest}"
-    row = primary.iloc[0]
-    if row["significant"]:
-        verdict = f"significant: {row['system']} ranks {'better' if row['mean_diff'] > 0 else 'worse'}"
-    else:
-        if row["min_p"] >= row["alpha"]:
-            verdict = (f"not significant, and with {int(row['wins'] + row['losses'])} non-tied entries no outcome "
-                       f"could have been significant")
-        elif pd.notna(row["mde"]):
-            verdict = f"not significant; this study can only detect differences of about ±{row['mde']:.3f} or more"
-        else:
-            verdict = "not significant"
-    return (f"Primary comparison, {row['system']} − {row['baseline']} on {row['measure']}: "
-            f"{row['mean_diff']:+.3f} ({interval_text(row['ci_low'], row['ci_high'], digits=3, signed=True)}) over "
-            f"{int(row['n_entries'])} entries ({int(row['n_informative'])} informative; {int(row['wins'])} wins, "
-            f"{int(row['losses'])} losses), exact sign-flip p = {row['p_permutation']:.2g} — {verdict}{rest}")
+def conclusion(f: Findings) -> str:
+    """Markdown answer to chapter 04's question from the findings: the primary verdict with the phrase for its
+    word, the plan and whether the result decided it, the verdicts it depends on (each with the phrase for its
+    word), the secondary family's verdicts by word, and how many orders of the rankers the readings give."""
+    margin = f.primary.margin
+    answer = PRIMARY_ANSWER[f.primary.verdict].format(system=f.system, baseline=f.baseline, measure=f.measure,
+                                                      margin=margin, span=f.pool_span)
+    by_key = {v.key: v for v in (*f.known_answers, *f.judge)}
+    caveats = "\n".join(_caveat(f, key, by_key) for key in f.primary.depends_on)
+    counts = Counter(v.verdict for v in f.secondary)
+    secondary = (f"**Secondary comparisons** ({len(f.secondary)}, Holm): "
+                 + ", ".join(f"{n} {word}" for word, n in counts.items()) + "." if f.secondary else "")
+    orders = sorted({order for _, order in f.orders})
+    readings = (f"**Other readings of the judge's calls** order the rankers by mean {f.measure} in {len(orders)} "
+                f"different way{'s' if len(orders) != 1 else ''} under {len(f.orders)} readings (see the sensitivity "
+                f"section)." if f.orders else "")
+    confirmatory = ("" if f.primary.confirmatory else
+                    " Not confirmatory: the question, measure, baseline and difference were declared before the "
+                    "run, the one-sided rule and the equivalence reading after its data were seen.")
+    return "\n\n".join(part for part in (
+        f"**Does {f.system} rank better than {f.baseline} on {f.measure}?** {answer} "
+        f"{verdicts.sentence(f.primary, 4)}{confirmatory}",
+        f"**Its plan:** {f.plan.text()}",
+        f"**How to read it** — the verdicts it depends on:\n{caveats}",
+        secondary, readings) if part)
