@@ -14,7 +14,8 @@ returns no logprobs (``scored_by`` says which); an item's ``overall`` is the mea
 time it was judged (``evaluated_at``, UTC). ``run`` stores the judgments in the same database and prints the
 day's report. ``report`` prints the trend over the last calendar days (a night without a run is shown as a gap)
 and the relative alert rule's power at the default sample rate; ``sample-size`` prints the items a day that rule
-needs to catch a given drop.
+needs to catch a given drop. The five are metrics of the study (kind ``monitor``, :mod:`lib.metrics`):
+``score(gateway, rows)`` on :class:`LogRow` makes the nightly run's call for each row (:func:`judge_rows`).
 
 * **Two alert rules.** Absolute: the day's overall mean below ``--alert-overall`` (0.7). Relative, a Shewhart
   control limit on the day's mean (:func:`control_limit`): below mean − ``--limit-sds`` (3) × SD / √m of the
@@ -78,12 +79,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import date as Date
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 import pandas as pd
 from pydantic import BaseModel
 
-from lib import paths
+from lib import metrics, paths
 from lib.analysis import power
 from lib.analysis.stats import count_text
 from lib.judges.logprobs import weighted_fields
@@ -345,6 +346,38 @@ def read_scores(value: MonitorScores, logprobs: list | None) -> tuple[dict[str, 
     return {m: s / max(SCALE) for m, s in scores.items()}, scored_by
 
 
+def judge_call(row: LogRow, call_label: str) -> LLMCall:
+    """The judge's one call on a log row, scoring the five metrics."""
+    return LLMCall(judge_messages(row), MonitorScores, call_label=call_label, max_tokens=60, top_logprobs=TOP_LOGPROBS)
+
+
+def judge_rows(gateway: Gateway, rows: Sequence[LogRow], call_label: str = "monitor"
+               ) -> list[dict[str, metrics.Result]]:
+    """Each row's five metrics (:func:`read_scores`) as results, or the call's failure for all five."""
+    results = gateway.complete_many([judge_call(row, f"{call_label}:{row.id}") for row in rows], desc=call_label)
+    return [{m: metrics.Result(score) for m, score in read_scores(r.value, r.logprobs)[0].items()} if r.ok
+            else dict.fromkeys(METRICS, metrics.Result.failure(r.failure_kind or "unknown")) for r in results]
+
+
+def _metric(name: str, construct: str) -> metrics.FunctionMetric:
+    def call(gateway: Gateway | None, items: Sequence[LogRow], **options: Any) -> list[metrics.Result]:
+        return [scores[name] for scores in judge_rows(metrics.judge_gateway(gateway, name), items, **options)]
+
+    return metrics.FunctionMetric(
+        name=name, kind="monitor", construct=construct, scale=metrics.Scale(0, 1), call=call,
+        description="Σ_s p(s)·s / 3 of the judge's 0–3 grade for it, in one call scoring all five (monitor_judge.txt)",
+        citation="after the RAG triad (TruLens) and RAGAS (Es et al. 2024); weighting of Liu et al. 2023 (G-Eval)",
+        aliases=(f"monitor.{name}",))
+
+
+MONITOR_METRICS = tuple(metrics.register(_metric(name, construct)) for name, construct in (
+    ("groundedness", "whether the retrieved context supports the answer's claims"),
+    ("context_relevance", "whether the retrieved context is about the query"),
+    ("answer_relevance", "whether the answer addresses the query"),
+    ("completeness", "whether the answer covers every part of the query"),
+    ("no_hallucination", "absence of names, numbers, dates or facts the context does not give")))
+
+
 def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, scores: Mapping[str, float] | None,
            scored_by: str | None, failure_kind: str | None, error: str | None, model: str | None) -> None:
     values = [scores[m] if scores else None for m in METRICS]
@@ -482,8 +515,7 @@ def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: st
     chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
     stored = failed = 0
     for number, chunk in enumerate(chunks, start=1):
-        calls = [LLMCall(judge_messages(row), MonitorScores, call_label=f"monitor:{day}:{row.id}", max_tokens=60,
-                         top_logprobs=TOP_LOGPROBS) for row in chunk]
+        calls = [judge_call(row, f"monitor:{day}:{row.id}") for row in chunk]
         try:
             results = gateway.complete_many(
                 calls, desc=f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")

@@ -32,6 +32,8 @@ variants), s(not_support) = 0, over the answer's query's nuggets N and vital nug
 
 A query without vital nuggets has no vital scores (None), not 0. A system's score is the macro-average over
 its queries of the answers that have one (:func:`system_means`), with the left-out answers counted beside it.
+The five scores are metrics of the study (kind ``nugget``, :mod:`lib.metrics`): ``score(gateway, items)`` on
+:class:`NuggetItem` runs the assignment step and gives the score or why there is none.
 """
 from __future__ import annotations
 
@@ -39,13 +41,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
-from lib import embeddings
+from lib import embeddings, metrics
 from lib.embeddings import Embed, similarity
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
@@ -346,3 +348,52 @@ def system_means(scores: pd.DataFrame, by: Sequence[str] = ("system",)) -> pd.Da
         out[f"n_{name}"] = grouped[name].count()
     out["answers"] = grouped.size()
     return out
+
+
+@dataclass(frozen=True)
+class NuggetItem:
+    """One answer to score: its query, the answer, the query's nuggets and their importance (None: unlabelled)."""
+
+    query: str
+    answer: str
+    nuggets: tuple[str, ...]
+    importance: tuple[str | None, ...]
+
+
+def score_answers(gateway: Gateway, items: Sequence[NuggetItem], *, grades: int = 3, window: int = WINDOW,
+                  call_label: str = "nuggets") -> list[dict[str, metrics.Result]]:
+    """Per item, each of the five scores (:func:`answer_scores`) as a result after :func:`assign`: a failed
+    assignment batch fails every score with the batch's kind; a score :func:`answer_scores` leaves undefined
+    (no nuggets, an importance missing, no vital nugget) is a failure of kind ``undefined``."""
+    out = []
+    for i, item in enumerate(items):
+        labels, failures = assign(gateway, item.query, item.answer, item.nuggets, grades=grades, window=window,
+                                  call_label=f"{call_label}:{i}")
+        if failures:
+            out.append(dict.fromkeys(SCORES, metrics.Result.failure(failures[0].failure_kind)))
+            continue
+        scores = answer_scores(labels, item.importance)
+        out.append({name: metrics.Result.of(value) for name, value in scores.items()})
+    return out
+
+
+def _score_metric(name: str, title: str, construct: str, formula: str) -> metrics.FunctionMetric:
+    def call(gateway: Gateway | None, items: Sequence[NuggetItem], **options: Any) -> list[metrics.Result]:
+        return [scores[name] for scores in score_answers(metrics.judge_gateway(gateway, title), items, **options)]
+
+    return metrics.FunctionMetric(
+        name=title, kind="nugget", construct=construct, scale=metrics.Scale(0, 1), description=formula, call=call,
+        citation="Pradeep et al. 2024, AutoNuggetizer" if name != "weighted" else "this study, after AutoNuggetizer",
+        aliases=(f"nuggets.{name}",))
+
+
+NUGGET_METRICS = tuple(metrics.register(_score_metric(*spec)) for spec in (
+    ("strict_vital", "nugget vital (strict)", "share of the query's vital facts the answer states fully",
+     "|{n ∈ V : support}| / |V|"),
+    ("vital", "nugget vital", "share of the query's vital facts the answer states, partial support half",
+     "Σ_{n∈V} s(n) / |V|"),
+    ("strict_all", "nugget all (strict)", "share of the query's facts the answer states fully",
+     "|{n ∈ N : support}| / |N|"),
+    ("all", "nugget all", "share of the query's facts the answer states, partial support half", "Σ_{n∈N} s(n) / |N|"),
+    ("weighted", "nugget weighted", "share of the query's facts the answer states, vital ones counting double",
+     "Σ_n w(n)·s(n) / Σ_n w(n), w(vital) = 1, w(okay) = 0.5")))

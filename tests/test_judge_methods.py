@@ -83,8 +83,9 @@ def test_criteria_are_judged_separately_and_averaged_without_hiding_failures(tmp
 def test_summeval_rubrics_have_study_steps_and_the_no_cot_ablation_drops_the_steps_section():
     from lib.judges import geval
 
-    assert [r.scale for r in geval.SUMMEVAL_RUBRICS.values()] == [(1, 5), (1, 5), (1, 3), (1, 5)]
-    for rubric in geval.SUMMEVAL_RUBRICS.values():
+    rubrics = [geval.summeval_rubric(d) for d in geval.SUMMEVAL_DIMENSIONS]
+    assert [r.points for r in rubrics] == [(1, 5), (1, 5), (1, 3), (1, 5)]
+    for rubric in rubrics:
         assert geval.evaluation_steps(rubric, "study").startswith("1. ")
     item = JudgeItem("An article.", "A summary.")
     with_steps = geval.form_messages(geval.FLUENCY, "1. Read.", item)[0]["content"]
@@ -108,8 +109,9 @@ def test_judge_kinds_give_each_kinds_columns_and_the_methods_name_them(tmp_path)
     rows = dl_like().iloc[[1, 5, 10]]
     examples = methods.fewshot_examples(dl_like()[dl_like().qid == "q0"], (0, 1, 2, 3), seed=0)
     with FakeOpenAI(grade_by_kind) as fake:
-        frame = methods.judge_passages(["pointwise", "fewshot", "criteria", "pointwise"], gateway_for(fake, tmp_path),
-                                       rows, examples=examples, criteria=["Topicality", "Exactness"])
+        frame = methods.judge_passages(gateway_for(fake, tmp_path), rows,
+                                       ["pointwise", "fewshot", "criteria", "pointwise"], examples=examples,
+                                       criteria=["Topicality", "Exactness"])
     assert len(fake.requests) == 3 * (1 + 1 + 2)  # a kind named twice is judged once
     assert list(frame.index) == list(rows.index)
     assert frame.pointwise_grade.tolist() == [2] * 3 and frame.pointwise_expected.tolist() == [2.5] * 3
@@ -124,4 +126,4 @@ def test_judge_kinds_give_each_kinds_columns_and_the_methods_name_them(tmp_path)
         methods.call_kind(calibration.Method("BM25", "bm25", fit=True, calls=0))
     assert methods.expected_column(calibration.Method("BM25", "bm25", fit=True, calls=0)) is None
     with pytest.raises(ValueError, match="need examples"):
-        methods.judge_kinds(["fewshot"], gateway_for(fake, tmp_path), [JudgeItem("q", "p")])
+        methods.judge_kinds(gateway_for(fake, tmp_path), [JudgeItem("q", "p")], ["fewshot"])

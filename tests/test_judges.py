@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from lib import metrics
 from lib.design import PERSONAS_BY_ID
 from lib.judges import geval, relevance
 from lib.judges.guardrails import FINANCIAL_PATTERNS, financial_safety
@@ -101,10 +102,13 @@ def test_geval_steps_are_generated_by_the_command_and_only_read_in_a_run(tmp_pat
     assert prompt.endswith("Reply with the steps only.")
 
 
-def test_every_registered_rubric_has_committed_model_and_study_steps():
+def test_every_registered_rubric_has_committed_study_steps_and_the_nudge_rubrics_model_steps():
+    assert list(geval.RUBRICS) == ["ToneEmpathy", "CulturalSensitivity", "Coherence", "Consistency", "Fluency",
+                                   "Relevance"]
     for rubric in geval.RUBRICS.values():
-        for author in ("model", "study"):
-            assert geval.evaluation_steps(rubric, author).startswith("1. ")
+        assert geval.evaluation_steps(rubric, "study").startswith("1. ")
+    for rubric in (geval.TONE_EMPATHY, geval.CULTURAL_SENSITIVITY, geval.COHERENCE):
+        assert geval.evaluation_steps(rubric, "model").startswith("1. ")
 
 
 def test_a_rubric_without_context_label_shows_no_context():
@@ -115,9 +119,9 @@ def test_a_rubric_without_context_label_shows_no_context():
 def test_geval_probability_weighted_score(tmp_path):
     reply = always('{"score": 4}', logprobs=digit_logprobs({4: 0.5, 3: 0.25, 5: 0.25}))
     with FakeOpenAI(reply) as fake:
-        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [JudgeItem("My family needs me.", "Your family matters.",
-                                          "a daughter who cares for her parents")])
+        [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("My family needs me.", "Your family matters.",
+                                                                        "a daughter who cares for her parents")],
+                               geval.CULTURAL_SENSITIVITY, "1. Score.")
     assert result.ok and result.scored_by == "logprobs" and result.argmax == 4
     assert result.score == pytest.approx(4 * 0.5 + 3 * 0.25 + 5 * 0.25)
     system, user, prefill = fake.requests[0]["messages"]
@@ -136,8 +140,8 @@ def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
             else "broken")
 
     with FakeOpenAI(responder) as fake:
-        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [JudgeItem("src", "out")], n_samples=8)
+        [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("src", "out")], geval.CULTURAL_SENSITIVITY,
+                               "1. Score.", n_samples=8)
     # seeds 0..7 -> 2,4,4,5,2,4,4,(seed 7 fails in all 3 attempts) -> mean of 7 valid samples
     assert result.ok and result.scored_by == "samples" and result.samples_failed == 1
     assert result.score == pytest.approx((2 + 4 + 4 + 5 + 2 + 4 + 4) / 7) and result.argmax == 4
@@ -145,8 +149,8 @@ def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
 
 def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
     with FakeOpenAI(always("I would say four")) as fake:
-        [result] = geval.geval(geval.CULTURAL_SENSITIVITY, gateway_for(fake, tmp_path), "1. Score.",
-                               [JudgeItem("s", "o")])
+        [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("s", "o")], geval.CULTURAL_SENSITIVITY,
+                               "1. Score.")
     assert not result.ok and result.score is None and result.argmax is None
     assert result.failure_kind == "invalid_json"
 
@@ -154,21 +158,23 @@ def test_geval_parse_failure_is_recorded_not_scored(tmp_path):
 def test_tone_empathy_rule_decides_shaming_without_llm_and_sends_the_rest(tmp_path):
     reply = always('{"score": 4}', logprobs=digit_logprobs({4: 1.0}))
     with FakeOpenAI(reply) as fake:
-        shamed, neutral = geval.geval(geval.TONE_EMPATHY, gateway_for(fake, tmp_path), "1. Score.",
-                                      [JudgeItem("entry", "You never learn."),
-                                       JudgeItem("entry", "That was a bad day.")])
+        shamed, neutral = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("entry", "You never learn."),
+                                                                     JudgeItem("entry", "That was a bad day.")],
+                                      geval.TONE_EMPATHY, "1. Score.")
     assert (shamed.ok, shamed.score, shamed.scored_by) == (True, 1.0, "rule")
     assert shamed.reason is not None and shamed.reason.startswith("shaming: ")
     assert (neutral.scored_by, neutral.argmax) == ("logprobs", 4)
     assert len(fake.requests) == 1 and "That was a bad day." in fake.requests[0]["messages"][1]["content"]
 
 
-def test_register_adds_a_rubric_once(monkeypatch):
-    monkeypatch.setattr(geval, "RUBRICS", {})
-    rubric = geval.register(geval.Rubric("Brevity", (1, 3), "Rate the message.", "How short it is."))
-    assert {"Brevity": rubric} == geval.RUBRICS and rubric.scores == [1, 2, 3]
+def test_register_adds_a_rubric_once_to_the_one_registry(monkeypatch):
+    monkeypatch.setattr(metrics, "REGISTRY", {})
+    monkeypatch.setattr(metrics, "ALIASES", {})
+    rubric = metrics.register(geval.Rubric("Brevity", (1, 3), "Rate the message.", "How short it is."))
+    assert dict(geval.RUBRICS) == {"Brevity": rubric} and rubric.scores == [1, 2, 3]
+    assert rubric.construct == "How short it is." and str(rubric.scale) == "[1, 3]"
     with pytest.raises(ValueError, match="'Brevity' is already registered"):
-        geval.register(geval.Rubric("Brevity", (1, 5), "Another intro.", "Other criteria."))
+        metrics.register(geval.Rubric("Brevity", (1, 5), "Another intro.", "Other criteria."))
     assert geval.RUBRICS["Brevity"] is rubric
 
 

@@ -138,7 +138,7 @@ def test_a_frozen_choice_survives_save_and_load_and_grades_new_items_as_before(t
     rows = dl_rows()
     with FakeOpenAI(some_judge) as fake:
         gateway = gateway_for(fake, tmp_path)
-        judged = rows.join(methods.judge_passages(["pointwise"], gateway, rows))
+        judged = rows.join(methods.judge_passages(gateway, rows, ["pointwise"]))
         choice = thresholds_choice(judged, gateway.endpoint.identity)
         loaded = methods.FrozenChoice.load(choice.save(tmp_path / "choice.json"))
         applied = loaded.apply(gateway, [JudgeItem(r.query, r.passage) for r in rows.itertuples()])
@@ -151,7 +151,7 @@ def test_a_frozen_choice_survives_save_and_load_and_grades_new_items_as_before(t
 def test_a_frozen_choice_refuses_another_judge_model_and_a_baseline(tmp_path):
     rows = dl_rows()
     with FakeOpenAI(some_judge) as fake:
-        judged = rows.join(methods.judge_passages(["pointwise"], gateway_for(fake, tmp_path), rows))
+        judged = rows.join(methods.judge_passages(gateway_for(fake, tmp_path), rows, ["pointwise"]))
         choice = thresholds_choice(judged, "another-model")
         with pytest.raises(ValueError, match="another-model"):
             choice.apply(gateway_for(fake, tmp_path), [JudgeItem("q", "p")])

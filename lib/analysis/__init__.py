@@ -37,14 +37,17 @@ informative entry
     an entry whose pool's best and worst orders score differently on a measure: only there can methods differ,
     so tests run on the informative entries (decided by the labels alone, never by a method's ranking).
 measure
-    a number computed from a ranking and labels (Hit@k, NDCG@k; ``ranking.MEASURES``); its per-entry number
+    a number computed from a ranking and labels (Hit@k, NDCG@k; ``ranking.MEASURES``, the ranking metrics of
+    the registry ``lib.metrics``); its per-entry number
     is a *value*.
 rubric
-    a G-Eval criterion scored on an integer scale by an LLM (``lib.judges.geval.RUBRICS``); its number is a
+    a G-Eval criterion scored on integer points by an LLM (``lib.judges.geval.RUBRICS``); its number is a
     *score*. Outcome scores (``lib.judges.outcomes``) come from records of user actions.
 metric
     a number that scores one system output or conversation without a ranking (chapter 06's CC, CR, TAS, CAS;
     the monitor's groundedness, relevance, completeness, no-hallucination); a ranking's number is a *measure*.
+    Every measure, rubric and metric is declared in the one registry ``lib.metrics`` (construct, scale,
+    citation) and called alike: ``score(gateway, items)`` → score, reason, failed.
 model
     an LLM, named by its identity (``name@sha256:…`` for the embedded one) in every table's ``model``,
     ``judge_model`` and ``generator_model`` columns; never a ranker or a CRS.

@@ -22,15 +22,18 @@ Candidates without a label (the judge failed) are unjudged: every measure is com
 ``judged_only=True`` (trec_eval -J), which removes them from the ranking before scoring (condensed lists,
 Sakai 2007), so a failure never counts as "irrelevant".
 
-A new measure family registers the same way: an object with ``name``, ``cutoff``, ``min_grade``, an
-``ir_measure`` and its ``random_expectation`` (:class:`RankingMeasure`), passed to :func:`register`.
+Each measure is a metric of the study (:class:`lib.metrics.Metric`, kind ``ranking``) in the one registry
+(:func:`lib.metrics.register`); ``MEASURES`` is the registry's view of the ranking measures, in the order of
+registration. A new measure family registers the same way: an object with the metric's declaration, ``cutoff``,
+``min_grade``, an ``ir_measure`` and its ``random_expectation`` (:class:`RankingMeasure`). Its ``score(None,
+pools)`` scores each :class:`RankedPool` on its own (an entry that cannot be scored is a failure, not 0).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import ir_measures
 import numpy as np
@@ -38,17 +41,17 @@ import pandas as pd
 from ir_measures import Qrel, ScoredDoc
 
 from lib.design import GRADES
+from lib.metrics import UNDEFINED, Metric, Result, Scale, checked, of_kind, register
 from lib.rankers import RANKER_ORDER
+
+if TYPE_CHECKING:
+    from lib.llm.gateway import Gateway
 
 GAIN_SCALE = 1_000_000  # gains reach ir_measures as round(g × GAIN_SCALE)
 RANDOM_EXPECTED = "random (expected)"  # the ranker name of the analytical random-order rows
 
 
-class RankingMeasure(Protocol):
-    @property
-    def name(self) -> str:
-        """The measure's name in tables and figures."""
-
+class RankingMeasure(Metric, Protocol):
     @property
     def cutoff(self) -> int:
         """k: the rank the measure looks down to."""
@@ -66,7 +69,40 @@ class RankingMeasure(Protocol):
 
 
 @dataclass(frozen=True)
-class Hit:
+class RankedPool:
+    """One entry's ranking (candidate ids, shown first first) and the gain of each candidate (None: unjudged)."""
+
+    ranking: tuple[str, ...]
+    gains: Mapping[str, float | None]
+
+
+def score_pools(measure: RankingMeasure, pools: Sequence[RankedPool]) -> list[Result]:
+    """The measure's value on each pool, as :func:`per_entry` computes it; a pool without a candidate of gain ≥ the
+    measure's threshold is not scoreable (a failure of kind ``undefined``, never 0)."""
+    results = []
+    for pool in pools:
+        labelled = {c: float(g) for c, g in pool.gains.items() if g is not None}
+        if not any(g >= measure.min_grade for g in labelled.values()):
+            results.append(Result.failure(UNDEFINED, f"no judged candidate has g ≥ {measure.min_grade}"))
+            continue
+        qrels = [Qrel("entry", c, round(g * GAIN_SCALE)) for c, g in labelled.items()]
+        run = [ScoredDoc("entry", c, -float(rank)) for rank, c in enumerate(pool.ranking)]
+        values = [m.value for m in ir_measures.iter_calc([measure.ir_measure], qrels, run)]
+        results.append(Result(float(values[0])) if values else Result.failure(UNDEFINED, "no judged candidate ranked"))
+    return checked(measure, results, len(pools))
+
+
+class _Ranking:
+    """The declaration every ranking measure shares: its kind and its call (:func:`score_pools`)."""
+
+    kind: Literal["ranking"] = "ranking"
+
+    def score(self: Any, gateway: Gateway | None, items: Sequence[RankedPool], **options: Any) -> list[Result]:
+        return score_pools(self, items)
+
+
+@dataclass(frozen=True)
+class Hit(_Ranking):
     """Hit@k (g ≥ t) — ir_measures ``Success(rel=t, judged_only=True)@k``."""
 
     cutoff: int
@@ -76,6 +112,26 @@ class Hit:
     def name(self) -> str:
         relation = "=" if self.min_grade == max(GRADES) else "≥"
         return f"Hit@{self.cutoff} (g{relation}{self.min_grade})"
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (f"Success(rel={self.min_grade})@{self.cutoff}",)
+
+    @property
+    def construct(self) -> str:
+        return f"whether the top {self.cutoff} shows a candidate of grade ≥ {self.min_grade}"
+
+    @property
+    def scale(self) -> Scale:
+        return Scale.of(0, 1)
+
+    @property
+    def description(self) -> str:
+        return f"1 if some candidate in the top {self.cutoff} has g ≥ {self.min_grade}, else 0 (judged only)"
+
+    @property
+    def citation(self) -> str:
+        return "trec_eval success@k (ir_measures Success)"
 
     @property
     def ir_measure(self) -> Any:
@@ -89,7 +145,7 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class NDCG:
+class NDCG(_Ranking):
     """NDCG@k with linear gains — ir_measures ``nDCG(judged_only=True)@k``; scoreable when some g ≥ 1 (a pool the
     judge finds wholly irrelevant has nothing worth ranking)."""
 
@@ -99,6 +155,26 @@ class NDCG:
     @property
     def name(self) -> str:
         return f"NDCG@{self.cutoff}"
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (f"nDCG@{self.cutoff}",)
+
+    @property
+    def construct(self) -> str:
+        return f"how close the order of the top {self.cutoff} is to the best order by gain"
+
+    @property
+    def scale(self) -> Scale:
+        return Scale(0, 1)
+
+    @property
+    def description(self) -> str:
+        return f"DCG@{self.cutoff} / IDCG@{self.cutoff}, linear gains, discount 1/log2(i + 1) (judged only)"
+
+    @property
+    def citation(self) -> str:
+        return "Järvelin & Kekäläinen 2002"
 
     @property
     def ir_measure(self) -> Any:
@@ -113,16 +189,7 @@ class NDCG:
         return float(np.mean(gains) * sum(discounts) / ideal) if ideal > 0 else float("nan")
 
 
-MEASURES: dict[str, RankingMeasure] = {}
-
-
-def register(measure: RankingMeasure) -> RankingMeasure:
-    """Add ``measure`` to ``MEASURES`` under its name (the order of registration is the order of tables)."""
-    if measure.name in MEASURES:
-        raise ValueError(f"measure {measure.name!r} is already registered")
-    MEASURES[measure.name] = measure
-    return measure
-
+MEASURES: Mapping[str, RankingMeasure] = of_kind("ranking")  # the order of registration is the order of tables
 
 for _measure in (Hit(1, 1), Hit(3, 1), Hit(1, 2), Hit(3, 2), NDCG(3), NDCG(5)):
     register(_measure)

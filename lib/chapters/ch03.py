@@ -171,7 +171,7 @@ def tone_pairs(scores: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
 def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> dict[str, list[geval.GEvalResult]]:
     """G-Eval ToneEmpathy, with the study's evaluation steps, on the tone check's items."""
     rubric = geval.RUBRICS[TONE_RUBRIC]
-    return {TONE_RUBRIC: geval.geval(rubric, gateway, geval.evaluation_steps(rubric, "study"), items,
+    return {TONE_RUBRIC: geval.geval(gateway, items, rubric, geval.evaluation_steps(rubric, "study"),
                                      n_samples=n_samples)}
 
 

@@ -136,8 +136,8 @@ def geval_section(judge: Gateway, samples: Samples, dimensions: Sequence[str], m
     items = [JudgeItem(source=s, output=o) for s, o in zip(judged.source, judged.system_output, strict=True)]
     failed = 0
     for dimension in dimensions:
-        rubric = geval.SUMMEVAL_RUBRICS[dimension]
-        scored = geval.geval(rubric, judge, geval.evaluation_steps(rubric, "study"), items, n_samples=n_samples)
+        rubric = geval.summeval_rubric(dimension)
+        scored = geval.geval(judge, items, rubric, geval.evaluation_steps(rubric, "study"), n_samples=n_samples)
         judged[f"{dimension}_weighted"] = [r.score for r in scored]
         judged[f"{dimension}_argmax"] = [np.nan if r.argmax is None else float(r.argmax) for r in scored]
         failed += sum(not r.ok for r in scored)

@@ -8,6 +8,7 @@ written integer when the endpoint returns no logprobs (``scored_by``;
 :func:`lib.judges.logprobs.weighted_fields`). A call that returns no valid scores is a judgment with
 ``ok=False`` and the gateway's ``failure_kind`` — never a default score. The judge is unvalidated against human
 ratings in this chapter: its scores are compared with TAS (Spearman ρ), not taken as ground truth.
+Each criterion is a metric of the study (kind ``CRS``, :mod:`lib.metrics`): ``score(gateway, conversations)``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
-from lib import prompts
+from lib import metrics, prompts
 from lib.crs.records import JudgeRecord
 from lib.judges.logprobs import weighted_fields
 from lib.llm.gateway import Gateway, LLMCall
@@ -65,3 +66,31 @@ def judge_conversations(gateway: Gateway, conversations: Sequence[Sequence[Mappi
 def not_judged() -> JudgeRecord:
     """The judgment of a run without a judge gateway: failed, with failure_kind ``not_judged``."""
     return JudgeRecord(ok=False, failure_kind="not_judged")
+
+
+def record_results(record: JudgeRecord) -> dict[str, metrics.Result]:
+    """The judgment's three scores as results, or its failure for all three."""
+    if not record.ok:
+        return dict.fromkeys(RUBRIC_CRITERIA, metrics.Result.failure(record.failure_kind or "unknown"))
+    return {c: metrics.Result.of(getattr(record, c)) for c in RUBRIC_CRITERIA}
+
+
+def _metric(criterion: str, construct: str) -> metrics.FunctionMetric:
+    name = f"conversation {criterion}"
+
+    def call(gateway: Gateway | None, items: Sequence[Sequence[Mapping[str, Any]]], **options: Any
+             ) -> list[metrics.Result]:
+        judged = judge_conversations(metrics.judge_gateway(gateway, name), items, **options)
+        return [record_results(record)[criterion] for record in judged]
+
+    return metrics.FunctionMetric(
+        name=name, kind="CRS", construct=construct, scale=metrics.Scale(1, 5), call=call,
+        description="Σ_s p(s)·s of the criterion's 1–5 score, in one call scoring all three "
+                    "(crs_conversation_rubric.txt); unvalidated against human ratings",
+        citation="this study; weighting of Liu et al. 2023 (G-Eval)", aliases=(f"judge_{criterion}",))
+
+
+JUDGE_METRICS = tuple(metrics.register(_metric(criterion, construct)) for criterion, construct in (
+    ("coherence", "whether each reply follows from what the user said and the conversation so far"),
+    ("personalisation", "whether the replies fit the user's stated wishes, including a change of mind"),
+    ("proactiveness", "whether the recommender moves the conversation forward with concrete suggestions")))

@@ -43,21 +43,31 @@ similarity of consecutive user turns falls below a threshold (MiniLM cosine, or 
 Their agreement: boundary precision / recall / F1 (a legacy boundary matches an unmatched shift at most
 ``boundary_tolerance`` turns away) and Pk (Beeferman, Berger & Lafferty 1999: the probability that two turns k
 apart are wrongly put in the same or in different segments, k = half the mean grounded segment length).
+
+The session's CC, CR, copy ratio, TAS, recovery rate, recovery delay, interference and CAS are metrics of the study
+(kind ``CRS``, :mod:`lib.metrics`): ``score(None, sessions, universe=..., config=...)`` on :class:`Session`
+gives each session's value (:func:`session_summary`), or ``undefined`` where it has none (no shift, no scored
+turn).
 """
 from __future__ import annotations
 
 import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from lib import metrics
 from lib.crs.concepts import content_words, preference_concepts, tokens
 from lib.crs.config import LegacyMethod, MetricConfig
 from lib.crs.universe import ItemUniverse
 from lib.embeddings import Embed, similarity
+
+if TYPE_CHECKING:
+    from lib.llm.gateway import Gateway
 
 Turn = Mapping[str, Any]
 
@@ -276,3 +286,56 @@ def session_summary(turns: pd.DataFrame, shifts: pd.DataFrame, config: MetricCon
     summary["scored_turns"] = len(scored)
     summary["failed_turns"] = int((~turns["scored"]).sum())
     return summary
+
+
+@dataclass(frozen=True)
+class Session:
+    """One conversation to score (alternating USER, SYSTEM turns with the user's metadata) and its shift events."""
+
+    conversation: Sequence[Turn]
+    shift_events: Sequence[Mapping[str, Any]]
+
+
+def session_results(sessions: Sequence[Session], universe: ItemUniverse, config: MetricConfig | None = None
+                    ) -> list[dict[str, metrics.Result]]:
+    """Each session's :func:`session_summary` metrics as results (None: ``undefined``)."""
+    config = config or MetricConfig()
+    out = []
+    for session in sessions:
+        turns = turn_table(session.conversation, universe, config)
+        summary = session_summary(turns, shift_table(turns, session.shift_events, config), config)
+        out.append({column: metrics.Result.of(summary[column]) for column in SESSION_METRICS})
+    return out
+
+
+def _metric(column: str, name: str, construct: str, scale: metrics.Scale, formula: str, citation: str
+            ) -> metrics.FunctionMetric:
+    def call(gateway: Gateway | None, items: Sequence[Session], *, universe: ItemUniverse,
+             config: MetricConfig | None = None) -> list[metrics.Result]:
+        return [r[column] for r in session_results(items, universe, config)]
+
+    return metrics.FunctionMetric(name=name, kind="CRS", construct=construct, scale=scale, description=formula,
+                                  citation=citation, call=call, aliases=(column,) if column != name else ())
+
+
+UNIT = metrics.Scale(0, 1)
+SESSION_METRICS: dict[str, metrics.FunctionMetric] = {spec[0]: metrics.register(_metric(*spec)) for spec in (
+    ("cc", "CC", "consistency of the reply's concepts with the user's whole current preference", UNIT,
+     "mean over scored turns of |S ∩ P| / |S ∪ P|", "Jaccard 1901"),
+    ("cr", "CR", "relevance of the reply's concepts to the last user turn", UNIT,
+     "mean over scored turns of the IDF-weighted cosine of S and U", "Salton & Buckley 1988"),
+    ("copy_ratio", "copy ratio", "how much of the reply copies the user's last turn", UNIT,
+     "mean over scored turns of the clipped n-gram precision against the user turn, maximised over n",
+     "Papineni et al. 2002 (BLEU's modified precision)"),
+    ("tas", "TAS", "turn-level adaptation to the user's current preference", metrics.Scale(-1, 1),
+     "mean over scored turns of clip(α·CC + β·CR − γ·I, −1, 1)", "this study (METHODOLOGY.md)"),
+    ("recovery_rate", "recovery rate", "how often the system adapts within W turns of a preference shift", UNIT,
+     "share of shifts with TAS ≥ θ and no stale concept within W turns", "this study (METHODOLOGY.md)"),
+    ("recovery_delay", "recovery delay", "how many turns the system takes to adapt after a shift",
+     metrics.Scale(0, float("inf")), "mean delay (turns) of the recovered shifts", "this study (METHODOLOGY.md)"),
+    ("interference", "stale interference", "how long an abandoned wish keeps being served after a shift", UNIT,
+     "mean over shifts of the share of the W turns after it that name a dropped concept",
+     "this study (METHODOLOGY.md)"),
+    ("cas", "CAS", "conversation-level adaptation to preference shifts", metrics.Scale(-1, 1),
+     "Σ_k w_k·component_k over TAS, recovery rate and stability (1 − interference)",
+     "this study (METHODOLOGY.md)"))}

@@ -11,6 +11,8 @@
   inflation with it (each condition against its own uninjected baseline).
 * Position — :func:`judge_pairs_with_tie` and :func:`pairwise_position`: MT-Bench's protocol (Zheng et al. 2023,
   §3.3, Table 2) with a tie option, each pair in both orders, p(first shown) from the answer's log-probabilities.
+  The pairwise judge itself is a metric of the study (``PAIRWISE_PREFERENCE``, :mod:`lib.metrics`): 1 when it
+  prefers the first shown, 0 the second, 0.5 a tie.
 
 Every interval resamples the queries the items belong to (the independent unit; :func:`lib.analysis.stats.
 unit_bootstrap`), and ``ci_over`` says how many. No interval is given over fewer than
@@ -22,13 +24,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 from pydantic import BaseModel
 
+from lib import metrics
 from lib.analysis.names import POSITION_CONSISTENCY
 from lib.analysis.stats import unit_bootstrap
 from lib.judges.items import JudgeItem
@@ -259,6 +262,40 @@ def verdict_probabilities(logprobs: list[dict] | None) -> dict[str, float] | Non
     return {k: v / total for k, v in mass.items()} if total > 0 else None
 
 
+def pair_call(source: str, first: str, second: str, call_label: str) -> LLMCall:
+    """The pairwise call with a tie option on (``first``, ``second``) shown in that order."""
+    return LLMCall(tie_pair_messages(source, first, second), PreferenceOrTie, max_tokens=6, prefill=PAIR_PREFILL,
+                   top_logprobs=5, call_label=call_label)
+
+
+class Pair(NamedTuple):
+    """What the pairwise judge is shown: the query, then two passages in this order."""
+
+    source: str
+    first: str
+    second: str
+
+
+PREFERENCE_SCORE: dict[str, float] = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+def _preference_call(gateway: Gateway | None, items: Sequence[Pair], call_label: str = "pairwise-tie"
+                     ) -> list[metrics.Result]:
+    judge = metrics.judge_gateway(gateway, "pairwise preference")
+    results = judge.complete_many([pair_call(p.source, p.first, p.second, f"{call_label}:{i}")
+                                   for i, p in enumerate(items)], desc=call_label)
+    return [metrics.Result(PREFERENCE_SCORE[r.value.better]) if r.ok else metrics.Result.failure(r.failure_kind
+                                                                                               or "unknown")
+            for r in results]
+
+
+PAIRWISE_PREFERENCE = metrics.register(metrics.FunctionMetric(
+    name="pairwise preference", kind="LLM judge", construct="whether the first-shown passage answers the query better",
+    scale=metrics.Scale.of(0, 0.5, 1), citation="Zheng et al. 2023 (MT-Bench), §3.3",
+    description="one call with a tie option: 1 the first shown is better, 0 the second, 0.5 a tie",
+    call=_preference_call))
+
+
 def judge_pairs_with_tie(gateway: Gateway, pairs: pd.DataFrame, call_label: str = "pairwise-tie") -> pd.DataFrame:
     """Each pair (columns qid, query, better_text, worse_text: the passages of higher and lower human grade) asked
     with the better passage shown first and with it shown second (2 calls a pair, consecutive: shared prefix).
@@ -268,8 +305,7 @@ def judge_pairs_with_tie(gateway: Gateway, pairs: pd.DataFrame, call_label: str 
     for r in pairs.itertuples():
         for order, (a, b) in (("better_first", (r.better_text, r.worse_text)),
                               ("worse_first", (r.worse_text, r.better_text))):
-            calls.append(LLMCall(tie_pair_messages(r.query, a, b), PreferenceOrTie, max_tokens=6,
-                                 prefill=PAIR_PREFILL, top_logprobs=5, call_label=f"{call_label}:{r.qid}:{order}"))
+            calls.append(pair_call(r.query, a, b, f"{call_label}:{r.qid}:{order}"))
     results = gateway.complete_many(calls, desc=call_label)
     rows = []
     for k, r in enumerate(pairs.itertuples()):

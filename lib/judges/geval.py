@@ -1,7 +1,8 @@
 """G-Eval rubrics (Liu et al., "G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment", EMNLP 2023),
 for any (rubric, source, output): a *rubric* is one criterion scored on an integer scale by the LLM.
 
-1. Task introduction + evaluation criteria define a rubric (:class:`Rubric`, registered by name in ``RUBRICS``).
+1. Task introduction + evaluation criteria define a rubric (:class:`Rubric`, a metric of kind ``G-Eval rubric``
+   registered by name in the study's registry, :mod:`lib.metrics`; ``RUBRICS`` is the registry's view of them).
 2. *Auto chain-of-thought*: the LLM writes the evaluation steps once from the introduction and criteria
    (``python -m lib.judges.geval steps``); they are committed in ``lib/prompts/geval_steps/<rubric>.txt`` and
    only read during a run, so runs are reproducible and a run never writes into ``lib/``. A small model's
@@ -17,21 +18,22 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
    answers at temperature 1 and their mean.
 A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's shaming
 rule, :func:`lib.judges.guardrails.banned_shame_word`). A call that yields no score is a failure with its
-kind, never a default score.
+kind, never a default score. ``rubric.score(gateway, items)`` gives the :class:`lib.metrics.Result` of each item
+(with the study's steps): the one call every metric of the study has.
 """
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import pandas as pd
 from pydantic import BaseModel, create_model
 
-from lib import paths, prompts
+from lib import metrics, paths, prompts
 from lib.judges.guardrails import RuleVerdict, banned_shame_word
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
@@ -44,24 +46,57 @@ STEPS_AUTHORS: tuple[StepsAuthor, ...] = get_args(StepsAuthor)
 SCORE_PREFILL = '{"score": '
 STEPS_COMMAND = "python -m lib.judges.geval steps"
 TOP_LOGPROBS = 5
+CITATION = "Liu et al. 2023, G-Eval (EMNLP)"
 
 
 @dataclass(frozen=True)
 class Rubric:
-    """A G-Eval rubric: name, integer scale, task introduction, criteria, an optional deciding rule, and
-    ``context_label``: when set, the item's context (e.g. the persona) is shown under that heading, for
-    criteria that cannot be judged without it."""
+    """A G-Eval rubric: name, the integer ``points`` (lowest, highest) the form asks for, task introduction,
+    criteria, an optional deciding rule, and ``context_label``: when set, the item's context (e.g. the persona) is
+    shown under that heading, for criteria that cannot be judged without it. As a metric (:class:`lib.metrics.Metric`)
+    its ``construct`` is what the criteria ask (the criteria themselves unless given) and its scale the interval
+    between its points (the score is probability-weighted)."""
 
     name: str
-    scale: tuple[int, int]
+    points: tuple[int, int]
     task_intro: str
     criteria: str
     rule: Callable[[str], RuleVerdict | None] | None = field(default=None, compare=False)
     context_label: str | None = None
+    construct: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.construct:
+            object.__setattr__(self, "construct", self.criteria)
 
     @property
     def scores(self) -> list[int]:
-        return list(range(self.scale[0], self.scale[1] + 1))
+        return list(range(self.points[0], self.points[1] + 1))
+
+    @property
+    def kind(self) -> Literal["G-Eval rubric"]:
+        return "G-Eval rubric"
+
+    @property
+    def scale(self) -> metrics.Scale:
+        return metrics.Scale(*self.points)
+
+    @property
+    def description(self) -> str:
+        rule = " A rule decides some outputs first." if self.rule else ""
+        return f"Σ_s p(s)·s over the form's scores {self.points[0]}–{self.points[1]}: {self.criteria}{rule}"
+
+    @property
+    def citation(self) -> str:
+        return CITATION
+
+    def score(self, gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any) -> list[metrics.Result]:
+        """:func:`geval` with the study's evaluation steps unless ``steps=`` is given (and ``n_samples=``)."""
+        judge = metrics.judge_gateway(gateway, self.name)
+        steps = options.pop("steps", None)
+        steps = evaluation_steps(self, "study") if steps is None else steps
+        return metrics.checked(self, [r.result() for r in geval(judge, items, self, steps, **options)], len(items))
 
 
 @dataclass(frozen=True)
@@ -77,38 +112,42 @@ class GEvalResult:
     failure_kind: str | None = None
     samples_failed: int = 0
 
+    @property
+    def failed(self) -> bool:
+        return not self.ok
 
-RUBRICS: dict[str, Rubric] = {}
+    def result(self) -> metrics.Result:
+        """The protocol's result: the score and the rule's reason, or the failure."""
+        if not self.ok or self.score is None:
+            return metrics.Result.failure(self.failure_kind or "unknown")
+        return metrics.Result(self.score, self.reason or "")
 
 
-def register(rubric: Rubric) -> Rubric:
-    """Add ``rubric`` to ``RUBRICS`` under its name; a second rubric of the same name is an error."""
-    if rubric.name in RUBRICS:
-        raise ValueError(f"rubric {rubric.name!r} is already registered")
-    RUBRICS[rubric.name] = rubric
-    return rubric
+RUBRICS: Mapping[str, Rubric] = metrics.of_kind("G-Eval rubric")  # the registry's view, in the order registered
 
 
 NUDGE_TASK_INTRO = ("You will be given a person's journal entry (the source text) and a short message an assistant "
                     "wrote in response. Your task is to rate the message on one metric.")
 
-TONE_EMPATHY = register(Rubric(
-    name="ToneEmpathy", scale=(1, 5),
+TONE_EMPATHY = metrics.register(Rubric(
+    name="ToneEmpathy", points=(1, 5),
     task_intro=NUDGE_TASK_INTRO,
     criteria="How empathetic the tone is. The message validates the person's feelings, contains no shame, "
              "blame or lecturing, sounds like a supportive friend rather than a critical parent, and "
              "acknowledges that things are difficult while offering hope.",
     rule=banned_shame_word,
+    construct="empathy of the message's tone (validating, no shame or blame)",
 ))
 
-CULTURAL_SENSITIVITY = register(Rubric(
-    name="CulturalSensitivity", scale=(1, 5),
+CULTURAL_SENSITIVITY = metrics.register(Rubric(
+    name="CulturalSensitivity", points=(1, 5),
     task_intro=NUDGE_TASK_INTRO,
     criteria="How culturally sensitive the message is. It respects family and community obligations as "
              "values rather than obstacles, avoids assuming one culture's norms (for example that "
              "independence from family is always the goal), and allows for collective as well as "
              "individual framing of the person's choices.",
     context_label="About the person",
+    construct="respect for the person's family and community values",
 ))
 
 
@@ -117,46 +156,58 @@ SUMMARY_TASK_INTRO = ("You will be given one summary written for a news article.
 
 # The SummEval rubrics with the G-Eval paper's criteria (its prompts/summeval/*_detailed.txt and, for consistency,
 # the criterion of con_scorer.txt), for the validity checks of chapters 03 and 07. Fluency keeps the paper's
-# 1–3 scale and anchors. Consistency, Fluency and Relevance have study-written steps only, so they are not in
-# RUBRICS (whose every rubric has committed model steps); `python -m lib.judges.geval steps Consistency` writes
-# their model steps when wanted.
-COHERENCE = register(Rubric(
-    name="Coherence", scale=(1, 5),
+# 1–3 scale and anchors. Each is found by its SummEval dimension too (alias "SummEval <dimension>",
+# :func:`summeval_rubric`). Consistency, Fluency and Relevance have study-written steps only;
+# `python -m lib.judges.geval steps Consistency` writes their model steps when wanted.
+COHERENCE = metrics.register(Rubric(
+    name="Coherence", points=(1, 5),
     task_intro=SUMMARY_TASK_INTRO,
     criteria="the collective quality of all sentences. The summary should be well-structured and "
              "well-organized. The summary should not just be a heap of related information, but should build "
              "from sentence to sentence to a coherent body of information about a topic.",
+    construct="SummEval coherence: how well the summary's sentences build a coherent whole",
+    aliases=("SummEval coherence",),
 ))
 
-CONSISTENCY = Rubric(
-    name="Consistency", scale=(1, 5),
+CONSISTENCY = metrics.register(Rubric(
+    name="Consistency", points=(1, 5),
     task_intro=SUMMARY_TASK_INTRO,
     criteria="the factual alignment between the summary and the summarized source. A factually consistent summary "
              "contains only statements that are entailed by the source document. Annotators were also asked to "
              "penalize summaries that contained hallucinated facts.",
-)
+    construct="SummEval consistency: factual alignment of the summary with its source",
+    aliases=("SummEval consistency",),
+))
 
-FLUENCY = Rubric(
-    name="Fluency", scale=(1, 3),
+FLUENCY = metrics.register(Rubric(
+    name="Fluency", points=(1, 3),
     task_intro=SUMMARY_TASK_INTRO,
     criteria="the quality of the summary in terms of grammar, spelling, punctuation, word choice, and sentence "
              "structure. 1: Poor. The summary has many errors that make it hard to understand or sound unnatural. "
              "2: Fair. The summary has some errors that affect the clarity or smoothness of the text, but the main "
              "points are still comprehensible. 3: Good. The summary has few or no errors and is easy to read and "
              "follow.",
-)
+    construct="SummEval fluency: grammar, spelling, word choice and sentence structure",
+    aliases=("SummEval fluency",),
+))
 
-RELEVANCE = Rubric(
-    name="Relevance", scale=(1, 5),
+RELEVANCE = metrics.register(Rubric(
+    name="Relevance", points=(1, 5),
     task_intro=SUMMARY_TASK_INTRO,
     criteria="selection of important content from the source. The summary should include only important "
              "information from the source document. Annotators were instructed to penalize summaries which "
              "contained redundancies and excess information.",
-)
+    construct="SummEval relevance: selection of the source's important content",
+    aliases=("SummEval relevance",),
+))
 
-# SummEval's human dimension (load_summeval column) -> the rubric that scores it.
-SUMMEVAL_RUBRICS: dict[str, Rubric] = {"coherence": COHERENCE, "consistency": CONSISTENCY, "fluency": FLUENCY,
-                                       "relevance": RELEVANCE}
+SUMMEVAL_DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")  # SummEval's human columns
+
+
+def summeval_rubric(dimension: str) -> Rubric:
+    """The rubric that scores SummEval's human ``dimension`` (a column of ``load_summeval``)."""
+    rubric: Rubric = RUBRICS[f"SummEval {dimension}"]
+    return rubric
 
 
 @cache
@@ -195,8 +246,8 @@ def generate_steps(rubric: Rubric, gateway: Gateway, folder: Path = STEPS_DIR) -
     """G-Eval's auto-CoT: ask the LLM for the rubric's evaluation steps and write them to :func:`steps_path`
     (overwriting stored ones; ``python -m lib.judges.geval steps`` and :func:`model_steps` call it)."""
     (prompt,) = prompts.parts("geval_evaluation_steps", 1)
-    text = prompt.format(task_intro=rubric.task_intro, name=rubric.name, low=rubric.scale[0],
-                         high=rubric.scale[1], criteria=rubric.criteria)
+    text = prompt.format(task_intro=rubric.task_intro, name=rubric.name, low=rubric.points[0],
+                         high=rubric.points[1], criteria=rubric.criteria)
     result = gateway.complete([{"role": "user", "content": text}], None, call_label=f"geval-steps:{rubric.name}",
                               max_tokens=300)
     if not result.ok:
@@ -226,7 +277,7 @@ def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str,
     rubric's ``context_label`` (if it has one), the source, then the output. Empty ``steps`` leave the steps
     section out (G-Eval's "−CoT" ablation)."""
     system, user = prompts.parts("geval_form", 2)
-    low, high = rubric.scale
+    low, high = rubric.points
     context_block = f"{rubric.context_label}:\n\n{item.context}\n\n" if rubric.context_label else ""
     system_text = system.format(task_intro=rubric.task_intro, name=rubric.name, low=low, high=high,
                                 criteria=rubric.criteria, steps=steps)
@@ -237,13 +288,13 @@ def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str,
                                                     output=item.output, name=rubric.name, low=low, high=high)}]
 
 
-def geval(rubric: Rubric, gateway: Gateway, steps: str, items: Sequence[JudgeItem],
+def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: str,
           n_samples: int = 10) -> list[GEvalResult]:
     """Score each item's output on ``rubric`` (its context shown only under the rubric's ``context_label``).
     Rule verdicts first; then one
     form-filling call per item with logprobs; items whose answer carries no usable logprobs fall back to
     ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted)."""
-    schema = score_schema(*rubric.scale)
+    schema = score_schema(*rubric.points)
     results: dict[int, GEvalResult] = {}
     pending = []
     for i, item in enumerate(items):
@@ -307,19 +358,20 @@ def score_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m lib.judges.geval steps [RUBRIC ...] [--force]``: write the evaluation steps of the named
-    rubrics (registered or SummEval's; default: every registered rubric without stored steps) with the LLM of
-    the environment."""
+    registered rubrics (default: those whose model steps are stored, which only ``--force`` regenerates) with the
+    LLM of the environment."""
     parser = argparse.ArgumentParser(prog="python -m lib.judges.geval")
     sub = parser.add_subparsers(dest="command", required=True)
     steps_cmd = sub.add_parser("steps", help="generate and store G-Eval evaluation steps")
-    known = {**RUBRICS, **{r.name: r for r in SUMMEVAL_RUBRICS.values()}}
+    known = {name: RUBRICS[name] for name in RUBRICS}
     steps_cmd.add_argument("rubrics", nargs="*", metavar="RUBRIC", help=f"one of {', '.join(known)}")
     steps_cmd.add_argument("--force", action="store_true", help="regenerate steps that are already stored")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.rubrics) - set(known))
     if unknown:
         parser.error(f"unknown rubric(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    chosen = [known[name] for name in args.rubrics or RUBRICS]
+    chosen = ([known[name] for name in args.rubrics] if args.rubrics
+              else [r for r in known.values() if steps_path(r).exists()])
     todo = [r for r in chosen if args.force or not steps_path(r).exists()]
     for rubric in chosen:
         if rubric not in todo:

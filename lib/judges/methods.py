@@ -22,18 +22,21 @@ names every way of grading from those columns (:class:`lib.analysis.calibration.
 and :func:`call_kind` says which calls a method needs. :class:`FrozenChoice` is a method frozen with what it
 learnt as a JSON file (chapter 07 writes its primary reading to ``CHOICE_FILE``), to grade new items without the
 chapter.
+
+Few-shot grading, each criterion and the criteria mean are metrics of the study (kind ``LLM judge``,
+:mod:`lib.metrics`); like every judge here they take the gateway first, then the items, then the options.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from lib import paths
+from lib import metrics, paths
 from lib.analysis.calibration import Frozen, Method
 from lib.judges.items import JudgeItem
 from lib.judges.relevance import (
@@ -120,6 +123,47 @@ def combine_criteria(judgments: dict[str, list[Judgment]]) -> pd.Series:
 
 
 CALL_KINDS = ("pointwise", "fewshot", "criteria")
+CRITERIA_CITATION = "Farzi & Dietz 2024; Upadhyay et al. 2024 (UMBRELA)"
+
+
+def _fewshot_call(gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any) -> list[metrics.Result]:
+    if options.get("examples") is None:
+        raise ValueError("few-shot relevance needs examples= (fewshot_examples on the dev rows)")
+    return [j.result() for j in judge_fewshot(metrics.judge_gateway(gateway, "few-shot passage relevance"), items,
+                                              **options)]
+
+
+FEWSHOT_RELEVANCE = metrics.register(metrics.FunctionMetric(
+    name="few-shot passage relevance", kind="LLM judge",
+    construct="how well a passage answers a search query, on TREC DL's 0–3, after one graded example per grade",
+    scale=metrics.Scale(0, 3), citation="Brown et al. 2020 (few-shot); Upadhyay et al. 2024 (UMBRELA)",
+    description="E[g] of the 4-point pointwise call with the examples (examples=) before the query",
+    call=_fewshot_call))
+
+
+def _criterion_metric(criterion: str) -> metrics.FunctionMetric:
+    def call(gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any) -> list[metrics.Result]:
+        judged = judge_criteria(metrics.judge_gateway(gateway, criterion), items, (criterion,), **options)
+        return [j.result() for j in judged[criterion]]
+
+    return metrics.FunctionMetric(
+        name=criterion, kind="LLM judge", construct=f"{criterion} of a passage for a query: {CRITERIA[criterion]}",
+        scale=metrics.Scale(min(CRITERION_SCALE), max(CRITERION_SCALE)), citation=CRITERIA_CITATION,
+        description="E[g] of one short call grading the criterion 0–3", call=call)
+
+
+def _criteria_mean_call(gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any
+                        ) -> list[metrics.Result]:
+    mean = combine_criteria(judge_criteria(metrics.judge_gateway(gateway, "criteria mean"), items, **options))
+    return [metrics.Result.of(None if pd.isna(m) else float(m), "criterion_failed") for m in mean]
+
+
+CRITERION_METRICS = tuple(metrics.register(_criterion_metric(c)) for c in CRITERIA)
+CRITERIA_MEAN = metrics.register(metrics.FunctionMetric(
+    name="criteria mean", kind="LLM judge", construct="relevance of a passage as the mean of its criteria",
+    scale=metrics.Scale(min(CRITERION_SCALE), max(CRITERION_SCALE)), citation=CRITERIA_CITATION,
+    description="mean over the criteria of each one's E[g]; no score when a criterion has none",
+    call=_criteria_mean_call))
 
 
 def _rounded(expected: pd.Series) -> pd.Series:
@@ -128,7 +172,7 @@ def _rounded(expected: pd.Series) -> pd.Series:
                      index=expected.index)
 
 
-def judge_kinds(kinds: Sequence[str], gateway: Gateway, items: Sequence[JudgeItem], *,
+def judge_kinds(gateway: Gateway, items: Sequence[JudgeItem], kinds: Sequence[str], *,
                 examples: pd.DataFrame | None = None, example_chars: int = 300,
                 criteria: Sequence[str] = tuple(CRITERIA), prompts: RelevancePrompts = PASSAGE_4POINT_PROMPTS,
                 call_label: str = "lifting") -> pd.DataFrame:
@@ -167,11 +211,11 @@ class KindOptions(TypedDict, total=False):
     call_label: str
 
 
-def judge_passages(kinds: Sequence[str], gateway: Gateway, rows: pd.DataFrame, query: str = "query",
+def judge_passages(gateway: Gateway, rows: pd.DataFrame, kinds: Sequence[str], query: str = "query",
                    passage: str = "passage", **options: Unpack[KindOptions]) -> pd.DataFrame:
     """:func:`judge_kinds` on each row's (``query``, ``passage``), the result indexed like ``rows``."""
     items = [JudgeItem(source=q, output=t) for q, t in zip(rows[query], rows[passage], strict=True)]
-    return judge_kinds(kinds, gateway, items, **options).set_axis(rows.index)
+    return judge_kinds(gateway, items, kinds, **options).set_axis(rows.index)
 
 
 REFERENCE_METHOD = Method("pointwise, argmax", "pointwise_grade", fit=False, calls=1)
@@ -296,7 +340,7 @@ class FrozenChoice(BaseModel):
                              f"{gateway.endpoint.identity!r}: freeze a choice on dev labels judged by that model")
         examples = pd.DataFrame([{"query": e.query, "passage": e.passage, "human_grade": e.grade}
                                  for e in self.examples]) if self.examples else None
-        judged = judge_kinds([call_kind(self.method)], gateway, items, examples=examples,
+        judged = judge_kinds(gateway, items, [call_kind(self.method)], examples=examples,
                              example_chars=self.example_chars, criteria=self.criteria, prompts=self.prompts,
                              call_label=call_label)
         return judged.assign(grade=self.grades(judged))

@@ -4,11 +4,20 @@ InterventionSuccess: 1 when the recorded action is ``saved``, 0 when ``spent``; 
 "no data" (None) — never 0, since an unobserved outcome is not a failure.
 StakeEffectiveness (per stake type): min(1, observed success rate / expected success rate of the stake
 type), over the records that have data. The expected rates are a declared parameter table.
+Both are metrics of the study (kind ``outcome``, :mod:`lib.metrics`): ``INTERVENTION_SUCCESS.score(None, records)``
+and ``STAKE_EFFECTIVENESS.score(None, groups)`` with one group of records per stake type; no data is a failure of
+kind ``undefined``, never 0.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lib import metrics
+
+if TYPE_CHECKING:
+    from lib.llm.gateway import Gateway
 
 # Declared expectations (illustrative design parameters, not data): larger stakes are kept less often.
 EXPECTED_SUCCESS_RATE: dict[str, float] = {"small": 0.6, "medium": 0.4, "large": 0.2}
@@ -44,3 +53,34 @@ def stake_effectiveness(records: Iterable[OutcomeRecord], expected: Mapping[str,
         table[stake] = {"records": len(outcomes), "with_data": len(observed), "success_rate": rate,
                         "effectiveness": None if rate is None else min(1.0, rate / expected[stake])}
     return table
+
+
+def _success_call(gateway: Gateway | None, items: Sequence[OutcomeRecord], **options: Any) -> list[metrics.Result]:
+    return [metrics.Result.of(intervention_success(r), reason=f"action {r.action or 'not recorded'}") for r in items]
+
+
+def _effectiveness_call(gateway: Gateway | None, items: Sequence[Sequence[OutcomeRecord]],
+                        expected: Mapping[str, float] = EXPECTED_SUCCESS_RATE, **options: Any) -> list[metrics.Result]:
+    results = []
+    for group in items:
+        stakes = {r.stake_type for r in group}
+        if len(stakes) != 1:
+            raise ValueError(f"a group holds the records of one stake type, not {sorted(stakes)}")
+        row = stake_effectiveness(group, expected)[stakes.pop()]
+        effectiveness = row["effectiveness"]
+        results.append(metrics.Result.of(None if effectiveness is None else float(effectiveness),
+                                         reason=f"{row['with_data']} of {row['records']} records with data, "
+                                                f"success rate {row['success_rate']}"))
+    return results
+
+
+INTERVENTION_SUCCESS = metrics.register(metrics.FunctionMetric(
+    name="InterventionSuccess", kind="outcome", construct="whether the user saved after the nudge",
+    scale=metrics.Scale.of(0, 1), citation="this study", description="1 saved, 0 spent; no recorded action: no score",
+    call=_success_call))
+STAKE_EFFECTIVENESS = metrics.register(metrics.FunctionMetric(
+    name="StakeEffectiveness", kind="outcome",
+    construct="how often nudges of a stake type succeed against the declared expectation",
+    scale=metrics.Scale(0, 1), citation="this study",
+    description="min(1, observed success rate / EXPECTED_SUCCESS_RATE of the stake type), one group per stake type",
+    call=_effectiveness_call))

@@ -10,6 +10,8 @@ journal entry and a persona (``NUDGE_PROMPTS``), and passages for a search query
 measure the judge against human qrels). A wording carries its grade scale: ``PASSAGE_4POINT_PROMPTS`` grades
 passages 0–3 as TREC DL's assessors did (UMBRELA's scale). Each prompt file is split by ``---`` into the system
 part, the shared context (written first so the server reuses its cached prefix) and the item.
+Each wording is a metric of the study (kind ``LLM judge``, :mod:`lib.metrics`): ``score(gateway, items)`` gives
+each item's E[g] (the written grade where the answer has no logprobs), or its failure.
 :func:`judge_messages` sends prepared pointwise messages (few-shot, criteria, perturbed prompts of
 ``lib.judges.methods`` and ``lib.judges.bias``) through the same pre-filled, logprob-reading call.
 """
@@ -18,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, create_model
 
+from lib import metrics
 from lib.design import GRADES, PERSONAS_BY_ID, GradeValue
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
@@ -82,6 +85,17 @@ class Judgment:
                              f"{self.scale}: pass the judgment's scale")
         if self.grade is not None and self.grade not in self.scale:
             raise ValueError(f"grade {self.grade} is not on the scale {self.scale}: pass the judgment's scale")
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok
+
+    def result(self) -> metrics.Result:
+        """The protocol's result: E[g], or the written grade where the answer had no usable logprobs; the failure
+        otherwise. The reason is empty (the judge is asked for the grade only)."""
+        if not self.ok:
+            return metrics.Result.failure(self.failure_kind or "unknown")
+        return metrics.Result.of(self.expected_grade if self.expected_grade is not None else self.grade, "no_grade")
 
 
 def nudge_items(entries: pd.DataFrame, candidates: pd.DataFrame) -> list[JudgeItem]:
@@ -195,3 +209,27 @@ def judgments_frame(judgments: Sequence[Judgment], scale: tuple[int, ...] | None
         "failed": [not j.ok for j in judgments],
         "failure_kind": [j.failure_kind for j in judgments],
     })
+
+
+def _wording_metric(name: str, prompts: RelevancePrompts, construct: str, citation: str, aliases: tuple[str, ...]
+                    ) -> metrics.FunctionMetric:
+    def call(gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any) -> list[metrics.Result]:
+        judge = metrics.judge_gateway(gateway, name)
+        return [j.result() for j in judge_pointwise(judge, items, prompts=prompts, **options)]
+
+    return metrics.FunctionMetric(
+        name=name, kind="LLM judge", construct=construct, scale=metrics.Scale(min(prompts.scale), max(prompts.scale)),
+        description=f"expected grade E[g] = Σ_g p(g)·g of one pre-filled pointwise call ({prompts.pointwise}.txt)",
+        citation=citation, call=call, aliases=aliases)
+
+
+UMBRELA = "Upadhyay et al. 2024, UMBRELA"
+NUDGE_RELEVANCE = metrics.register(_wording_metric(
+    "nudge relevance", NUDGE_PROMPTS, "how well a nudge fits the writer's journal entry and persona", UMBRELA,
+    ("relevance_pointwise",)))
+PASSAGE_RELEVANCE = metrics.register(_wording_metric(
+    "passage relevance", PASSAGE_PROMPTS, "how well a passage answers a search query (0–2)", UMBRELA,
+    ("passage_relevance_pointwise",)))
+PASSAGE_4POINT_RELEVANCE = metrics.register(_wording_metric(
+    "passage relevance 0-3", PASSAGE_4POINT_PROMPTS, "how well a passage answers a search query, on TREC DL's 0–3",
+    f"{UMBRELA}; Craswell et al. 2020 (TREC DL)", ("passage_relevance_4point_pointwise",)))
