@@ -207,15 +207,29 @@ def read() -> list[Verdict]:
     return records(pd.read_parquet(path)) if path.exists() else []
 
 
+def decimals(*values: float, least: int = 2, most: int = 4) -> int:
+    """Decimals that show the largest of ``values`` to two significant digits (at least ``least``, at most
+    ``most``): an AUC 0.54 keeps 2, a mean difference −0.0024 with interval −0.0063 to 0.0012 gets 4."""
+    finite = [abs(x) for x in values if np.isfinite(x) and x != 0]
+    if not finite:
+        return least
+    return int(min(most, max(least, 1 - math.floor(math.log10(max(finite))))))
+
+
 def number(x: float, digits: int = 2) -> str:
-    """A value for prose: ``digits`` decimals, "–" when missing."""
-    return f"{x:.{digits}f}" if np.isfinite(x) else "–"
+    """A value for prose: ``digits`` decimals, "–" when missing, a rounded-away sign dropped."""
+    if not np.isfinite(x):
+        return "–"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def evidence_text(v: Verdict, digits: int = 2) -> str:
-    """The evidence of a verdict in words: "AUC 0.54 (0.42–0.67, 40 entries; chance 0.50 ± 0.10)"; with a test,
-    its p and method."""
-    interval = (f"{number(v.ci_low, digits)}–{number(v.ci_high, digits)}, "
+def evidence_text(v: Verdict, digits: int | None = None) -> str:
+    """The evidence of a verdict in words: "AUC 0.54 (0.42 to 0.67, 40 entries; chance 0.50 ± 0.10)"; with a test,
+    its p and method. ``digits`` decimals, by default as the size of the numbers asks (:func:`decimals`)."""
+    if digits is None:
+        digits = decimals(v.estimate, v.ci_low, v.ci_high)
+    interval = (f"{number(v.ci_low, digits)} to {number(v.ci_high, digits)}, "
                 if np.isfinite(v.ci_low) and np.isfinite(v.ci_high) else "no interval: ")
     reference = {"known answer": "chance"}.get(v.check, "threshold")
     margin = f" ± {number(v.margin, digits)}" if v.margin > 0 else ""
@@ -226,7 +240,7 @@ def evidence_text(v: Verdict, digits: int = 2) -> str:
             f"{number(v.threshold, digits)}{margin}{test})")
 
 
-def sentence(v: Verdict, digits: int = 2) -> str:
+def sentence(v: Verdict, digits: int | None = None) -> str:
     """One verdict in one sentence: "**judge (E[g])** — tells a real nudge from one written for the opposite
     values: **undetermined**; AUC 0.54 (…)." with the flags that qualify it."""
     flags = [flag for flag, on in (("holds by construction", v.by_construction),
@@ -235,12 +249,12 @@ def sentence(v: Verdict, digits: int = 2) -> str:
     return f"**{v.system}** — {v.construct}: **{v.verdict}**{flag_text}; {evidence_text(v, digits)}."
 
 
-def headline(v: Verdict, all_verdicts: Mapping[str, Verdict], digits: int = 2) -> str:
+def headline(v: Verdict, all_verdicts: Mapping[str, Verdict]) -> str:
     """A verdict as a front-page headline with the caveats that decide how to read it: the verdicts it depends
     on, each in a clause ("but: …")."""
     caveats = [all_verdicts[key] for key in v.depends_on if key in all_verdicts]
-    caveat = "".join(f" Caveat: {sentence(c, digits)}" for c in caveats)
-    return sentence(v, digits) + caveat
+    caveat = "".join(f" Caveat: {sentence(c)}" for c in caveats)
+    return sentence(v) + caveat
 
 
 def changes(verdicts: Sequence[Verdict], earlier: Mapping[str, str]) -> pd.DataFrame:

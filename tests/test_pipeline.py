@@ -185,8 +185,8 @@ def test_front_page(tmp_path: Path) -> None:
     # the primary verdict, escaped, with the verdict it depends on as its caveat: formatted, not decided, here
     assert items["[03 · Labels](03_judge_labeling.ipynb)"] == (
         r"**judge (E\[g\])** — tells a dismissive nudge from its source: **sees** [confirmatory]; AUC 0.96 "
-        r"(0.90–0.99, 12 entries; chance 0.50 ± 0.10). Caveat: **judge (E\[g\])** — sees value\_mismatch: "
-        r"**undetermined**; AUC 0.54 (0.42–0.67, 12 entries; chance 0.50 ± 0.10).")
+        r"(0.90 to 0.99, 12 entries; chance 0.50 ± 0.10). Caveat: **judge (E\[g\])** — sees value\_mismatch: "
+        r"**undetermined**; AUC 0.54 (0.42 to 0.67, 12 entries; chance 0.50 ± 0.10).")
     assert items["09 · Later *(not rendered)*"] == f"*{front_page.NO_HEADLINE}*"
     verdict_rows = [line for line in text.splitlines() if line.startswith("| 03 |")]
     assert [row.split(" | ")[4] for row in verdict_rows] == ["**sees**", "**undetermined**"]

@@ -102,7 +102,7 @@ def test_write_replaces_only_the_chapters_rows(tmp_path, monkeypatch):
 def test_formatters_only_format_the_record():
     a, b = _two()
     text = verdicts.sentence(b)
-    assert "**ruled out**" in text and "mean difference -0.00 (-0.01–0.00, 40 entries" in text
+    assert "**ruled out**" in text and "mean difference -0.0024 (-0.0063 to 0.0012, 40 entries" in text
     assert "exact sign-flip, one-sided, p = 0.88" in text
     headline = verdicts.headline(b, {a.key: a})
     assert headline.startswith(text) and "Caveat: **judge (E[g])**" in headline
