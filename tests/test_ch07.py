@@ -187,7 +187,7 @@ def test_findings_give_no_interval_under_the_minimum_of_units():
         v = keys[key]
         assert v.units < 10 and np.isnan(v.ci_low) and v.verdict == "undetermined", key
     assert keys["07.nuggets.all"].verdict == "undetermined" and keys["07.nuggets.all"].unit == "questions"
-    assert keys["07.monitor"].unit == "items" and keys["07.monitor"].units == 5
+    assert keys["07.monitor"].unit == "days" and keys["07.monitor"].units == 5
 
 
 def test_a_construct_result_the_wrong_way_is_evidence_against_never_support():
@@ -223,10 +223,10 @@ def test_the_bias_battery_verdicts():
 def test_formatters_only_format_the_record():
     f = make_findings()
     lines = ch07.conclusions(f)
-    assert lines[0].startswith("**Primary question**: **pointwise, E[g] thresholds cross-fitted** — grades passages "
-                               "as NIST does (κ_w ≥ 0.40): **undetermined** [confirmatory]")
-    assert "Caveat: **pointwise, argmax**" in lines[0] and "on the queries the pilot did not see" in lines[0]
-    assert "the result does not decide it (undetermined)" in lines[3]
+    assert lines[0].startswith("**Other readings of the same calls**: **pointwise, argmax** — grades passages as NIST "
+                               "does (κ_w ≥ 0.40): **fails**; quadratic-weighted κ 0.14 (0.08–0.20, 43 queries")
+    assert "Does G-Eval reach ρ ≥ 0.30?" in lines[2] and "the result does not decide it (undetermined)" in lines[2]
+    assert "Does it reach κ_w" not in "".join(lines)  # the primary's plan is in the relevance bullets
     text = ch07.crs(f, {"r": 0.5, "ci_low": np.nan, "ci_high": np.nan, "n": 30, "ci_over": "6 users"},
                     pd.DataFrame({"n": [30, 30, 5], "r": [0.5, -0.2, 0.6], "ci_low": [np.nan] * 3,
                                   "ci_high": [np.nan] * 3, "ci_over": ["6 users", "6 users", "5 systems"]},

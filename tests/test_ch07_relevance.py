@@ -105,7 +105,8 @@ def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
     kappa = Claim("human labels", 0.40)
     primary_verdict = verdicts.verdict("07", "primary", primary.name, "grades as NIST does", kappa, rc.WEIGHTED_KAPPA,
                                        row.weighted_kappa, row.weighted_kappa_ci_low, row.weighted_kappa_ci_high,
-                                       "queries", 12, "report_card", primary=True)
+                                       "queries", 12, "report_card", primary=True,
+                                       depends_on=("07.primary.outside_pilot",))
     outside = verdicts.verdict("07", "primary.outside_pilot", primary.name, "grades as NIST does outside the pilot",
                                kappa, rc.WEIGHTED_KAPPA, 0.3, np.nan, np.nan, "queries", 10, "relevance")
     f = replace(make_findings(), primary=primary_verdict, outside_pilot=outside,
@@ -113,7 +114,8 @@ def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
     lines = ch07.relevance_bullets(result, f, 4)
     assert f"**{primary.name}** — grades as NIST does: **{primary_verdict.verdict}**" in lines[0]
     assert f"quadratic-weighted κ {row.weighted_kappa:.2f} (" in lines[0] and "12 queries" in lines[0]
-    assert "needs 30 queries" in lines[0] and "outside the pilot: **" in lines[0] and "10 queries" in lines[0]
+    assert "needs 30 queries" in lines[0] and f"({primary_verdict.verdict})." in lines[0]
+    assert "Caveat: **pointwise, E[g] thresholds cross-fitted** — grades as NIST does outside the pilot" in lines[0]
     assert "The primary minus each: pointwise, argmax" in lines[1] and "MS MARCO" in lines[1]
     assert f"κ {row.kappa:.2f} (95% CI" in lines[2] and "12 queries) and binary κ" in lines[2]
     assert "BM25 " in lines[3] and f"E[g] {row.tau_within:.2f}" in lines[3]

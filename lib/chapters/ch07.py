@@ -396,10 +396,11 @@ def _card_row(card: pd.DataFrame, judge: str, criterion: str, statistic: str, le
     return rows.iloc[0]
 
 
-def _units(ci_over: str, fallback: float) -> tuple[int, str]:
-    """(count, unit) of a ``ci_over`` text ("43 queries"); for "—" (nothing resampled) ``fallback`` items."""
+def _units(ci_over: str, fallback: float, fallback_unit: str) -> tuple[int, str]:
+    """(count, unit) of a ``ci_over`` text ("43 queries"); for "—" (nothing resampled) ``fallback``
+    ``fallback_unit``."""
     units = rc.resampled_units(ci_over)
-    return (int(fallback), "items") if units is None else (units, ci_over.split(maxsplit=1)[1])
+    return (int(fallback), fallback_unit) if units is None else (units, ci_over.split(maxsplit=1)[1])
 
 
 def _card_verdict(card: pd.DataFrame, key: str, judge: str, construct: str, claim: Claim, criterion: str,
@@ -407,14 +408,14 @@ def _card_verdict(card: pd.DataFrame, key: str, judge: str, construct: str, clai
     """A verdict on one report-card row: its value and interval (none under ``stats.MIN_CI_UNITS`` units: the
     card blanks it) against ``claim``."""
     row = _card_row(card, judge, criterion, statistic, level)
-    units, unit = _units(row.ci_over, row.n)
+    units, unit = _units(row.ci_over, row.n, f"{row.level}s")  # the monitor's days
     return verdicts.verdict(CHAPTER, key, judge.removesuffix(rc.CHOSEN), construct, claim, statistic, row.value,
                             row.ci_low, row.ci_high, unit, units, "report_card", **flags)
 
 
 def _battery_verdict(battery: pd.DataFrame, key: str, construct: str, claim: Claim, statistic: str) -> Verdict:
     row = battery.set_index("statistic").loc[statistic]
-    units, unit = _units(row.ci_over, row.n)
+    units, unit = _units(row.ci_over, row.n, "items")
     return verdicts.verdict(CHAPTER, key, POINTWISE_JUDGE, construct, claim, statistic, row.value, row.ci_low,
                             row.ci_high, unit, units, "bias_battery")
 
@@ -562,18 +563,15 @@ _COUNTED = {"holds": "holds", "fails": "goes the wrong way (evidence against)", 
 
 
 def conclusions(f: Findings) -> list[str]:
-    """What the study can lean on: the primary with the verdicts that qualify it, the other readings, the
-    comparisons, G-Eval at summary and system level, and what chapters 05 and 06 bring, each one verdict's
-    sentence (:func:`lib.verdicts.sentence`)."""
-    caveats = f.by_key()
-    return [f"**Primary question**: {verdicts.headline(f.primary, caveats)}",
-            "**Other readings of the same calls**: " + " ".join(verdicts.sentence(v) for v in f.readings),
+    """What else the study can lean on beside the primary (:func:`relevance_bullets`): the other readings, the
+    comparisons, G-Eval at summary and system level with its plan, and what chapters 05 and 06 bring, each one
+    verdict's sentence (:func:`lib.verdicts.sentence`)."""
+    return ["**Other readings of the same calls**: " + " ".join(verdicts.sentence(v) for v in f.readings),
             "**The primary against the argmax and MiniLM**: " + " ".join(verdicts.sentence(v) for v in f.versus)
             + " Chapter 03's gain is E[g] of the same pointwise call with its nudge prompt, declared there before "
               "its labels; the nudges have no human grades, so it is checked on known-answer distractors "
               "(chapter 04).",
-            f"**G-Eval**: {verdicts.sentence(f.geval)} {verdicts.sentence(f.geval_system)} "
-            f"{' '.join(p.text() for p in f.plans)}",
+            f"**G-Eval**: {verdicts.sentence(f.geval)} {verdicts.sentence(f.geval_system)} {f.plans[1].text()}",
             "**Chapters 05 and 06 as the card carries them**: " + " ".join(verdicts.sentence(v) for v in f.carried)]
 
 
@@ -809,10 +807,11 @@ def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
 
 
 def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[str]:
-    """The DL19 bullets: the declared primary reading's verdict and plan and its verdict on the queries outside the
-    pilot (from the findings ``f``); then, each figure from ``result``'s tables, every other reading of the same
-    calls and the baselines (κ_w and the primary minus each), κ and binary κ beside the anchors that use them,
-    ranking within a query (Kendall τ), and α read as agreement including calibration."""
+    """The DL19 bullets: the declared primary reading's verdict with the verdicts that qualify it
+    (:func:`lib.verdicts.headline`) and its plan (from the findings ``f``); then, each figure from ``result``'s
+    tables, every other reading of the same calls and the baselines (κ_w and the primary minus each), κ and binary
+    κ beside the anchors that use them, ranking within a query (Kendall τ), and α read as agreement including
+    calibration."""
     table, differences = result.table, result.differences
 
     def kappa_w(name: str) -> str:
@@ -834,9 +833,8 @@ def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[
                   if name != CONSTANT_JUDGE and table.loc[name, "alpha"] < 0 < table.loc[name, "weighted_kappa"]]
     return [
         f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
-        f"folds of queries for each query; {passages} passages of {queries} queries): {verdicts.sentence(f.primary)} "
-        f"{f.plans[0].text()} On the queries outside the pilot (the pilot was seen before the declaration): "
-        f"{verdicts.sentence(f.outside_pilot)}",
+        f"folds of queries for each query; {passages} passages of {queries} queries; the pilot was seen before the "
+        f"declaration): {verdicts.headline(f.primary, f.by_key())} {f.plans[0].text()}",
         "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
         + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
         + ". The primary minus each: "
