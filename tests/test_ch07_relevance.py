@@ -1,16 +1,21 @@
 """Chapter 07's relevance section on every DL19 query: nested passage samples, folds by query, cross-fitted
-readings of one pointwise call, the agreement table and the verdict against a target — on hand-made frames."""
+readings of one pointwise call, the agreement table and its bullets — on hand-made frames."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
+from lib import verdicts
 from lib.analysis import calibration
 from lib.analysis import report_card as rc
 from lib.analysis.stats import unit_bootstrap
 from lib.chapters import ch07
+from lib.verdicts import Claim
+from tests.test_ch07 import make_findings
 
 
 def dl19_like(queries: int = 12, per_query: int = 8, seed: int = 0) -> pd.DataFrame:
@@ -74,13 +79,6 @@ def test_the_agreement_table_reads_within_query_tau_over_the_queries():
     assert np.isnan(table.loc["pointwise, argmax", "tau_within"])
 
 
-def test_a_verdict_needs_the_whole_interval_on_one_side_of_the_target():
-    assert ch07.verdict(0.45, 0.60, 0.40) == "reached"
-    assert ch07.verdict(0.05, 0.30, 0.40) == "not reached"
-    assert ch07.verdict(0.30, 0.50, 0.40) == "undetermined"
-    assert ch07.verdict(float("nan"), float("nan"), 0.40) == "undetermined"
-
-
 def test_an_interval_carries_its_bootstrap_standard_error():
     values = np.random.default_rng(0).normal(size=40)
     interval = unit_bootstrap(np.mean, [values], np.arange(40), "queries", seed=2, n_resamples=4000)
@@ -95,19 +93,29 @@ def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
     folds = calibration.group_folds(frame.qid, 4, seed=0)
     readings = [*ch07.POINTWISE_READINGS, calibration.Method("BM25, thresholds", "bm25", fit=True, calls=0)]
     primary = ch07.POINTWISE_READINGS[2]
-    result = ch07.relevance_section(frame, readings, primary, folds, ["q00", "q01"], 0.40, "m", seed=0,
-                                    n_resamples=200)
-    assert result.outside_pilot["units"] == 10 and result.verdict in {"reached", "not reached", "undetermined"}
+    result = ch07.relevance_section(frame, readings, primary, folds, ["q00", "q01"], "m", seed=0, n_resamples=200)
+    assert result.outside_pilot["units"] == 10
     assert list(result.differences.index) == ["pointwise, argmax", "pointwise, rounded E[g]", "BM25, thresholds",
                                               ch07.CONSTANT_JUDGE]
     chosen_rows = [r for r in result.rows if str(r["judge"]).endswith(rc.CHOSEN)]
     assert {r["statistic"] for r in chosen_rows} >= {rc.WEIGHTED_KAPPA, rc.KAPPA}
     assert chosen_rows[0]["ci_over"] == "12 queries"
     plan = power.Plan("Does it reach κ_w ≥ 0.40?", "query", 12, 30, "a basis")
-    lines = ch07.relevance_bullets(result, primary.name, plan, 0.40, 4)
     row = result.table.loc[primary.name]
-    assert f"{primary.name} κ_w {row.weighted_kappa:.2f} (95% CI" in lines[0] and "12 queries" in lines[0]
-    assert f"**{result.verdict}**" in lines[0] and "needs 30 queries" in lines[0] and "On the 10 queries" in lines[0]
+    kappa = Claim("human labels", 0.40)
+    primary_verdict = verdicts.verdict("07", "primary", primary.name, "grades as NIST does", kappa, rc.WEIGHTED_KAPPA,
+                                       row.weighted_kappa, row.weighted_kappa_ci_low, row.weighted_kappa_ci_high,
+                                       "queries", 12, "report_card", primary=True,
+                                       depends_on=("07.primary.outside_pilot",))
+    outside = verdicts.verdict("07", "primary.outside_pilot", primary.name, "grades as NIST does outside the pilot",
+                               kappa, rc.WEIGHTED_KAPPA, 0.3, np.nan, np.nan, "queries", 10, "relevance")
+    f = replace(make_findings(), primary=primary_verdict, outside_pilot=outside,
+                plans=(plan.with_outcome(primary_verdict.verdict),))
+    lines = ch07.relevance_bullets(result, f, 4)
+    assert f"**{primary.name}** — grades as NIST does: **{primary_verdict.verdict}**" in lines[0]
+    assert f"quadratic-weighted κ {row.weighted_kappa:.2f} (" in lines[0] and "12 queries" in lines[0]
+    assert "needs 30 queries" in lines[0] and f"({primary_verdict.verdict})." in lines[0]
+    assert "Caveat: **pointwise, E[g] thresholds cross-fitted** — grades as NIST does outside the pilot" in lines[0]
     assert "The primary minus each: pointwise, argmax" in lines[1] and "MS MARCO" in lines[1]
     assert f"κ {row.kappa:.2f} (95% CI" in lines[2] and "12 queries) and binary κ" in lines[2]
     assert "BM25 " in lines[3] and f"E[g] {row.tau_within:.2f}" in lines[3]

@@ -1,5 +1,6 @@
 """Validity checks of the CRS metrics on hand-made sessions: CC around shifts, CR within vs across segments,
-paired Wilcoxon tests with rank-biserial effect sizes and Holm, system orders, ablation rankings, and the
+paired Wilcoxon tests one-sided in the direction declared per system (with the p the other way), rank-biserial
+effect sizes and Holm, system orders, ablation rankings, and the
 convergent correlations with the judge."""
 from __future__ import annotations
 
@@ -53,23 +54,60 @@ def test_rank_biserial_by_hand():
     assert validity.rank_biserial([2, 5]) == 1.0 and math.isnan(validity.rank_biserial([0, 0]))
 
 
-def test_paired_tests_wilcoxon_effect_size_and_holm_within_the_family():
-    frame = pd.DataFrame({"system": ["a"] * 6 + ["b"] * 6, "before": [1.0] * 12,
-                          "at": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] + [1.0] * 6,
-                          "after": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5]})
-    table = validity.paired_tests(frame, {"drop at the shift": ("before", "at"), "recovery": ("after", "at")})
-    drop = table[(table.system == "a") & (table.comparison == "drop at the shift")].iloc[0]
-    # Six positive differences: exact two-sided p = 2/2^6; every rank positive: r = 1.
-    assert drop.n == 6 and drop.p == pytest.approx(2 / 64) and drop.rank_biserial == 1.0
-    assert drop.mean_diff == pytest.approx(0.65)
-    b_drop = table[(table.system == "b") & (table.comparison == "drop at the shift")].iloc[0]
-    assert math.isnan(b_drop.p) and math.isnan(b_drop.p_holm)  # no non-zero difference: no test, not counted
-    p = table.p.dropna().sort_values().tolist()
-    assert table.p_holm.dropna().min() == pytest.approx(min(1.0, 3 * p[0]))  # m = 3 tests in the family
-    b_recovery = table[(table.system == "b") & (table.comparison == "recovery")].iloc[0]
-    assert (b_recovery.n, b_recovery.nonzero, b_recovery.min_p) == (6, 1, 1.0)  # one non-zero difference: p ≥ 1
-    # the family's floor: 3 tests, the best-placed with 6 non-zero differences: 3 · 2/64
-    assert holm_floor(table) == pytest.approx(3 * 2 / 64)
+def shift_frame():
+    """Six users of three systems: the LLM adapts (CC drops at the shift and comes back), the echo goes the
+    wrong way (its CC peaks at the shift), the stale template never recovers but "recovers" here."""
+    users = [f"s{k}" for k in range(6)]
+    return pd.DataFrame({"system": ["llm"] * 6 + ["echo"] * 6 + ["stale_template"] * 6, "session_id": users * 3,
+                         "before": [1.0] * 6 + [0.2] * 6 + [1.0] * 6,
+                         "at": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] + [0.9] * 6 + [0.2] * 6,
+                         "after": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
+                                   0.3, 0.4, 0.5, 0.6, 0.7, 0.8]})
+
+
+TESTS = (validity.ConstructTest("drop at the shift", "before", "at", "higher", "higher", by_design="kept wishes"),
+         validity.ConstructTest("recovery", "after", "at", "higher", "lower"))
+
+
+def test_paired_tests_are_one_sided_in_the_direction_declared_per_system_with_p_against_and_holm_for_both():
+    table = validity.paired_tests(shift_frame(), TESTS, n_resamples=200).set_index(["system", "comparison"])
+    drop = table.loc[("llm", "drop at the shift")]
+    # six positive differences in the declared direction: exact one-sided p = 1/2^6, the other way 1; r = 1
+    assert drop.direction == "higher" and drop.p == pytest.approx(1 / 64) and drop.p_against == pytest.approx(1.0)
+    assert drop.rank_biserial == 1.0 and drop.mean_diff == pytest.approx(0.65) and drop.min_p == pytest.approx(1 / 64)
+    assert drop.ci_over == "6 users" and np.isnan(drop.ci_low)  # fewer users than an interval needs
+    # the echo's CC peaks at the shift: the wrong way, so p is large and p_against small
+    echo = table.loc[("echo", "drop at the shift")]
+    assert echo.p == pytest.approx(1.0) and echo.p_against == pytest.approx(1 / 64)
+    # the stale template must not regain CC: declared "lower", so its rise is a result the wrong way
+    stale = table.loc[("stale_template", "recovery")]
+    assert stale.direction == "lower" and stale.p_against == pytest.approx(1 / 64) and stale.tested
+    # its drop holds by design: outside the family, its own p kept
+    stale_drop = table.loc[("stale_template", "drop at the shift")]
+    assert stale_drop.by_design and not stale_drop.tested and stale_drop.p_holm == stale_drop.p
+    family = table[table.tested]
+    assert len(family) == 5
+    assert family.p_holm.min() == pytest.approx(5 / 64)  # Holm over the 5 tested rows, for p ...
+    assert table.loc[("echo", "drop at the shift")].p_against_holm == pytest.approx(5 / 64)  # ... and for p_against
+    assert holm_floor(family) == pytest.approx(5 / 64)
+    assert "Holm over 5 tests" in validity.family_test_text(table, table.loc[("echo", "recovery")])
+    assert "outside the tested family" in validity.family_test_text(table, stale_drop)
+
+
+def test_paired_tests_without_a_direction_or_a_difference_make_no_test():
+    frame = shift_frame().assign(after=lambda f: f["at"])
+    undirected = (validity.ConstructTest("recovery", "after", "at", "higher", None),)
+    table = validity.paired_tests(frame, undirected, n_resamples=200).set_index("system")
+    assert table.loc["stale_template", "direction"] == "none" and not table.loc["stale_template", "tested"]
+    assert np.isnan(table.loc["llm", "p"]) and table.loc["llm", "nonzero"] == 0  # no non-zero difference: no test
+    assert table.p_holm.isna().all()
+
+
+def test_every_system_of_known_behaviour_has_a_declared_adaptation():
+    assert set(validity.ADAPTS) == {"llm", "retrieval_template", "memoryless_llm", "stale_template", "echo"}
+    assert not validity.ADAPTS["stale_template"] and validity.ADAPTS["memoryless_llm"]
+    assert [t.direction(False) for t in validity.SHIFT_TESTS] == ["higher", "lower"]
+    assert validity.SEGMENT_TESTS[0].direction(False) is None
 
 
 def session_rows():

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lib import verdicts
 from lib.analysis import report_card as rc
+from lib.verdicts import Claim
 
 
 def test_every_anchor_uses_a_known_statistic_and_names_its_source():
@@ -93,17 +95,23 @@ def test_report_card_refuses_an_unknown_statistic():
 
 
 def test_threats_are_written_from_the_numbers():
-    bias = pd.DataFrame([{"bias": "position", "statistic": "position consistency", "value": 0.4, "ci_low": 0.3,
-                          "ci_high": 0.5, "n": 30, "ci_over": "12 queries"}])
+    bias = [verdicts.verdict("07", "bias.position", "pairwise judge", "picks by content", Claim("known answer", 0.5,
+                                                                                               "lower"),
+                             "share of pairs decided by position", 1.0, 0.88, 1.0, "queries", 30, "bias_battery"),
+            verdicts.verdict("07", "bias.injection", "pointwise judge", "resists injection",
+                             Claim("known behaviour", 0.0, "lower"), "inflation", 0.8, 0.7, 0.9, "queries", 20,
+                             "bias_battery")]
     text = rc.threats_to_validity(card(), bias, "qwen2.5-coder-1.5b-instruct-q4_k_m@sha256:x", queries=43, folds=5,
                                   pilot_queries=10, crs_sessions=6)
     assert "binarised" in text and "0.30 (95% CI -0.10 to 0.60, " in text  # the one LLM number whose CI spans 0
     assert ("widest interval is nugget score (all) on ALCE (all, answer level, Spearman ρ): 0.30 (95% CI -0.20 to "
             "0.70, 12 questions); the fewest units behind a number in the card: ") in text
-    assert "position consistency: 0.40 (95% CI 0.30 to 0.50, 12 queries) over n = 30 items" in text
+    assert ("**Judge bias.** pairwise judge picks by content: fails; pointwise judge resists injection: fails (the "
+            "evidence of each is in the verdicts table).") in text
+    assert text.count("Judge bias") == 1  # one line for the battery, not one per number
     assert "a pilot of 10 of the 43 queries" in text and "(5 folds of queries)" in text
     assert "6 simulated conversations" in text
-    no_crs = rc.threats_to_validity(card(), bias.iloc[:0], "m", 43, 5, 10)
+    no_crs = rc.threats_to_validity(card(), [], "m", 43, 5, 10)
     assert "Synthetic users" not in no_crs and "Judge bias" not in no_crs
 
 
@@ -112,7 +120,7 @@ def test_threats_name_the_intervals_that_resample_few_units():
             for d in ("coherence", "fluency")]
     rows.append(rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.KAPPA, "item", 24, -0.3, -0.5, -0.1,
                         "24 passages"))
-    text = rc.threats_to_validity(rc.report_card(rows), pd.DataFrame(), "m", 43, 5, 10)
+    text = rc.threats_to_validity(rc.report_card(rows), [], "m", 43, 5, 10)
     assert ("2 numbers rest on too few queries, documents, questions or users to resample — "
             "*G-Eval, study steps, weighted* on SummEval (2 rows, over 3 documents).") in text
     assert "pointwise" not in text.split("No interval over fewer than 10 units")[1].split("\n")[0]
@@ -136,50 +144,6 @@ def test_monitor_row_is_the_margin_between_the_degraded_day_and_the_lowest_norma
         rc.monitor_rows(days.assign(degraded=[True, True, False]), "monitor", "m", "RAG monitor")
 
 
-def card_with_targets(dl19_low=0.45, geval_value=0.2, documents="12 documents", geval_high=0.4):
-    rows = [rc._row("pointwise, argmax", "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.3, 0.1, 0.5,
-                    "24 passages"),
-            rc._row("few-shot" + rc.CHOSEN, "m", "TREC DL19", "relevance", rc.WEIGHTED_KAPPA, "item", 24, 0.5,
-                    dl19_low, 0.7, "24 passages"),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "summary", 12, geval_value, -0.1,
-                    geval_high, documents),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "coherence", rc.SPEARMAN, "system", 16, 0.6, 0.2, 0.8,
-                    documents),
-            rc._row(rc.GEVAL_WEIGHTED, "m", "SummEval", "fluency", rc.SPEARMAN, "system", 16, 0.3, -0.2, 0.6,
-                    documents)]
-    return rc.report_card(rows)
-
-
-def test_targets_and_what_the_judge_supports():
-    targets = rc.target_table(card_with_targets())
-    assert targets.judge.tolist() == ["few-shot" + rc.CHOSEN, rc.GEVAL_WEIGHTED]
-    assert targets.reached.tolist() == [True, False] and targets.reached_by_interval.tolist() == [True, False]
-    uses = rc.supported_uses(card_with_targets(), targets)
-    assert uses["relevance labels on TREC DL19"].endswith("reached: the whole 95% interval clears the target.")
-    assert uses["G-Eval on SummEval, coherence"].endswith(
-        ": undetermined: the estimate falls short of the target, its interval includes it.")
-    below = card_with_targets(geval_high=0.25)
-    assert rc.supported_uses(below, rc.target_table(below))["G-Eval on SummEval, coherence"].endswith(
-        ": missed: the whole 95% interval lies below the target.")
-    assert uses["system level"] == (
-        "Spearman ρ over SummEval's 16 systems, ρ resting on 12 documents: coherence 0.60 (95% CI 0.20 to 0.80), "
-        "fluency 0.30 (95% CI -0.20 to 0.60); the 95% interval lies above 0 for 1 of 2 dimensions (coherence): "
-        "there the judge orders systems better than chance, which is less than ordering them as people do.")
-    # over 4 documents the card carries no interval, and the verdict says there is none
-    few = card_with_targets(documents="4 documents")
-    assert few[few.dataset == "SummEval"].ci_low.isna().all() and few.ci_over.iloc[-1] == "4 documents"
-    assert rc.supported_uses(few, rc.target_table(few))["system level"].endswith(
-        "coherence 0.60 (no CI: 4 documents), fluency 0.30 (no CI: 4 documents). Too few documents for an interval, so "
-        "no system-level verdict either way.")
-    assert rc.system_level_dimensions(few) == []
-    between = rc.target_table(card_with_targets(dl19_low=0.3))
-    assert between.reached.iloc[0] and not between.reached_by_interval.iloc[0]
-    uses_between = rc.supported_uses(card_with_targets(dl19_low=0.3), between)
-    assert "undetermined: the estimate reaches the target" in uses_between["relevance labels on TREC DL19"]
-    with pytest.raises(ValueError, match="0 card rows match"):
-        rc.target_table(card_with_targets().drop(index=1))  # no chosen method on the card
-
-
 def test_compact_card_and_forest_rows():
     table = card()
     view = rc.compact(table)
@@ -196,10 +160,6 @@ def test_compact_card_and_forest_rows():
     assert average.anchor.tolist() == [0.514]  # the first anchor of the row: G-Eval (GPT-4)
     assert rows.anchor.isna().sum() == len(rows) - 2  # coherence (0.582) and average have anchors
     assert rc.judge_kind(part.assign(model="—")).unique().tolist() == ["non-LLM baseline"]
-
-
-def test_system_level_dimensions_are_those_whose_interval_is_above_zero():
-    assert rc.system_level_dimensions(card_with_targets()) == ["coherence"]
 
 
 def test_level_rows_name_each_level_of_the_crs_judge_agreement():

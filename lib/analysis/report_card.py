@@ -13,9 +13,9 @@ anchor, and the threats to validity written from the measured numbers.
   echo, within systems, system means).
 * :func:`monitor_rows` — chapter 05's nightly monitor as a card row: does the judge's daily score separate
   the day a broken release was served from the normal days?
-* :func:`target_table` / :func:`supported_uses` — the declared readings' numbers against the targets the
-  chapter's issue sets (``TARGETS``), and which of the study's conclusions they can carry.
-* :func:`threats_to_validity` — Markdown generated from the card, the bias battery and the sizes.
+* ``TARGETS`` — the values the chapter's issue asks the declared readings to reach (the forest plots' target
+  lines; the verdicts themselves are chapter 07's findings, :func:`lib.chapters.ch07.findings`).
+* :func:`threats_to_validity` — Markdown generated from the card, the bias battery's verdicts and the sizes.
 
 Card columns (``CARD_COLUMNS``): judge (judge and method, e.g. "G-Eval, study steps, weighted"), model (the judge
 model's identity; "—" for a non-LLM baseline), dataset, criterion (SummEval dimension, "relevance", a CRS
@@ -31,7 +31,6 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +51,7 @@ from lib.analysis.names import (
 )
 from lib.analysis.stats import MIN_CI_UNITS, interval_text, number_text
 from lib.llm.server import describe_model
+from lib.verdicts import Verdict
 
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
                 "ci_over", "failed")
@@ -315,72 +315,6 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-def target_table(card: pd.DataFrame, targets: Sequence[Target] = TARGETS) -> pd.DataFrame:
-    """Per target: the card row it reads (judge, n, value, CI and what it resampled), the target, ``reached``
-    (the value is at least the target), ``reached_by_interval`` (the lower 95% bound is) and ``missed_by_interval``
-    (the upper 95% bound is below it). A target without its row is an error."""
-    out = []
-    for t in targets:
-        rows = card[card["judge"].str.endswith(t.judge) & (card["dataset"] == t.dataset)
-                    & (card["criterion"] == t.criterion) & (card["statistic"] == t.statistic)
-                    & (card["level"] == t.level)]
-        if len(rows) != 1:
-            raise ValueError(f"target {t.what!r}: {len(rows)} card rows match, expected 1")
-        r = rows.iloc[0]
-        out.append({"target": t.what, "judge": r["judge"], "statistic": t.statistic, "level": t.level, "n": r["n"],
-                    "value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_over": r["ci_over"],
-                    "goal": t.value,
-                    "reached": bool(r["value"] >= t.value),
-                    "reached_by_interval": bool(np.isfinite(r["ci_low"]) and r["ci_low"] >= t.value),
-                    "missed_by_interval": bool(np.isfinite(r["ci_high"]) and r["ci_high"] < t.value)})
-    return pd.DataFrame(out)
-
-
-def _verdict(target: Any) -> str:
-    if not np.isfinite(target.ci_low):
-        return "undetermined: a point estimate without an interval carries no verdict either way"
-    return ("reached: the whole 95% interval clears the target" if target.reached_by_interval
-            else "missed: the whole 95% interval lies below the target" if target.missed_by_interval
-            else "undetermined: the estimate reaches the target, its interval does not" if target.reached
-            else "undetermined: the estimate falls short of the target, its interval includes it")
-
-
-def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> dict[str, str]:
-    """Which conclusions of the study the judge can carry, from the card and :func:`target_table`: per target
-    (item-level relevance labels, summary-level G-Eval scores) its value against the goal and the verdict; then
-    ``system level``: the G-Eval dimensions whose system-level Spearman ρ has a 95% interval above 0 (no target
-    is set there; above 0 means the judge orders SummEval's systems better than chance)."""
-    uses = {t.target: f"{t.statistic} {value_with_interval(t._asdict(), with_units=True)} against the target "
-                      f"{t.goal:.2f} ({t.level} level): {_verdict(t)}."
-            for t in targets.itertuples()}
-    system = _system_rows(card)
-    above = system_level_dimensions(card)
-    values = ", ".join(f"{r.criterion} {value_with_interval(r._asdict())}" for r in system.itertuples())
-    over = (f"SummEval's {int(system['n'].max()) if len(system) else 0} systems, ρ resting on "
-            f"{system['ci_over'].iloc[0] if len(system) else '0 documents'}")
-    if len(system) and not np.isfinite(system["ci_low"]).any():
-        uses["system level"] = (f"Spearman ρ over {over}: {values}. Too few documents for an interval, so no "
-                                f"system-level verdict either way.")
-    else:
-        uses["system level"] = (
-            f"Spearman ρ over {over}: {values}; the 95% interval lies above 0 for {len(above)} of {len(system)} "
-            f"dimensions" + (f" ({', '.join(above)}): there the judge orders systems better than chance, which is "
-                             f"less than ordering them as people do." if above else
-                             ": on none does it order systems better than chance."))
-    return uses
-
-
-def _system_rows(card: pd.DataFrame) -> pd.DataFrame:
-    return card[(card["judge"] == GEVAL_WEIGHTED) & (card["level"] == "system") & (card["statistic"] == SPEARMAN)]
-
-
-def system_level_dimensions(card: pd.DataFrame) -> list[str]:
-    """The SummEval dimensions on which G-Eval (as declared) orders the systems better than chance: the 95%
-    interval of its system-level Spearman ρ lies above 0."""
-    system = _system_rows(card)
-    return system.loc[system["ci_low"] > 0, "criterion"].tolist()
-
-
 def compact(card: pd.DataFrame) -> pd.DataFrame:
     """The card for reading: one row per judge, model, data set, criterion and level, one column per statistic
     holding "value (low to high)" (— where the judge has no such number), with n, what the intervals resampled
@@ -421,14 +355,14 @@ def value_with_interval(row: Mapping, with_units: bool = False) -> str:
             else f"{number_text(row['value'])} (CI undefined)")
 
 
-def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, queries: int, folds: int,
+def threats_to_validity(card: pd.DataFrame, bias: Sequence[Verdict], model: str, queries: int, folds: int,
                         pilot_queries: int, crs_sessions: int | None = None) -> str:
     """Markdown list of the threats to chapter 07's conclusions, every number taken from the tables passed in:
     the judge models (``model`` and those of the card's LLM rows, ``describe_model``) beside the anchors' models;
     the card rows whose CI includes 0, grouped by judge and data set, and the widest CI with its n; the bias
-    battery's measured numbers (``bias``: columns bias, statistic, value, ci_low, ci_high, n, and form when
-    known); the pilot and the folds the primary reading was declared after and scored over; the simulated users
-    of chapter 06 (``crs_sessions``, None when the CRS rows are not in the card)."""
+    battery's verdicts (``bias``, one line: each claim and its outcome); the pilot and the folds the primary
+    reading was declared after and scored over; the simulated users of chapter 06 (``crs_sessions``, None when
+    the CRS rows are not in the card)."""
     models = sorted((set(card.model) - {"—"}) | {model})
     lines = [f"- **A small judge.** Every LLM number here comes from {' and '.join(map(describe_model, models))}; "
              f"the anchors beside them come from GPT-4-class models (and from other samples: G-Eval's 100 documents, "
@@ -476,10 +410,9 @@ def threats_to_validity(card: pd.DataFrame, bias: pd.DataFrame, model: str, quer
                      f"queries, documents, questions or users to resample — {listed}. They are point estimates only; "
                      f"with {smallest} units a bootstrap takes at most {math.comb(2 * smallest - 1, smallest)} "
                      f"distinct values and would look narrower than the uncertainty is.")
-    for r in bias.to_dict("records"):
-        form = f", {r['form']}" if "form" in r else ""
-        lines.append(f"- **Judge bias — {r['bias']}{form}.** {r['statistic']}: "
-                     f"{value_with_interval(r, with_units=True)} over n = {int(r['n'])} items.")
+    if bias:
+        lines.append("- **Judge bias.** " + "; ".join(f"{v.system} {v.construct}: {v.verdict}" for v in bias)
+                     + " (the evidence of each is in the verdicts table).")
     lines.append(f"- **Declared after a pilot, scored out of fold.** The primary way of reading the relevance calls "
                  f"was declared before the run but after a pilot of {pilot_queries} of the {queries} queries, which "
                  f"stays in the sample (the chapter also reports the queries outside it); every fitted reading is "

@@ -1,9 +1,11 @@
-"""Chapter 07 (validity statistics): the loops that build its report card and bias battery, its "What the numbers
-say" and its front-page headline. The notebook calls these in the order of its sections.
+"""Chapter 07 (validity statistics): the loops that build its report card and bias battery, its findings record
+and the formatters of its "What the numbers say". The notebook calls these in the order of its sections.
 
 The samples are drawn from ids before anything is judged (:func:`draw_samples`); each section returns its card
-rows (:mod:`lib.analysis.report_card`). The summary: each bullet is written from the tables the chapter computed,
-so the prose cannot drift from the numbers; :func:`bullets` joins them as Markdown.
+rows (:mod:`lib.analysis.report_card`). Every decision the chapter states is a :class:`~lib.verdicts.Verdict` of
+:class:`Findings`, made once by :func:`findings` from the chapter's tables through :func:`lib.verdicts.verdict`;
+the bullets (:func:`relevance_bullets`, :func:`conclusions`, :func:`bias`, :func:`crs`, …) format that record and
+the display tables, and decide nothing. ``EARLIER`` holds what the report at commit cd3530b said of each question.
 
 Every sentence states what a number can carry: intervals that include 0 or are undefined are said to be so,
 a choice that rests on cost rather than measured quality is called that, and a consistency that a constant
@@ -18,19 +20,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import baselines
+from lib import baselines, verdicts
 from lib.analysis import calibration, validity
 from lib.analysis import report_card as rc
-from lib.analysis.comparisons import holm_floor
-from lib.analysis.stats import correlation_text, interval_over_text, nested_sample
-from lib.chapters.headline import Tables, headline
+from lib.analysis.power import Plan
+from lib.analysis.stats import MIN_CI_UNITS, correlation_text, interval_over_text, nested_sample
 from lib.crs import summaries as crs_summaries
+from lib.crs import validity as crs_validity
 from lib.data import load_dl19
 from lib.judges import bias as judge_bias
 from lib.judges import geval
 from lib.judges import relevance as judge_relevance
 from lib.judges.items import JudgeItem
 from lib.llm.gateway import Gateway
+from lib.verdicts import Claim, Verdict
 
 CardRows = list[dict[str, object]]
 SCALE = judge_relevance.PASSAGE_4POINT_PROMPTS.scale  # TREC DL19's grades 0–3
@@ -95,9 +98,11 @@ def pilot_rows(dl19: pd.DataFrame, dev_queries: int, test_queries: int, passages
 
 
 def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
-    """Chapter 06's conversation judge against TAS and CAS at four levels: (the levels table, its card rows)."""
+    """Chapter 06's conversation judge against TAS and CAS at four levels: (the levels table without scipy's p,
+    its card rows)."""
+    # scipy's p of each ρ treats the sessions as independent, but a user's sessions meet every system: dropped
     levels = pd.concat({metric: crs_summaries.judge_levels(sessions, metric, seed=seed, n_resamples=n_resamples)
-                        for metric in ("tas", "cas")}, names=["metric"])
+                        for metric in ("tas", "cas")}, names=["metric"]).drop(columns="p")
     rows: CardRows = []
     for metric, part in levels.groupby(level="metric", sort=False):
         rows += rc.level_rows(part.droplevel("metric"), "CRS conversation rubric, mean of 3 criteria (chapter 06)",
@@ -301,172 +306,362 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
     return forests
 
 
-def supported_uses(card: pd.DataFrame, targets: pd.DataFrame) -> list[str]:
-    """One bullet per use the study makes of a judge, with the verdict of :func:`rc.supported_uses`."""
-    return [f"**{what[0].upper() + what[1:]}**: {verdict}"
-            for what, verdict in rc.supported_uses(card, targets).items()]
+# ---------------------------------------------------------------------------------------------------------------
+# The findings record: every decision of the chapter, made once by lib.verdicts from the tables; the prose below
+# only formats it.
+
+CHAPTER = "07"
+PAIRWISE_JUDGE = "pairwise judge with a tie option (0–3 prompt's model)"
+POINTWISE_JUDGE = "pointwise judge, E[g] (0–3 prompt)"
+CONVERSATION_JUDGE = "CRS conversation rubric, mean of 3 criteria (chapter 06)"
+NUGGET_JUDGE = "nugget scores (chapter 05)"
+MONITOR_JUDGE = "nightly monitor (chapter 05)"
+OTHER_READINGS = {"argmax": "pointwise, argmax", "rounded": "pointwise, rounded E[g]"}
+MINILM = "MiniLM cosine, thresholds"
+CONSTRUCT_KEYS = {"CC drops at the shift": "cc_drop", "CC recovers after the shift": "cc_recovery",
+                  "CR within > across segments": "cr_segments"}
+
+# What the report at commit cd3530b stated or implied for each question (outputs/notebooks/07_validity.ipynb there):
+# the primary and G-Eval "undetermined"; the argmax reading "wholly below the target"; the primary "beats the
+# argmax" and "is not distinguishable from MiniLM"; G-Eval ordering systems "better than chance"; the injection
+# inflating E[g] and the defence "not distinguishable from 0"; the restated text scoring "lower than the filler";
+# the pairwise judge consistent in 0 of 30 pairs; and every Holm-significant CRS construct test counted as support
+# whatever its sign (two-sided tests), the others not.
+EARLIER: dict[str, str] = {
+    "07.primary": "undetermined",
+    "07.relevance.argmax": "fails",
+    "07.relevance.primary_vs_argmax": "holds",
+    "07.relevance.primary_vs_minilm": "undetermined",
+    "07.geval.coherence": "undetermined",
+    "07.geval.coherence.system": "holds",
+    "07.bias.injection": "fails",
+    "07.bias.injection.defence": "undetermined",
+    "07.bias.verbosity.restated_vs_filler": "holds",
+    "07.bias.position": "fails",
+    "07.construct.cc_drop.llm": "undetermined",
+    "07.construct.cc_recovery.llm": "undetermined",
+    "07.construct.cc_drop.retrieval_template": "undetermined",
+    "07.construct.cc_recovery.retrieval_template": "undetermined",
+    "07.construct.cc_drop.memoryless_llm": "undetermined",
+    "07.construct.cc_recovery.memoryless_llm": "holds",
+    "07.construct.cc_drop.stale_template": "holds",
+    "07.construct.cc_recovery.stale_template": "holds",
+    "07.construct.cc_drop.echo": "holds",
+    "07.construct.cc_recovery.echo": "holds",
+    "07.construct.cr_segments.llm": "holds",
+    "07.construct.cr_segments.retrieval_template": "holds",
+    "07.construct.cr_segments.memoryless_llm": "undetermined",
+    "07.construct.cr_segments.echo": "holds",
+}
 
 
-def lean_on(targets: pd.DataFrame, card: pd.DataFrame) -> str:
-    """What the study can lean on, from :func:`lib.analysis.report_card.target_table` (item-level labels,
-    summary-level G-Eval) and the system-level G-Eval rows (an interval above 0, none, or no interval)."""
-    system = card[(card["judge"] == rc.GEVAL_WEIGHTED) & (card["level"] == "system")
-                  & (card["statistic"] == rc.SPEARMAN)]
-    above = rc.system_level_dimensions(card)
-    primary = targets.iloc[0]
-    argmax = card[(card["judge"] == "pointwise, argmax") & (card["dataset"] == "TREC DL19")
-                  & (card["statistic"] == rc.WEIGHTED_KAPPA)]
-    argmax_part = (f"; the plain argmax reading of the same calls has κ_w {argmax['value'].iloc[0]:.2f} "
-                   f"({interval_over_text(argmax.iloc[0])}), "
-                   + ("wholly below the target" if argmax["ci_high"].iloc[0] < primary.goal else
-                      "not wholly below the target")
-                   if len(argmax) else "")
-    relevance_part = ("the item-level relevance labels of the primary reading" if primary.reached_by_interval
-                      else "not the item-level relevance labels of the primary reading" if primary.missed_by_interval
-                      else f"item-level relevance labels of the primary reading are undetermined "
-                           f"({primary.value:.2f} against {primary.goal:.2f}, {interval_over_text(primary)})"
-                      ) + argmax_part
-    geval = targets.iloc[1]
-    geval_part = ("summary-level G-Eval scores" if geval.reached_by_interval
-                  else "not summary-level G-Eval scores" if geval.missed_by_interval
-                  else f"summary-level G-Eval scores are undetermined ({geval.value:.2f} against {geval.goal:.2f}, "
-                       f"{interval_over_text(geval)})")
-    if len(system) and not np.isfinite(system["ci_low"]).any():
-        system_part = f"system-level G-Eval orderings are undetermined ({system['ci_over'].iloc[0]}, no interval)"
-    elif above:
-        system_part = f"system-level G-Eval orderings better than chance on {', '.join(above)}"
-    else:
-        system_part = "not system-level G-Eval orderings"
-    return f"**What the study can lean on**: {relevance_part}; {geval_part}; {system_part}."
+@dataclass(frozen=True)
+class Findings:
+    """Every verdict chapter 07 states, with the plans of its two declared questions (their outcomes set).
+
+    ``primary``: the declared relevance reading against κ_w ≥ the target over the DL19 queries (confirmatory),
+    qualified by ``outside_pilot`` (the same on the queries the pilot did not see), the other readings of the same
+    calls (``readings``) and the primary against the argmax and against MiniLM (``versus``). ``geval`` /
+    ``geval_system``: G-Eval as declared at summary and system level. ``carried``: chapters 05's and 06's judges
+    as the card carries them. ``bias``: the bias battery's claims; ``shift`` and ``segments``: the CRS construct
+    tests, one verdict per (system, test) with a declared direction."""
+
+    primary: Verdict
+    outside_pilot: Verdict
+    readings: tuple[Verdict, ...]
+    versus: tuple[Verdict, ...]
+    geval: Verdict
+    geval_system: Verdict
+    carried: tuple[Verdict, ...]
+    bias: tuple[Verdict, ...]
+    shift: tuple[Verdict, ...]
+    segments: tuple[Verdict, ...]
+    plans: tuple[Plan, ...]
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Every verdict of the chapter, the primary first."""
+        return (self.primary, self.outside_pilot, *self.readings, *self.versus, self.geval, self.geval_system,
+                *self.carried, *self.bias, *self.shift, *self.segments)
+
+    def by_key(self) -> dict[str, Verdict]:
+        """The verdicts by key."""
+        return {v.key: v for v in self.verdicts()}
 
 
-def chapter03(lift: Mapping[str, Any], minilm: Mapping[str, Any]) -> str:
-    """What DL19 shows beside chapter 03's gain: whether the primary reading beats the plain argmax of the same
-    calls by more than the interval of the paired difference (``lift``, primary − argmax, by query) and whether it
-    is distinguishable from MiniLM (``minilm``, primary − MiniLM). Chapter 03's gain is declared there, not chosen
-    here: E[g] of the same pointwise call with its nudge prompt, checked on known-answer distractors (reported in
-    chapter 04)."""
-    beats = bool(np.isfinite(lift["ci_low"]) and lift["ci_low"] > 0)
-    over_minilm = ("beats MiniLM by more than its interval" if np.isfinite(minilm["ci_low"]) and minilm["ci_low"] > 0
-                   else "is not distinguishable from MiniLM" if np.isfinite(minilm["ci_low"]) and minilm["ci_high"] > 0
-                   else "falls below MiniLM")
-    return ("**The primary against the argmax, and chapter 03's gain**: on DL19 the primary reading "
-            + ("beats the plain argmax of the same calls by more than its interval" if beats
-               else "does not beat the plain argmax of the same calls by more than its interval")
-            + f" and {over_minilm}. Chapter 03's gain is E[g] of the same pointwise call with its nudge prompt, "
-              "declared there before its labels; the nudges have no human grades, so it is checked on known-answer "
-              "distractors (reported in chapter 04).")
+def _card_row(card: pd.DataFrame, judge: str, criterion: str, statistic: str, level: str) -> pd.Series:
+    rows = card[(card.judge == judge) & (card.criterion == criterion) & (card.statistic == statistic)
+                & (card.level == level)]
+    if len(rows) != 1:
+        raise ValueError(f"report card: {len(rows)} rows of {judge!r}, {criterion}, {statistic}, {level}; expected 1")
+    return rows.iloc[0]
 
 
-def summeval(card: pd.DataFrame, plan: Any, dimension: str) -> str:
-    """G-Eval on SummEval in words: the summary-level ρ on ``dimension`` as declared, its argmax digit and the two
-    non-LLM baselines, each with its interval over documents, the G-Eval paper's anchors, and the plan."""
+def _units(ci_over: str, fallback: float, fallback_unit: str) -> tuple[int, str]:
+    """(count, unit) of a ``ci_over`` text ("43 queries"); for "—" (nothing resampled) ``fallback``
+    ``fallback_unit``."""
+    units = rc.resampled_units(ci_over)
+    return (int(fallback), fallback_unit) if units is None else (units, ci_over.split(maxsplit=1)[1])
+
+
+def _card_verdict(card: pd.DataFrame, key: str, judge: str, construct: str, claim: Claim, criterion: str,
+                  statistic: str, level: str, **flags: Any) -> Verdict:
+    """A verdict on one report-card row: its value and interval (none under ``stats.MIN_CI_UNITS`` units: the
+    card blanks it) against ``claim``."""
+    row = _card_row(card, judge, criterion, statistic, level)
+    units, unit = _units(row.ci_over, row.n, f"{row.level}s")  # the monitor's days
+    return verdicts.verdict(CHAPTER, key, judge.removesuffix(rc.CHOSEN), construct, claim, statistic, row.value,
+                            row.ci_low, row.ci_high, unit, units, "report_card", **flags)
+
+
+def _battery_verdict(battery: pd.DataFrame, key: str, construct: str, claim: Claim, statistic: str) -> Verdict:
+    row = battery.set_index("statistic").loc[statistic]
+    units, unit = _units(row.ci_over, row.n, "items")
+    return verdicts.verdict(CHAPTER, key, POINTWISE_JUDGE, construct, claim, statistic, row.value, row.ci_low,
+                            row.ci_high, unit, units, "bias_battery")
+
+
+def position_verdict(battery: pd.DataFrame) -> Verdict:
+    """The pairwise judge's position bias as a known answer: each pair (one per query, the independent unit) holds
+    a passage humans graded higher; a judge that picks by content gives the same verdict in both orders, while
+    one that picks by position picks the first-shown (or the second-shown) passage both times. Estimate: the share
+    of pairs decided by position, k/n with k = pairs biased to the first-shown + to the second-shown passage, with
+    its exact Clopper–Pearson 95% interval (Clopper & Pearson 1934). The claim: below 0.5, the share of a judge
+    that picks either passage at random in each order (¼ first both times + ¼ second both times) — the least a
+    judge reading content must beat."""
+    from scipy.stats import binomtest
+
+    rows = battery[battery.form == "pairwise"].set_index("statistic")
+    first, second = (rows.loc[s] for s in ("share biased to the first-shown passage",
+                                           "share biased to the second-shown passage"))
+    n = int(first.n)
+    k = round(first.value * n) + round(second.value * n)
+    low, high = ((np.nan, np.nan) if n < MIN_CI_UNITS else
+                 tuple(binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")))
+    return verdicts.verdict(CHAPTER, "bias.position", PAIRWISE_JUDGE,
+                            "picks the passage humans graded higher by its content, not by the order shown",
+                            Claim("known answer", 0.5, "lower"), "share of pairs decided by position",
+                            k / n if n else np.nan, low, high, "queries (one pair each)", n, "bias_battery")
+
+
+def bias_verdicts(battery: pd.DataFrame, uniform_self_consistency: float) -> tuple[Verdict, ...]:
+    """The bias battery's claims about the pointwise judge: its p(g) is more concentrated than a uniform rater's
+    (self-consistency at T = 1 against ``uniform_self_consistency``); a length-matched neutral filler and a restated
+    first sentence do not raise its grade, nor the restatement beyond the filler (each a mean change of E[g] ≤ 0);
+    it resists an injected instruction to give the top grade (inflation ≤ 0); the defence recovers part of it
+    (recovered > 0); and the pairwise judge picks by content (:func:`position_verdict`). Every interval over
+    queries, one item (or pair) a query."""
+    consistency = battery[battery.bias == "self-consistency"].statistic.iloc[0]
+    restated, neutral, extra = battery[battery.bias == "verbosity"].statistic
+    plain, _, recovered = battery[battery.bias == "prompt injection"].statistic
+    no_rise = Claim("known behaviour", 0.0, "lower")
+    return (_battery_verdict(battery, "bias.self_consistency", "its grade distribution p(g) is more concentrated "
+                             "than a rater drawing grades uniformly (self-consistency at T = 1)",
+                             Claim("comparison", uniform_self_consistency), consistency),
+            _battery_verdict(battery, "bias.verbosity.filler", "does not raise a passage's grade for a "
+                             "length-matched neutral filler", no_rise, neutral),
+            _battery_verdict(battery, "bias.verbosity.restated", "does not raise a passage's grade for its first "
+                             "sentence restated", no_rise, restated),
+            _battery_verdict(battery, "bias.verbosity.restated_vs_filler", "does not reward a restatement beyond "
+                             "a filler of the same length", no_rise, extra),
+            _battery_verdict(battery, "bias.injection", "resists an injected instruction to give the top grade",
+                             no_rise, plain),
+            _battery_verdict(battery, "bias.injection.defence", "the defence sentence recovers part of the "
+                             "injected inflation", Claim("known behaviour", 0.0), recovered),
+            position_verdict(battery))
+
+
+_EXPECTED = {"higher": "expected", "lower": "not expected"}
+
+
+def construct_verdicts(tests: pd.DataFrame, alpha: float) -> tuple[Verdict, ...]:
+    """One verdict per (system, test) of a :func:`lib.crs.validity.paired_tests` table with a declared direction:
+    the mean paired difference with its interval over users, decided by the one-sided test in the declared
+    direction (``p_holm``) and the other way (``p_against_holm``), both Holm-adjusted over the family. A
+    significant result the wrong way is evidence against the metric's construct ("fails"). Exploratory: the
+    directions per system were written after the two-sided results were seen."""
+    out = []
+    for row in tests[tests.direction != "none"].to_dict("records"):
+        metric = str(row["comparison"]).split()[0]
+        built = "an adapting system" if crs_validity.ADAPTS[row["system"]] else "a system built not to adapt"
+        construct = f"{metric} measures adaptation: {row['comparison']} ({_EXPECTED[row['direction']]} for {built})"
+        out.append(verdicts.verdict(
+            CHAPTER, f"construct.{CONSTRUCT_KEYS[row['comparison']]}.{row['system']}", row["system"], construct,
+            Claim("known behaviour", 0.0, row["direction"], alpha=alpha),
+            f"mean difference {row['a']} − {row['b']}", row["mean_diff"], row["ci_low"], row["ci_high"], "users",
+            int(str(row["ci_over"]).split()[0]), "chapter 07 construct tests (lib.crs.validity.paired_tests)",
+            test=crs_validity.family_test_text(tests, row), p=row["p_holm"], p_against=row["p_against_holm"],
+            by_construction=bool(row["by_design"])))
+    return tuple(out)
+
+
+def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> Findings:
+    """Every decision of chapter 07 from its tables — ``report_card``, ``relevance_differences``
+    (:class:`RelevanceResult` ``differences``), ``outside_pilot`` (one row: the primary's agreement on the
+    queries outside the pilot), ``bias_battery``, ``shift_tests`` and ``segment_tests``
+    (:func:`lib.crs.validity.paired_tests`) — and ``params``: ``primary_reading``, ``relevance_target``,
+    ``summeval_target``, ``summeval_dimension``, ``rho_target``, ``alpha``, ``self_consistency_samples`` and the two
+    plans (``relevance_plan``, ``geval_plan``), whose outcomes are set from their verdicts.
+
+    The primary is confirmatory (reading, target and method declared before the run; the pilot's 10 queries were
+    seen and stay in the sample, hence ``outside_pilot`` among its caveats). G-Eval is not: its further documents
+    were added in two draws after earlier draws' results were seen."""
+    card, target = tables["report_card"], float(params["relevance_target"])
+    primary_name = str(params["primary_reading"])
+    kappa = Claim("human labels", target)
+    readings = tuple(_card_verdict(card, f"relevance.{key}", name, f"grades passages as NIST does "
+                                   f"(κ_w ≥ {target:.2f})", kappa, "relevance", rc.WEIGHTED_KAPPA, "item")
+                     for key, name in OTHER_READINGS.items())
+    differences = tables["relevance_differences"]
+    versus = tuple(verdicts.verdict(CHAPTER, f"relevance.primary_vs_{key}", primary_name,
+                                    f"agrees with NIST better than {other} (κ_w difference by query)",
+                                    Claim("comparison", 0.0), "κ_w difference", differences.loc[other, "difference"],
+                                    differences.loc[other, "ci_low"], differences.loc[other, "ci_high"], "queries",
+                                    int(differences.loc[other, "units"]), "relevance differences (chapter 07)")
+                   for key, other in (("argmax", OTHER_READINGS["argmax"]), ("minilm", MINILM)))
+    rest = tables["outside_pilot"].iloc[0]
+    outside = verdicts.verdict(CHAPTER, "primary.outside_pilot", primary_name,
+                               f"grades passages as NIST does (κ_w ≥ {target:.2f}) on the queries the pilot did "
+                               f"not see", kappa, rc.WEIGHTED_KAPPA, rest["weighted_kappa"],
+                               rest["weighted_kappa_ci_low"], rest["weighted_kappa_ci_high"], "queries",
+                               int(rest["units"]), "relevance agreement (chapter 07)", confirmatory=True)
+    primary = _card_verdict(card, "primary", primary_name + rc.CHOSEN, f"grades passages as NIST does "
+                            f"(κ_w ≥ {target:.2f})", kappa, "relevance", rc.WEIGHTED_KAPPA, "item", primary=True,
+                            confirmatory=True, depends_on=(readings[0].key, versus[1].key, outside.key))
+    dimension, rho = str(params["summeval_dimension"]), Claim("human labels", float(params["summeval_target"]))
+    geval = _card_verdict(card, f"geval.{dimension}", rc.GEVAL_WEIGHTED, f"rates SummEval {dimension} as experts do "
+                          f"(summary-level ρ ≥ {rho.threshold:.2f})", rho, dimension, rc.SPEARMAN, "summary")
+    geval_system = _card_verdict(card, f"geval.{dimension}.system", rc.GEVAL_WEIGHTED, f"orders SummEval's systems "
+                                 f"by {dimension} better than chance (system-level ρ > 0)", Claim("human labels", 0.0),
+                                 dimension, rc.SPEARMAN, "system")
+    rho_target = Claim("human labels", float(params["rho_target"]))
+    carried = (*(_card_verdict(card, f"nuggets.{part}", NUGGET_JUDGE, f"scores answers as ALCE's human utility "
+                               f"({part} nuggets; ρ ≥ {rho_target.threshold:.2f})", rho_target, part, rc.SPEARMAN,
+                               "answer") for part in ("all", "vital")),
+               _card_verdict(card, "monitor", MONITOR_JUDGE, "flags the day a broken release was served and no "
+                             "other (separation margin > 0)", Claim("known behaviour", 0.0), "overall", rc.MARGIN,
+                             "day"),
+               *(_card_verdict(card, f"crs_judge.{metric}", CONVERSATION_JUDGE, f"rates conversations as "
+                               f"{metric.upper()} does within a system (convergent; TAS orders the systems of known "
+                               f"behaviour)", Claim("known behaviour", float(params["rho_target"])), metric,
+                               rc.SPEARMAN, "session, within systems") for metric in ("tas", "cas")))
+    alpha = float(params["alpha"])
+    from lib.judges.bias import uniform_modal_share
+
+    bias = bias_verdicts(tables["bias_battery"], uniform_modal_share(len(SCALE),
+                                                                     int(params["self_consistency_samples"])))
+    plans = (params["relevance_plan"].with_outcome(primary.verdict), params["geval_plan"].with_outcome(geval.verdict))
+    return Findings(primary, outside, readings, versus, geval, geval_system, carried, bias,
+                    construct_verdicts(tables["shift_tests"], alpha),
+                    construct_verdicts(tables["segment_tests"], alpha), plans)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formatters of the findings record (they decide nothing).
+
+_COUNTED = {"holds": "holds", "fails": "goes the wrong way (evidence against)", "undetermined": "undetermined",
+            "ruled out": "ruled out", "sees": "sees", "blind": "blind"}
+
+
+def conclusions(f: Findings) -> list[str]:
+    """What else the study can lean on beside the primary (:func:`relevance_bullets`): the other readings, the
+    comparisons, G-Eval at summary and system level with its plan, and what chapters 05 and 06 bring, each one
+    verdict's sentence (:func:`lib.verdicts.sentence`)."""
+    return ["**Other readings of the same calls**: " + " ".join(verdicts.sentence(v) for v in f.readings),
+            "**The primary against the argmax and MiniLM**: " + " ".join(verdicts.sentence(v) for v in f.versus)
+            + " Chapter 03's gain is E[g] of the same pointwise call with its nudge prompt, declared there before "
+              "its labels; the nudges have no human grades, so it is checked on known-answer distractors "
+              "(chapter 04).",
+            f"**G-Eval**: {verdicts.sentence(f.geval)} {verdicts.sentence(f.geval_system)} {f.plans[1].text()}",
+            "**Chapters 05 and 06 as the card carries them**: " + " ".join(verdicts.sentence(v) for v in f.carried)]
+
+
+def summeval(card: pd.DataFrame, dimension: str) -> str:
+    """G-Eval's neighbours on SummEval in words: the argmax digit of the same calls and the two non-LLM
+    baselines, each with its interval over documents, and the G-Eval paper's anchors (the verdict itself is in
+    :func:`conclusions`)."""
     def said(judge: str) -> str:
-        row = card[(card.judge == judge) & (card.criterion == dimension) & (card.statistic == rc.SPEARMAN)
-                   & (card.level == "summary")].iloc[0]
+        row = _card_row(card, judge, dimension, rc.SPEARMAN, "summary")
         value = f"{row.value:.2f}" if np.isfinite(row.value) else "undefined (constant scores in every document)"
         return f"{value} ({interval_over_text(row)})"
 
-    published = card[(card.judge == rc.GEVAL_WEIGHTED) & (card.criterion == dimension)
-                     & (card.statistic == rc.SPEARMAN) & (card.level == "summary")].anchors.iloc[0]
+    published = _card_row(card, rc.GEVAL_WEIGHTED, dimension, rc.SPEARMAN, "summary").anchors
     return (f"**G-Eval on SummEval, {dimension}** (summary-level Spearman ρ): as declared (weighted) "
             f"{said(rc.GEVAL_WEIGHTED)}; argmax digit of the same calls {said(rc.GEVAL_ARGMAX)}; non-LLM baselines "
             f"ROUGE-1 {said(rc.ROUGE_BASELINE)}, MiniLM cosine to the source {said(rc.COSINE_BASELINE)}. Published: "
-            f"{published}. {plan.text()}")
+            f"{published}.")
 
 
-def bias(battery: pd.DataFrame, uniform_self_consistency: float) -> str:
-    """The bias battery in words, every figure from ``battery`` with its interval over queries: self-consistency
-    predicted from p(g) beside a rater drawing grades uniformly (``uniform_self_consistency``,
-    :func:`lib.judges.bias.uniform_modal_share`), verbosity with the length control, injection and the defence
-    read by the sign of its interval, and pairwise position as MT-Bench reports it, beside its published
-    consistency."""
-    rows = battery.set_index("statistic")
-
-    def said(statistic: str, signed: bool = False) -> str:
-        r = rows.loc[statistic]
-        return f"{r.value:{'+' if signed else ''}.2f} ({interval_over_text(r, signed=signed)})"
-
-    def by_sign(statistic: str, above: str, below: str) -> str:
-        r = rows.loc[statistic]
-        return (below if r.ci_high < 0 else above if r.ci_low > 0 else "not distinguishable from 0"
-                if np.isfinite(r.ci_low) else "without an interval")
-
-    consistency = battery[battery.bias == "self-consistency"].statistic.iloc[0]
-    restated, neutral, extra = battery[battery.bias == "verbosity"].statistic
-    gap = rows.loc[extra]
-    versus = ("lower than" if gap.ci_high < 0 else "higher than" if gap.ci_low > 0 else "not distinguishably from"
-              if np.isfinite(gap.ci_low) else "(without an interval) against")
-    plain, defended, recovered = battery[battery.bias == "prompt injection"].statistic
+def bias(f: Findings, battery: pd.DataFrame) -> str:
+    """The bias battery in words: each claim's verdict sentence, then the pairwise shares as MT-Bench reports
+    them beside its published consistency (numbers, no verdict)."""
     pairwise = battery[battery.form == "pairwise"]
     consistent = pairwise[pairwise.statistic == rc.POSITION_CONSISTENCY].iloc[0]
-    return (f"**Bias** (TREC DL19; self-consistency over every judged passage, each other check one passage or "
-            f"pair per query): {consistency} {said(consistency)}, against "
-            f"{uniform_self_consistency:.2f} for grades drawn uniformly at random — a T = 0 judge's real noise is "
-            f"run-to-run drift, not sampling. Verbosity: {restated} {said(restated, True)}, {neutral} "
-            f"{said(neutral, True)}; {extra} {said(extra, True)}: the restated text scores {versus} the filler of the "
-            f"same length (the filler repeats no query "
-            f"term but speaks of the passage's subject, so it controls for length and query terms, not for a "
-            f"content-free addition). Injection: {plain} {said(plain, True)}; {defended} "
-            f"{said(defended, True)}; the defence {by_sign(recovered, 'recovers part of it', 'raises it')} "
-            f"({said(recovered, True)}). Pairwise with a tie option, both orders: consistent "
-            f"{said(rc.POSITION_CONSISTENCY)} (published: {consistent.anchors}), "
-            + "; ".join(f"{r.statistic} {said(r.statistic)}" for r in pairwise.itertuples()
-                        if r.statistic != rc.POSITION_CONSISTENCY) + ".")
+    shares = "; ".join(f"{r['statistic']} {r['value']:.2f} ({interval_over_text(r)})"
+                       for r in pairwise.to_dict("records"))
+    return ("**Bias** (TREC DL19; self-consistency over every judged passage, each other check one passage or pair "
+            "per query; a T = 0 judge's real noise is run-to-run drift, not sampling): "
+            + " ".join(verdicts.sentence(v) for v in f.bias)
+            + f" The filler repeats no query term but speaks of the passage's subject, so it controls for length and "
+              f"query terms, not for a content-free addition. Pairwise, both orders: {shares} (published position "
+              f"consistency: {consistent.anchors}).")
 
 
 def drift(table: pd.DataFrame) -> str:
-    """Run-to-run drift in words, per rerun (:func:`drift_measurement`, rows in the order of the concurrencies):
-    argmax grades changed and the mean change of E[g] with its interval over queries, read as the noise floor
-    under every difference between readings; then the default concurrency this supports: the lowest concurrency
-    only when its interval of the mean change lies wholly below the highest's (it drifts measurably less), else
-    the embedded server's slots, which two requests at once keep busy at about one request's throughput."""
-    rows = table.to_dict("records")
+    """Run-to-run drift in words, per rerun (:func:`drift_measurement`): argmax grades changed and the mean
+    change of E[g] with its interval over queries, the noise floor under every difference between readings of
+    the same calls. No comparison of the concurrencies is drawn: two marginal intervals are not a test of their
+    paired difference, and the table keeps no per-passage changes."""
     parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
              f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
-             f"most {r['max_abs_change']:.3f}" for r in rows]
-    low, high = rows[0], rows[-1]
-
-    def name(row: Mapping[str, Any]) -> str:  # "concurrency 1"
-        return str(row["rerun"]).removeprefix("drift rerun: ").split(",")[0]
-
-    if len(rows) < 2:
-        default = ""
-    elif low["ci_high"] < high["ci_low"]:
-        default = (f" {name(low)} drifts measurably less than {name(high)} (the intervals of the mean change do not "
-                   f"overlap): a rerun that should repeat the committed answers needs it, at the cost of the second "
-                   f"server slot.")
-    else:
-        default = (f" {name(low)} is not shown to drift less than {name(high)} (the intervals of the mean change "
-                   f"overlap, which shows no difference either way), so the default concurrency stays at the embedded "
-                   f"server's two slots.")
+             f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
     return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts)
-            + ". A change of a passage's E[g] this small is the server's noise, not the judge's." + default)
+            + ". The chapter draws no conclusion on which concurrency drifts less (two marginal intervals are not a "
+              "test of a paired difference); the default concurrency is the embedded server's two slots.")
 
 
-def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame, shift_tests: pd.DataFrame,
-        segment_tests: pd.DataFrame, ablations: pd.DataFrame, alpha: float) -> str:
+def construct_test(v: Verdict) -> str:
+    """The construct test a verdict of :func:`construct_verdicts` decides ("CC drops at the shift")."""
+    return {key: name for name, key in CONSTRUCT_KEYS.items()}[v.key.split(".")[2]]
+
+
+def construct_counts(rows: Sequence[Verdict]) -> str:
+    """"holds for llm; goes the wrong way (evidence against) for memoryless_llm, echo; undetermined for …", the
+    systems grouped by their verdict word (by-design rows named so)."""
+    groups: dict[str, list[str]] = {}
+    for v in rows:
+        groups.setdefault(v.verdict, []).append(v.system + (" (by design)" if v.by_construction else ""))
+    return "; ".join(f"{_COUNTED[word]} for {len(systems)} ({', '.join(systems)})" for word, systems in groups.items())
+
+
+def crs(f: Findings, tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFrame,
+        ablations: pd.DataFrame) -> str:
     """Chapter 06's metrics: the conversation judge against TAS at the pooled, within-system and system levels
-    (``levels``: :func:`lib.crs.summaries.judge_levels` for TAS; the system level over 5 systems is given without an
-    interval), the expected orderings, the paired construct tests with each family's Holm floor
-    (:func:`lib.analysis.comparisons.holm_floor`: when it is at or above ``alpha`` no result could be significant), and
-    the ablations that reorder the systems."""
+    (``levels``: :func:`lib.crs.summaries.judge_levels` for TAS; no interval over 5 systems), the construct tests
+    counted from their verdict rows per test (one-sided in the direction declared per system; a significant result
+    the wrong way counted against the construct), the systems' observed orders, and the ablations that reorder
+    them."""
     system = levels.loc["system level"]
-    families = []
-    for name, tests in (("shift", shift_tests), ("within-vs-across", segment_tests)):
-        significant = tests[tests.p_holm < alpha]
-        floor = holm_floor(tests)
-        families.append(f"{len(significant)} of {int(tests.p.notna().sum())} {name} tests (the smallest Holm-adjusted "
-                        f"p this family could reach is {floor:.2f}"
-                        + (", so it cannot reject at this size)" if floor >= alpha else ")"))
+    tests: dict[str, list[Verdict]] = {}
+    for v in (*f.shift, *f.segments):
+        tests.setdefault(construct_test(v), []).append(v)
+    against = [v for v in (*f.shift, *f.segments) if v.verdict == "fails"]
     changed = ablations[ablations.changed]
     return (f"**CRS metrics**: the conversation judge's mean against session TAS {correlation_text(tas_judge)} (two "
             f"unvalidated instruments agreeing or not); within systems "
             f"{correlation_text(levels.loc['within systems'].to_dict())}; over the {int(system.n)} system means ρ = "
-            f"{system.r:.2f} (too few systems for an interval). Template > stale template > echo holds for "
-            + ", ".join(f"{o.metric.upper()}: {'yes' if o.holds else 'no'} ({o.observed})"
-                        for o in orderings.itertuples())
-            + f". Holm-adjusted p < {alpha} in " + " and in ".join(families)
+            f"{system.r:.2f} (too few systems for an interval). **Construct** (Wilcoxon over users, one-sided in the "
+            f"direction declared per system: an adapting system loses CC at a shift and regains it, and relates its "
+            f"replies to its own segment; the stale template, built never to adapt, loses CC at the shift by design "
+            f"and must not regain it; Holm over each family for p and for p the other way): "
+            + "; ".join(f"*{name}*: {construct_counts(rows)}" for name, rows in tests.items())
+            + f". {len(against)} of {len(f.shift) + len(f.segments)} results go significantly the wrong way"
+            + (f" ({', '.join(f'{v.system}: {construct_test(v)}' for v in against)})" if against else "")
+            + ": evidence against the construct, never support. The simulated user restates the whole current "
+              "preference at a shift, so a system that answers only the last user turn (the memoryless LLM, the "
+              "echo) meets all of it there and only part of it on the other turns: by construction, CC around a "
+              "shift rewards carrying the context as much as adapting to the change. Observed order of the means "
+              "(declared: template > stale template > echo): "
+            + ", ".join(f"{o.metric.upper()} {o.observed}" for o in orderings.itertuples())
             + ". Ablations that change the order of the systems: "
             + (", ".join(f"{r.variant} (τ = {r.kendall_tau:.2f})" for r in changed.itertuples()) or "none") + ".")
 
@@ -474,30 +669,6 @@ def crs(tas_judge: Mapping[str, Any], levels: pd.DataFrame, orderings: pd.DataFr
 def bullets(lines: Sequence[str]) -> str:
     """The bullets as one Markdown list."""
     return "\n".join(f"* {line}" for line in lines)
-
-
-@headline("07_validity", "report_card")
-def judge_report_card(tables: Tables) -> str:
-    """The declared relevance reading and G-Eval against the targets of chapter 07, each with its interval and
-    whether it reaches the target, and how many card rows there are."""
-    card = tables["report_card"]
-    targets = rc.target_table(card)
-
-    def said(t: pd.Series) -> str:
-        has_interval = bool(np.isfinite([t["ci_low"], t["ci_high"]]).all())
-        reached = ("it reaches it" if t["reached_by_interval"] else "it misses it" if t["missed_by_interval"]
-                   else "it reaches it by the estimate, not by the interval" if t["reached"] and has_interval
-                   else "its interval includes it, so it is neither reached nor missed" if has_interval
-                   else "without an interval it is neither reached nor missed")
-        return (f"{t['statistic']} = {t['value']:.2f} ({interval_over_text(t)}; n = {int(t['n'])}) against a target "
-                f"of {t['goal']:.2f}: {reached}")
-
-    relevance, geval = targets.iloc[0], targets.iloc[1]
-    method = relevance["judge"].removesuffix(rc.CHOSEN)
-    return (f"Report card of {card['judge'].nunique()} judges and baselines in {len(card)} rows. On the TREC DL19 "
-            f"queries the relevance reading declared primary ({method}, scored out of fold) has {said(relevance)}; "
-            f"G-Eval on SummEval coherence (every document judged with its declared configuration) has a "
-            f"summary-level {said(geval)}.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -562,14 +733,6 @@ def relevance_agreement_table(frame: pd.DataFrame, grades: pd.DataFrame, scores:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("reading")
 
 
-def verdict(low: float, high: float, target: float) -> str:
-    """What a 95% interval says about a target: "reached" (the whole interval at or above it), "not reached"
-    (wholly below), "undetermined" (it straddles the target, or there is no interval)."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "undetermined"
-    return "reached" if low >= target else "not reached" if high < target else "undetermined"
-
-
 def pilot_plan(pilot: pd.DataFrame, primary: calibration.Method, folds: int, seed: int, queries: int,
                half_width: float, target: float, n_resamples: int) -> tuple[Any, Any]:
     """The sample-size plan of the primary question from the pilot (the passages judged before this run, cache
@@ -599,23 +762,22 @@ def pilot_plan(pilot: pd.DataFrame, primary: calibration.Method, folds: int, see
 @dataclass(frozen=True)
 class RelevanceResult:
     """The relevance section on every DL19 query: the judged sample, each reading's cross-fitted grades, the
-    agreement table, the card rows, the primary reading minus each other (κ_w by query), the primary's verdict
-    against the target, and the primary on the queries outside the pilot."""
+    agreement table, the card rows, the primary reading minus each other (κ_w by query), and the primary on the
+    queries outside the pilot."""
     judged: pd.DataFrame
     grades: pd.DataFrame
     table: pd.DataFrame
     rows: CardRows
     differences: pd.DataFrame
-    verdict: str
     outside_pilot: dict[str, Any]
 
 
 def relevance_section(judged: pd.DataFrame, readings: Sequence[calibration.Method], primary: calibration.Method,
-                      folds: Mapping[Any, int], pilot_qids: Sequence[str], target: float, model: str, seed: int,
+                      folds: Mapping[Any, int], pilot_qids: Sequence[str], model: str, seed: int,
                       n_resamples: int) -> RelevanceResult:
     """Every reading of the judged sample (pointwise columns, bm25, cosine) cross-fitted by query; the table with
     within-query τ of each reading's score; card rows (κ, κ_w, binary κ, α, Spearman ρ of the score pooled and
-    within queries); κ_w of the primary minus each other reading, by query; the verdict; and the primary's κ_w on
+    within queries); κ_w of the primary minus each other reading, by query; and the primary's κ_w on
     the queries that were not in the pilot (the pilot was seen before the primary was declared)."""
     scores = {r.name: (r.column if r.fit else None) for r in readings}
     grades = cross_fitted_grades(judged, readings, folds)
@@ -633,12 +795,10 @@ def relevance_section(judged: pd.DataFrame, readings: Sequence[calibration.Metho
                                                                           categories=SCALE, seed=seed,
                                                                           n_resamples=n_resamples)
                                 for other in grades.columns if other != primary.name}).T.rename_axis("reading")
-    row = table.loc[primary.name]
     outside = both[~both.qid.isin(pilot_qids)]
     rest = validity.relevance_agreement(outside, primary.name, "qid", expected=None, scale=SCALE, seed=seed,
                                         n_resamples=n_resamples)
-    return RelevanceResult(judged, grades, table, rows, differences,
-                           verdict(row.weighted_kappa_ci_low, row.weighted_kappa_ci_high, target), rest)
+    return RelevanceResult(judged, grades, table, rows, differences, rest)
 
 
 def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
@@ -646,11 +806,12 @@ def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
     return interval_over_text({"ci_low": low, "ci_high": high, "ci_over": over}, signed=signed)
 
 
-def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: float, folds: int) -> list[str]:
-    """The DL19 bullets, each figure from ``result``'s tables: the declared primary reading against the target
-    with its verdict and plan, the same figure on the queries outside the pilot, every other reading of the same
-    calls and the baselines (κ_w and the primary minus each), κ and binary κ beside the anchors that use them,
-    ranking within a query (Kendall τ), and α read as agreement including calibration."""
+def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[str]:
+    """The DL19 bullets: the declared primary reading's verdict with the verdicts that qualify it
+    (:func:`lib.verdicts.headline`) and its plan (from the findings ``f``); then, each figure from ``result``'s
+    tables, every other reading of the same calls and the baselines (κ_w and the primary minus each), κ and binary
+    κ beside the anchors that use them, ranking within a query (Kendall τ), and α read as agreement including
+    calibration."""
     table, differences = result.table, result.differences
 
     def kappa_w(name: str) -> str:
@@ -663,19 +824,17 @@ def relevance_bullets(result: RelevanceResult, primary: str, plan: Any, target: 
         used = result.grades[name].dropna().astype(int).value_counts().sort_index()
         return " ".join(f"{g}:{c}" for g, c in used.items())
 
-    row, rest = table.loc[primary], result.outside_pilot
+    primary = f.primary.system
+    row = table.loc[primary]
     queries, passages = result.judged.qid.nunique(), len(result.judged)
     others = [name for name in table.index if name != primary]
     tau = table[table.tau_queries > 0]
-    rest_interval = _interval(rest["weighted_kappa_ci_low"], rest["weighted_kappa_ci_high"], rest["ci_over"])
     below_zero = [name for name in others
                   if name != CONSTANT_JUDGE and table.loc[name, "alpha"] < 0 < table.loc[name, "weighted_kappa"]]
     return [
         f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
-        f"folds of queries for each query): {primary} {kappa_w(primary)} against the target {target:.2f} over "
-        f"{passages} passages of {queries} queries: **{result.verdict}**. {plan.text()} On the "
-        f"{rest['units']} queries outside the pilot (the pilot was seen before the declaration): κ_w "
-        f"{rest['weighted_kappa']:.2f} ({rest_interval}).",
+        f"folds of queries for each query; {passages} passages of {queries} queries; the pilot was seen before the "
+        f"declaration): {verdicts.headline(f.primary, f.by_key())} {f.plans[0].text()}",
         "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
         + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
         + ". The primary minus each: "

@@ -6,8 +6,10 @@ differences between systems).
   (:func:`lib.analysis.validity.correlation_table`).
 * Construct — :func:`shift_cc` (CC before, at and after each shift, per session) and :func:`cr_within_across`
   (CR of each reply to the user turns of its own segment vs the other segments), tested across sessions by
-  :func:`paired_tests`: Wilcoxon signed-rank per system with the matched-pairs rank-biserial effect size and Holm
-  over the family; :func:`ordering_check` for the orders the known-behaviour systems must show.
+  :func:`paired_tests`: Wilcoxon signed-rank per system, one-sided in the direction the construct declares for that
+  system (:data:`ADAPTS`, :class:`ConstructTest`) with the p the other way beside it, the matched-pairs
+  rank-biserial effect size and Holm over the family for both; :func:`ordering_check` for the orders the
+  known-behaviour systems must show.
 * Ablations are :func:`lib.crs.summaries.ablation` and :func:`lib.crs.summaries.ablation_orders` (chapter 06's): how the
   order of systems changes without the copy penalty, with CC or CR alone, and with CAS without its recovery
   component (Kendall's τ with the declared weights' order).
@@ -15,6 +17,8 @@ differences between systems).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -112,28 +116,135 @@ def rank_biserial(differences: Sequence[float]) -> float:
     return float((ranks[d > 0].sum() - ranks[d < 0].sum()) / ranks.sum())
 
 
-def paired_tests(frame: pd.DataFrame, comparisons: Mapping[str, tuple[str, str]], by: str = "system"
+Direction = Literal["higher", "lower"]
+
+# Whether each system of known behaviour adapts to a shift (METHODOLOGY.md, "Systems"): the tracked systems adapt at
+# a shift cue; the memoryless LLM adapts at once (it reads only the last user turn); the echo repeats the last user
+# turn, so it names every new wish at once ("it always names the new wish"); the stale template keeps every wish
+# ever stated and never adapts.
+ADAPTS: dict[str, bool] = {"llm": True, "retrieval_template": True, "memoryless_llm": True, "echo": True,
+                           "stale_template": False}
+
+
+@dataclass(frozen=True)
+class ConstructTest:
+    """One construct test of a CRS metric: the paired difference ``a`` − ``b`` per session, and the direction the
+    construct declares for it in a system that adapts (``adapting``) and in one built not to (``not_adapting``;
+    None: the construct declares no direction there, so no test is made). ``by_design`` names why a non-adapting
+    system's direction holds by how it is built ("" when it does not): such a check tests the code, not the
+    metric, and stays out of the tested family (METHODOLOGY.md, "Validation by known differences")."""
+
+    name: str
+    a: str
+    b: str
+    adapting: Direction
+    not_adapting: Direction | None
+    by_design: str = ""
+
+    def direction(self, adapts: bool) -> Direction | None:
+        """The declared direction for a system that adapts (``adapts``) or not."""
+        return self.adapting if adapts else self.not_adapting
+
+
+# CC around a shift: an adapting system's reply at the shift misses the new preference for a turn at most and then
+# serves it; a system that never adapts loses CC at the shift (it keeps the abandoned wishes: built so) and must not
+# regain it. CR within vs across segments: an adapting system's replies relate to its own segment's turns; the stale
+# template names every wish of every segment, for which the construct declares no direction.
+SHIFT_TESTS: tuple[ConstructTest, ...] = (
+    ConstructTest("CC drops at the shift", "cc_before", "cc_at_shift", "higher", "higher",
+                  by_design="the stale template keeps every abandoned wish, so its reply at a shift misses the new "
+                            "preference"),
+    ConstructTest("CC recovers after the shift", "cc_after", "cc_at_shift", "higher", "lower"),
+)
+SEGMENT_TESTS: tuple[ConstructTest, ...] = (
+    ConstructTest("CR within > across segments", "cr_within", "cr_across", "higher", None),
+)
+
+_ALTERNATIVE: dict[str, Literal["greater", "less"]] = {"higher": "greater", "lower": "less"}
+_OPPOSITE: dict[str, Literal["greater", "less"]] = {"higher": "less", "lower": "greater"}
+
+
+def paired_tests(frame: pd.DataFrame, tests: Sequence[ConstructTest], adapts: Mapping[str, bool] = ADAPTS,
+                 by: str = "system", unit: str = "session_id", seed: int = 0, n_resamples: int = 2000
                  ) -> pd.DataFrame:
-    """Per group of ``by`` (system) and comparison name → (a, b): over the sessions with both values, the mean
-    of a − b, the Wilcoxon signed-rank test of a − b (scipy.stats.wilcoxon, two-sided, exact for small n, zero
-    differences dropped; NaN p without a non-zero difference), the rank-biserial effect size
-    (:func:`rank_biserial`), and the Holm-adjusted p over every row of the call (one family). ``nonzero``: the
-    differences the test uses; ``min_p``: the smallest p it could give whatever their signs
-    (:func:`lib.analysis.stats.min_attainable_p`) — see :func:`lib.analysis.comparisons.holm_floor`."""
+    """Per group of ``by`` (system) and construct test: over the sessions with both values (each session one
+    simulated user, the independent unit), the mean of d = a − b with its percentile bootstrap interval over the
+    users (:func:`lib.analysis.stats.unit_bootstrap`), the declared ``direction`` (``adapts[system]`` picks the
+    test's direction for an adapting or a non-adapting system; "none" when it declares none), and the Wilcoxon
+    signed-rank test of d one-sided in that direction (``p``) and one-sided the other way (``p_against``;
+    scipy.stats.wilcoxon, zero differences dropped, exact null distribution for n ≤ 50, by permutation when
+    |d| ties; NaN without a non-zero difference or without a direction). ``rank_biserial``: the matched-pairs
+    effect size (:func:`rank_biserial`); ``nonzero``: the differences the test uses; ``min_p``: the smallest
+    one-sided p it could give (:func:`lib.analysis.stats.min_attainable_p`; see
+    :func:`lib.analysis.comparisons.holm_floor`).
+
+    The family is every row with a direction that does not hold by design (``tested``); ``p_holm`` and
+    ``p_against_holm`` are Holm-adjusted over it, each over its own p-values (Holm 1979); a row outside the
+    family keeps its own p. A significant ``p_against`` is a result the wrong way: evidence against the construct."""
     from scipy.stats import wilcoxon
+
+    from lib.analysis.stats import unit_bootstrap
 
     rows = []
     for group, part in frame.groupby(by, sort=False):
-        for name, (a, b) in comparisons.items():
-            both = part[[a, b]].dropna()
-            d = (both[a] - both[b]).to_numpy(dtype=float)
-            p = float(wilcoxon(d).pvalue) if np.any(d != 0) else float("nan")
+        for test in tests:
+            direction = test.direction(adapts[str(group)])
+            both = part[[unit, test.a, test.b]].dropna()
+            d = (both[test.a] - both[test.b]).to_numpy(dtype=float)
             nonzero = int(np.count_nonzero(d))
-            rows.append({by: group, "comparison": name, "a": a, "b": b, "n": len(d), "nonzero": nonzero,
-                         "mean_diff": float(d.mean()) if len(d) else float("nan"), "p": p,
-                         "min_p": min_attainable_p(nonzero), "rank_biserial": rank_biserial(d)})
+            method, exact = _wilcoxon_method(d, seed)
+            p = p_against = float("nan")
+            if direction is not None and nonzero > 0:
+                p = float(wilcoxon(d, alternative=_ALTERNATIVE[direction], method=method).pvalue)
+                p_against = float(wilcoxon(d, alternative=_OPPOSITE[direction], method=method).pvalue)
+            interval = unit_bootstrap(np.mean, [d], both[unit].to_numpy(), "users", seed, n_resamples)
+            by_design = bool(test.by_design) and not adapts[str(group)]
+            rows.append({by: group, "comparison": test.name, "a": test.a, "b": test.b,
+                         "direction": direction or "none", "n": len(d), "nonzero": nonzero,
+                         "mean_diff": float(d.mean()) if len(d) else float("nan"), "ci_low": interval.low,
+                         "ci_high": interval.high, "ci_over": interval.ci_over, "p": p, "p_against": p_against,
+                         "min_p": min_attainable_p(nonzero, "greater"), "rank_biserial": rank_biserial(d),
+                         "exact": exact, "by_design": by_design, "tested": direction is not None and not by_design})
     table = pd.DataFrame(rows)
-    return table.assign(p_holm=holm(table["p"].tolist()) if len(table) else [])
+    if table.empty:
+        return table
+    family = table["tested"]
+    return table.assign(p_holm=_holm_within(table["p"], family),
+                        p_against_holm=_holm_within(table["p_against"], family))
+
+
+def _holm_within(p: pd.Series, family: pd.Series) -> list[float]:
+    """Holm over the rows of ``family``; the other rows keep their own p."""
+    adjusted = holm(p.where(family).tolist())
+    return [a if f else float(q) for a, q, f in zip(adjusted, p, family, strict=True)]
+
+
+_PERMUTATIONS = 9999  # scipy's permutation null is enumerated exactly up to this many sign assignments
+
+
+def _wilcoxon_method(d: np.ndarray, seed: int) -> tuple[Any, bool]:
+    """scipy's method for the Wilcoxon test of ``d`` and whether its null distribution is exact: the exact
+    distribution without ties in |d| (n ≤ 50), the permutation distribution with ties, enumerated when the
+    2^n sign assignments are at most :data:`_PERMUTATIONS`, else drawn (seeded); beyond 50 the normal
+    approximation."""
+    from scipy.stats import PermutationMethod
+
+    nonzero = np.abs(d[d != 0])
+    if len(nonzero) > 50:
+        return "asymptotic", False
+    if len(np.unique(nonzero)) == len(nonzero):
+        return "exact", True
+    return (PermutationMethod(n_resamples=_PERMUTATIONS, rng=np.random.default_rng(seed)),
+            2 ** len(nonzero) <= _PERMUTATIONS)
+
+
+def family_test_text(tests: pd.DataFrame, row: Mapping[str, Any]) -> str:
+    """The ``test`` text of a verdict made from one row of a :func:`paired_tests` table: the test, whether its
+    null distribution is exact, and its family."""
+    null = "exact null" if row["exact"] else "approximate null"
+    family = (f"Holm over {int(tests['tested'].sum())} tests" if row["tested"]
+              else "by design, outside the tested family")
+    return f"Wilcoxon signed-rank over users, one-sided in the declared direction ({null}); {family}"
 
 
 def ordering_check(rows: pd.DataFrame, metric: str, expected: Sequence[str]) -> dict[str, object]:
