@@ -357,3 +357,19 @@ def test_judge_endpoint_defaults_to_the_generators_and_can_be_its_own(monkeypatc
 def test_a_calls_cache_key_is_the_one_the_committed_cache_was_written_under(call, key):
     # Keys of the same calls made before calls were LLMCall records: a changed body would orphan the cache.
     assert request_key(call.body("fake-model", attempt=1)) == key
+    # The gateway's request: sent under the name the endpoint serves the model by, keyed under its identity.
+    gateway = Gateway(Endpoint("http://localhost:1/v1", "served-alias", "fake-model", embedded=False),
+                      cache_path=Path("unused.sqlite"))
+    request = gateway.request(call, attempt=1)
+    assert request.body == call.body("served-alias", attempt=1)
+    assert request.cached.request == {**request.body, "model": "fake-model"} and request.cached.key == key
+    gateway.close()
+
+
+def test_a_replicate_is_sent_and_keyed_and_only_a_replicate_changes_the_key():
+    call = LLMCall(MESSAGES, Score)
+    endpoint = Endpoint("http://localhost:1/v1", "fake-model", "fake-model", embedded=False)
+    with Gateway(endpoint, cache_path=Path("unused.sqlite"), replicate="rerun-1") as gateway:
+        request = gateway.request(call, attempt=2)
+    assert request.body == {**call.body("fake-model", attempt=2), "user": "rerun-1"}
+    assert request.cached.key == request_key(request.body) != request_key(call.body("fake-model", attempt=2))
