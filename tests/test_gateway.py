@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from lib.llm.gateway import (
     LLMCall,
     SenderPool,
     TransportFailure,
+    _shared_prefix_chars,
     prefix_groups,
 )
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
@@ -286,6 +288,15 @@ def test_killed_batch_resumes_without_repeating_finished_calls(tmp_path):
 
 def _prompt(system: str, shared: str, item: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": shared + item}]
+
+
+def test_the_shared_prefix_is_the_first_position_where_two_texts_differ():
+    rng = random.Random(0)
+    for _ in range(500):
+        a = "".join(rng.choice("ab") for _ in range(rng.randrange(12)))
+        b = "".join(rng.choice("ab") for _ in range(rng.randrange(12)))
+        shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        assert _shared_prefix_chars(a, b) == shared, (a, b)
 
 
 def test_prefix_groups_join_neighbours_that_share_more_than_the_system_prompt():

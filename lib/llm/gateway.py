@@ -360,8 +360,16 @@ def prompt_text(messages: list[dict[str, str]]) -> str:
 
 
 def _shared_prefix_chars(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    """How many leading characters ``a`` and ``b`` share: a binary search over prefixes compared as strings (a
+    character-by-character loop took 0.2 ms per call of a notebook, more than the rest of a replayed call)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def prefix_groups(prompts: list[list[dict[str, str]]], workers: int, min_shared_chars: int = 200) -> list[list[int]]:
