@@ -28,10 +28,11 @@ import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from lib import prompts
-from lib.analysis.stats import nested_sample, stable_int
+from lib.analysis.stats import nested_sample
 from lib.design import EMOTION_CATEGORY, NUDGE_CATEGORIES, PERSONAS, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, embed, similarity
 from lib.llm.gateway import Gateway, LLMCall, LLMResult
+from lib.seeds import stable_int
 
 PersonaRule = Literal["similarity", "random"]
 NearDuplicateRule = Literal["drop", "keep"]

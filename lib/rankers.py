@@ -21,9 +21,9 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from lib.analysis.stats import stable_int
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, similarity
+from lib.seeds import stable_int
 
 # The study's rankers in the order of every table and figure: baselines from chance to strongest idea, then
 # the system under test.

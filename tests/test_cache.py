@@ -19,6 +19,7 @@ import pytest
 
 from lib.llm.cache import (
     CorruptEntry,
+    KeyedRequest,
     ResponseCache,
     canonical_json,
     checksum,
@@ -40,6 +41,7 @@ def test_key_is_independent_of_dict_order_and_sensitive_to_content():
         '{"messages":[{"content":"hi","role":"user"}],"model":"m","temperature":0}')
     assert request_key(a) == request_key(b)
     assert request_key(a) != request_key({**a, "temperature": 0.0001})
+    assert KeyedRequest(b).key == request_key(a)  # computed once, when the request is made a KeyedRequest
 
 
 def _rows(path: Path) -> dict[str, tuple[str, bytes]]:
@@ -64,21 +66,21 @@ def test_put_read_roundtrip_stores_compressed_canonical_json_with_its_checksum(t
 
 def test_get_computes_once_and_stores_nothing_when_compute_raises(tmp_path):
     cache, calls = ResponseCache(tmp_path / "c.sqlite"), []
-    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    request = KeyedRequest({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 
     def compute():
         calls.append(1)
         return {"response": {"n": len(calls)}}
 
-    assert cache.get(request, compute) == ({"request": request, "response": {"n": 1}}, False)
-    assert cache.get(request, compute) == ({"request": request, "response": {"n": 1}}, True)
+    assert cache.get(request, compute) == ({"request": request.request, "response": {"n": 1}}, False)
+    assert cache.get(request, compute) == ({"request": request.request, "response": {"n": 1}}, True)
     assert len(calls) == 1
 
     def broken():
         raise RuntimeError("endpoint fault")
 
     with pytest.raises(RuntimeError, match="endpoint fault"):
-        cache.get({"other": 1}, broken)
+        cache.get(KeyedRequest({"other": 1}), broken)
     assert cache.read(request_key({"other": 1})) is None and len(cache) == 1
     assert not list((tmp_path / "c.sqlite.locks").iterdir()), "a released lock leaves no file"
 
@@ -92,7 +94,7 @@ def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp
 
     missing = ResponseCache(tmp_path / "none.sqlite")
     with pytest.raises(Miss):
-        missing.get({"n": 0}, replay)
+        missing.get(KeyedRequest({"n": 0}), replay)
     assert not (tmp_path / "none.sqlite").exists(), "a replay miss creates no cache file"
 
     path = tmp_path / "c.sqlite"
@@ -102,9 +104,9 @@ def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp
     writer.close()
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns
     reader = ResponseCache(path)
-    assert [reader.get({"n": n}, replay)[0]["response"] for n in range(3)] == [0, 1, 2]
+    assert [reader.get(KeyedRequest({"n": n}), replay)[0]["response"] for n in range(3)] == [0, 1, 2]
     with pytest.raises(Miss):
-        reader.get({"n": 3}, replay)
+        reader.get(KeyedRequest({"n": 3}), replay)
     assert len(reader) == 3 and len(list(reader.items())) == 3
     reader.close()
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
@@ -136,7 +138,7 @@ def _slow_claimer(args: tuple[str, str]) -> bool:
         time.sleep(0.3)
         return {"response": {"ok": True}}
 
-    return ResponseCache(Path(path)).get({"shared": "request"}, compute)[1]
+    return ResponseCache(Path(path)).get(KeyedRequest({"shared": "request"}), compute)[1]
 
 
 def test_two_processes_on_one_missing_key_compute_it_once(tmp_path):
@@ -156,7 +158,8 @@ def test_threads_of_one_cache_on_one_missing_key_compute_it_once(tmp_path):
         return {"response": "r"}
 
     outcomes: list[bool] = []
-    threads = [threading.Thread(target=lambda: outcomes.append(cache.get({"q": 1}, compute)[1])) for _ in range(4)]
+    request = KeyedRequest({"q": 1})
+    threads = [threading.Thread(target=lambda: outcomes.append(cache.get(request, compute)[1])) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -285,9 +288,10 @@ def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
     log, path = tmp_path / "usage.log", tmp_path / "c.sqlite"
     cache = ResponseCache(path, usage_log=log)
     for n in range(3):
-        cache.get({"n": n}, lambda: {"response": os.urandom(20_000).hex()})  # incompressible: pages to free
+        # incompressible: pages to free
+        cache.get(KeyedRequest({"n": n}), lambda: {"response": os.urandom(20_000).hex()})
     replay = ResponseCache(path, usage_log=tmp_path / "replay.log")
-    replay.get({"n": 0}, lambda: {"response": "r"})  # a hit is logged too
+    replay.get(KeyedRequest({"n": 0}), lambda: {"response": "r"})  # a hit is logged too
     replay.log_usage([request_key({"n": 0})], "asked-again")
     used, asked_again = read_usage_log(tmp_path / "replay.log")
     assert used == asked_again == {request_key({"n": 0})} and len(log.read_text().split()) == 3
@@ -299,8 +303,9 @@ def test_usage_log_and_prune_keep_exactly_the_keys_asked_for(tmp_path):
     removed, freed = prune(path, used)
     assert removed == 2 and freed == size - path.stat().st_size > 0
     assert [key for key, _ in ResponseCache(path).items()] == [request_key({"n": 0})]
-    cache.get({"steps": 1}, lambda: {"response": "r", "label": "geval-steps:Coherence"})  # made outside a notebook
-    cache.get({"steps": 2}, lambda: {"response": "r", "label": "other"})
+    # made outside a notebook:
+    cache.get(KeyedRequest({"steps": 1}), lambda: {"response": "r", "label": "geval-steps:Coherence"})
+    cache.get(KeyedRequest({"steps": 2}), lambda: {"response": "r", "label": "other"})
     assert prune(path, used, keep_labels=["geval-steps"])[0] == 1
     assert sorted(ResponseCache(path).labels().values()) == ["", "geval-steps:Coherence"]
     with pytest.raises(ValueError, match="refusing to delete every cache entry"):
@@ -327,12 +332,12 @@ def test_compacting_gives_equal_files_for_equal_contents_whatever_their_history(
 
 # --- damaged entries: named in replay, asked again in live mode ------------------------------------------------
 
-def _stored(path: Path) -> tuple[dict, str]:
-    request = {"messages": "rate it", "seed": 0}
+def _stored(path: Path) -> tuple[KeyedRequest, str]:
+    request = KeyedRequest({"messages": "rate it", "seed": 0})
     cache = ResponseCache(path)
     cache.get(request, lambda: {"response": {"grade": 2}})
     cache.close()
-    return request, request_key(request)
+    return request, request.key
 
 
 def _damage(path: Path, key: str, damage: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from lib.llm.gateway import (
     LLMCall,
     SenderPool,
     TransportFailure,
+    _shared_prefix_chars,
     prefix_groups,
 )
 from tests.fakes import FakeOpenAI, Reply, always, free_port, sequence
@@ -288,6 +290,15 @@ def _prompt(system: str, shared: str, item: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": shared + item}]
 
 
+def test_the_shared_prefix_is_the_first_position_where_two_texts_differ():
+    rng = random.Random(0)
+    for _ in range(500):
+        a = "".join(rng.choice("ab") for _ in range(rng.randrange(12)))
+        b = "".join(rng.choice("ab") for _ in range(rng.randrange(12)))
+        shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        assert _shared_prefix_chars(a, b) == shared, (a, b)
+
+
 def test_prefix_groups_join_neighbours_that_share_more_than_the_system_prompt():
     system, pool_a, pool_b = "S" * 500, "A" * 300, "B" * 300
     prompts = [_prompt(system, pool_a, "1"), _prompt(system, pool_a, "2"), _prompt(system, pool_a, "3"),
@@ -357,3 +368,19 @@ def test_judge_endpoint_defaults_to_the_generators_and_can_be_its_own(monkeypatc
 def test_a_calls_cache_key_is_the_one_the_committed_cache_was_written_under(call, key):
     # Keys of the same calls made before calls were LLMCall records: a changed body would orphan the cache.
     assert request_key(call.body("fake-model", attempt=1)) == key
+    # The gateway's request: sent under the name the endpoint serves the model by, keyed under its identity.
+    gateway = Gateway(Endpoint("http://localhost:1/v1", "served-alias", "fake-model", embedded=False),
+                      cache_path=Path("unused.sqlite"))
+    request = gateway.request(call, attempt=1)
+    assert request.body == call.body("served-alias", attempt=1)
+    assert request.cached.request == {**request.body, "model": "fake-model"} and request.cached.key == key
+    gateway.close()
+
+
+def test_a_replicate_is_sent_and_keyed_and_only_a_replicate_changes_the_key():
+    call = LLMCall(MESSAGES, Score)
+    endpoint = Endpoint("http://localhost:1/v1", "fake-model", "fake-model", embedded=False)
+    with Gateway(endpoint, cache_path=Path("unused.sqlite"), replicate="rerun-1") as gateway:
+        request = gateway.request(call, attempt=2)
+    assert request.body == {**call.body("fake-model", attempt=2), "user": "rerun-1"}
+    assert request.cached.key == request_key(request.body) != request_key(call.body("fake-model", attempt=2))

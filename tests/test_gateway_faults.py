@@ -210,6 +210,34 @@ def test_an_item_that_ended_in_failure_is_asked_again_by_a_live_rerun_and_a_succ
     assert third.ok and third.value == Score(score=4) and len(later.requests) == 0  # the success was stored
 
 
+def test_each_attempt_is_canonicalised_once_through_sending_asking_again_and_the_usage_log(tmp_path, monkeypatch):
+    """A stored failure asked again in live mode sends the same attempts again and logs their keys: all from the
+    requests made at the attempts' first sending (the request used to be rebuilt for each of these)."""
+    built: list[int] = []
+    body = LLMCall.body
+
+    def counted(call: LLMCall, model: str, attempt: int) -> dict:
+        built.append(attempt)
+        return body(call, model, attempt)
+
+    monkeypatch.setattr(LLMCall, "body", counted)
+    log = tmp_path / "usage.log"
+    with FakeOpenAI(always('{"score": ')) as cut:
+        with make_gateway(cut.base_url, tmp_path) as first:
+            first.cache.usage_log = log
+            assert first.complete(MESSAGES, Score, max_attempts=2).failure_kind == "invalid_json"
+        assert built == [1, 2]
+        with make_gateway(cut.base_url, tmp_path) as again:  # finds the stored failure: asks again, over it
+            again.cache.usage_log = log
+            assert again.complete(MESSAGES, Score, max_attempts=2).failure_kind == "invalid_json"
+    assert built == [1, 2, 1, 2] and len(cut.requests) == 4
+    keys = [request_key({**body(LLMCall(MESSAGES, Score), "fake-model", attempt), "model": "fake-model"})
+            for attempt in (1, 2)]
+    marked = [f"{key} asked-again" for key in keys]
+    # first run: looked up, marked; second: looked up (stored failures), looked up again (refreshed), marked
+    assert log.read_text().splitlines() == [*keys, *marked, *keys, *keys, *marked]
+
+
 def test_the_check_lists_the_stored_answers_a_live_run_would_ask_again(tmp_path, capsys):
     """A committed failure is not stable: a live run asks it again and rewrites what it fed (the one cut user turn
     of chapter 06 did). A replay with the usage log marks the stored answers of every call whose attempts all failed

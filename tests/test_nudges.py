@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from lib import nudges
-from lib.analysis.stats import nested_sample, stable_int
+from lib.analysis.stats import nested_sample
 from lib.data import load_journal_entries
 from lib.design import PERSONAS
 from lib.llm.gateway import LLMResult
+from lib.seeds import stable_int
 
 
 def test_sampling_is_seeded_and_reproducible():

@@ -303,12 +303,6 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
     return Interval(value, float(low), float(high), unit, len(names), undefined_share, se)
 
 
-def stable_int(text: str) -> int:
-    """Process-independent integer from a string, for seeding a generator per unit (Python's hash() of a str is
-    salted per process)."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-
-
 def nested_sample(ids: Iterable[Hashable], n: int, seed: int, first: Sequence[Hashable] = ()) -> list[Hashable]:
     """``n`` of ``ids`` in a seeded order that does not depend on ``n`` or on the other ids: the ``first`` ids
     (units already judged, kept whatever the order says), then the rest sorted by SHA-256 of "seed:id". So

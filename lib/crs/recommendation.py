@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib.analysis.stats import stable_int
 from lib.crs.config import MetricConfig
 from lib.crs.metrics import pairs, session_summary, shift_table, system_concepts, turn_table
 from lib.crs.records import SessionLog
 from lib.crs.universe import ItemUniverse
+from lib.seeds import stable_int
 
 COUNTERFACTUALS = ("nothing", "nothing_random_titles", "preference_restated", "target_named")
 # The replies known to be worse than a real recommender's (they recommend nothing that fits) and the one known to be

@@ -3,7 +3,8 @@
 Shaped like HELM's request cache (which keeps its entries in SQLite too): :meth:`ResponseCache.get` takes the
 request and a ``compute`` function and returns ``(entry, cached)``; replay mode is simply a ``compute`` that
 raises. The key is the SHA-256 of the canonical JSON (sorted keys, no whitespace) of the request as sent — model
-identity, messages, sampling parameters and response schema.
+identity, messages, sampling parameters and response schema — computed once, when the request is made a
+:class:`KeyedRequest` (HELM's ``request_to_key``), and used for everything about that request from then on.
 
 Store: one table ``entries(key, label, data)``; ``data`` is the zlib-compressed canonical JSON of the entry with
 its checksum, ``label`` the entry's call label (read by :func:`prune` without opening the entries). One file
@@ -67,6 +68,7 @@ import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +94,19 @@ def canonical_json(obj: Any) -> str:
 def request_key(request: dict[str, Any]) -> str:
     """SHA-256 hex digest of the canonical JSON of a request."""
     return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class KeyedRequest:
+    """A request as the cache stores it, with its key, computed once when the record is made (as HELM's
+    ``request_to_key``): the lookup, the stored entry, the usage log and any message about the request all use this
+    one key. The request is not to be changed afterwards."""
+
+    request: dict[str, Any]
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", request_key(self.request))
 
 
 def checksum(entry: Entry) -> str:
@@ -200,12 +215,12 @@ class ResponseCache:
         """Every key with its entry's label (without reading the entries)."""
         return dict(self._select("SELECT key, label FROM entries ORDER BY key"))
 
-    def get(self, request: dict[str, Any], compute: Callable[[], Entry], refresh: bool = False
+    def get(self, request: KeyedRequest, compute: Callable[[], Entry], refresh: bool = False
             ) -> tuple[Entry, bool]:
         """``(entry, True)`` from the cache, or ``(compute(), False)`` after storing what ``compute`` returned
-        with ``request`` added. One caller per key computes at a time (see the module docstring). ``refresh``:
+        with the request added. One caller per key computes at a time (see the module docstring). ``refresh``:
         compute even when an entry exists, and replace it (a stored answer that ended its item in failure)."""
-        key = request_key(request)
+        key = request.key
         self.log_usage([key])
         entry = None if refresh else self._checked(key)
         if entry is not None:
@@ -214,7 +229,7 @@ class ResponseCache:
             entry = None if refresh else self._checked(key)  # another process may have computed it while we waited
             if entry is not None:
                 return entry, True
-            entry = {"request": request, **compute()}
+            entry = {"request": request.request, **compute()}
             self.put(key, entry)
             return entry, False
 
