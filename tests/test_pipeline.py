@@ -196,20 +196,6 @@ def test_front_page(tmp_path: Path) -> None:
     assert front_page.render(chapters, notebooks, {"01_nudge_candidates"}, tables, ledgers).count("](") == 1
 
 
-def test_headlines_01_and_02_from_tables() -> None:
-    from lib.chapters import HEADLINES
-
-    entries = pd.DataFrame({"generation_ok": [True, True, False, True]})
-    candidates = pd.DataFrame({"near_duplicate": [False, True, False, True, True, False]})
-    assert HEADLINES["01_nudge_candidates"].sentence({"entries": entries, "candidates": candidates}) == (
-        "6 candidate nudges for 4 journal entries: 3 of 4 generation calls (75%) returned a schema-valid "
-        "answer, and 3 candidates are near-duplicates of an earlier one.")
-    rankings = pd.DataFrame({"ranker": ["random"] * 4 + ["embedding"] * 2, "run": [0, 0, 1, 2, 0, 0],
-                             "entry_id": ["a", "b", "a", "a", "a", "b"]})
-    assert HEADLINES["02_baselines"].sentence({"rankings": rankings}) == (
-        "2 rankers — random (3 seeds), embedding — ranked the candidate pools of 2 journal entries.")
-
-
 def test_committed_report_has_no_machine_paths() -> None:
     """Absolute paths of the machine that ran the report (papermill records them) must not be committed."""
     machine_path = re.compile(r"(?<![\w.:/])/(?:work|tmp|root|home)/")
