@@ -86,7 +86,7 @@ from pydantic import BaseModel
 
 from lib import metrics, paths
 from lib.analysis import power
-from lib.analysis.stats import count_text
+from lib.analysis.text import count_text
 from lib.judges.logprobs import weighted_fields
 from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import display
 
-from lib.analysis.stats import correlation_text
+from lib.analysis.text import correlation_text
 
 pio.templates.default = "simple_white"
 _div_ids: set[str] = set()

@@ -230,7 +230,7 @@ def test_correlation_ci_point_value_by_hand_and_degenerate_resamples_dropped():
 
 
 def test_interval_text_is_the_one_way_an_interval_is_written():
-    from lib.analysis.stats import interval_text, number_text
+    from lib.analysis.text import interval_text, number_text
 
     assert interval_text(0.1, 0.684) == "95% CI 0.10 to 0.68"
     assert interval_text(-0.0001, 0.2, digits=3, signed=True, prefix="") == "+0.000 to +0.200"  # no "-0.000"
@@ -322,7 +322,7 @@ def test_a_nested_sample_grows_by_adding_units_and_keeps_the_units_already_judge
 
 
 def test_count_text_pluralises_unless_one():
-    from lib.analysis.stats import count_text
+    from lib.analysis.text import count_text
 
     assert [count_text(1, "query"), count_text(43, "query"), count_text(2, "day"), count_text(3, "judged item")] == \
         ["1 query", "43 queries", "2 days", "3 judged items"]

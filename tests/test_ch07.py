@@ -224,7 +224,7 @@ def test_formatters_only_format_the_record():
     f = make_findings()
     lines = ch07.conclusions(f)
     assert lines[0].startswith("**Other readings of the same calls**: **pointwise, argmax** — grades passages as NIST "
-                               "does (κ_w ≥ 0.40): **fails**; quadratic-weighted κ 0.14 (0.08–0.20, 43 queries")
+                               "does (κ_w ≥ 0.40): **fails**; quadratic-weighted κ 0.14 (0.08 to 0.20, 43 queries")
     assert "Does G-Eval reach ρ ≥ 0.30?" in lines[2] and "the result does not decide it (undetermined)" in lines[2]
     assert "Does it reach κ_w" not in "".join(lines)  # the primary's plan is in the relevance bullets
     text = ch07.crs(f, {"r": 0.5, "ci_low": np.nan, "ci_high": np.nan, "n": 30, "ci_over": "6 users"},

@@ -11,6 +11,7 @@ sensitivity to the judge, judge validity, and the statistics under them. No LLM 
   weighted κ, per-group correlation, consistency, position effect and repeatability.
 * :mod:`~lib.analysis.stats` — Cohen's κ, Krippendorff's α, bootstrap CIs, exact sign and sign-flip tests,
   MDE.
+* :mod:`~lib.analysis.text` — how numbers, counts and intervals are written in prose (formatting only).
 * :mod:`~lib.analysis.calibration` — the dev/test split by group and ordinal thresholds fit on dev (chapter 07).
 * :mod:`~lib.analysis.report_card` — chapter 07's report card: published anchors, one table of every judge
   against human labels, threats to validity from the numbers (its plan: ``CHAPTER07.md`` in this folder).

@@ -26,13 +26,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import (
-    MIN_CI_UNITS,
-    count_text,
-    exact_flip_counts,
-    flip_tolerance,
-    min_attainable_p,
-)
+from lib.analysis.stats import MIN_CI_UNITS, exact_flip_counts, flip_tolerance, min_attainable_p
+from lib.analysis.text import count_text
 
 Coefficient = Literal["pearson", "spearman", "kendall"]
 

@@ -49,7 +49,8 @@ from lib.analysis.names import (
     STATISTICS,
     WEIGHTED_KAPPA,
 )
-from lib.analysis.stats import MIN_CI_UNITS, interval_text, number_text
+from lib.analysis.stats import MIN_CI_UNITS
+from lib.analysis.text import interval_text, number_text
 from lib.llm.server import describe_model
 from lib.verdicts import Verdict
 

@@ -24,17 +24,8 @@ from lib import nuggets as nug
 from lib.analysis import validity
 from lib.analysis.comparisons import holm
 from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
-from lib.analysis.stats import (
-    MIN_CI_UNITS,
-    Interval,
-    correlation_ci,
-    count_text,
-    interval_text,
-    nested_sample,
-    number_text,
-    sign_flip_test,
-    unit_bootstrap,
-)
+from lib.analysis.stats import MIN_CI_UNITS, Interval, correlation_ci, nested_sample, sign_flip_test, unit_bootstrap
+from lib.analysis.text import count_text, interval_text, number_text
 from lib.llm.gateway import Gateway
 from lib.verdicts import Claim, Verdict, verdict
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from lib import verdicts
 from lib.analysis import power
-from lib.analysis.stats import correlation_text, interval_text
+from lib.analysis.text import correlation_text, interval_text
 from lib.crs import summaries as crs_summaries
 from lib.crs.recommendation import COUNTERFACTUALS, RECOMMENDERS
 from lib.crs.records import CRS_OUTPUTS, ResultRow, SessionLog, read_jsonl

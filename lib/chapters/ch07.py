@@ -24,7 +24,8 @@ from lib import baselines, verdicts
 from lib.analysis import calibration, validity
 from lib.analysis import report_card as rc
 from lib.analysis.power import Plan
-from lib.analysis.stats import MIN_CI_UNITS, correlation_text, interval_over_text, nested_sample
+from lib.analysis.stats import MIN_CI_UNITS, nested_sample
+from lib.analysis.text import correlation_text, interval_over_text
 from lib.crs import summaries as crs_summaries
 from lib.crs import validity as crs_validity
 from lib.data import load_dl19
@@ -802,7 +803,7 @@ def relevance_section(judged: pd.DataFrame, readings: Sequence[calibration.Metho
 
 
 def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
-    """:func:`lib.analysis.stats.interval_over_text` of loose ends."""
+    """:func:`lib.analysis.text.interval_over_text` of loose ends."""
     return interval_over_text({"ci_low": low, "ci_high": high, "ci_over": over}, signed=signed)
 
 
