@@ -52,7 +52,7 @@ from lib.analysis.names import (
 from lib.analysis.stats import MIN_CI_UNITS
 from lib.analysis.text import interval_text, number_text
 from lib.llm.server import describe_model
-from lib.verdicts import Verdict
+from lib.verdicts import Claim, Verdict, decide
 
 CARD_COLUMNS = ("judge", "model", "dataset", "criterion", "statistic", "level", "n", "value", "ci_low", "ci_high",
                 "ci_over", "failed")
@@ -369,8 +369,13 @@ def threats_to_validity(card: pd.DataFrame, bias: Sequence[Verdict], model: str,
              f"the anchors beside them come from GPT-4-class models (and from other samples: G-Eval's 100 documents, "
              f"LLMJudge's DL 2023 queries), so a gap is expected and says how far this judge can be used."]
     llm = card[card.model != "—"]
-    spans_zero = llm[(llm.ci_low <= 0) & (llm.ci_high >= 0)]
-    below_zero = llm[llm.ci_high < 0]
+    # each number against no agreement (0) by the study's one rule: "fails" lies wholly below 0, "undetermined"
+    # with an interval straddles it
+    against_zero = pd.Series([decide(Claim("human labels", 0.0), low, high) for low, high in
+                              zip(llm.ci_low, llm.ci_high, strict=True)], index=llm.index, dtype=object)
+    has_interval = np.isfinite(llm.ci_low) & np.isfinite(llm.ci_high)
+    spans_zero = llm[(against_zero == "undetermined") & has_interval]
+    below_zero = llm[against_zero == "fails"]
     if len(below_zero):
         listed = "; ".join(f"*{r.judge}* on {r.dataset}: {r.statistic} ({r.criterion}, {r.level}) "
                            f"{value_with_interval(r._asdict(), with_units=True)}" for r in below_zero.itertuples())
