@@ -99,11 +99,11 @@ def pilot_rows(dl19: pd.DataFrame, dev_queries: int, test_queries: int, passages
 
 
 def crs_judge_levels(sessions: pd.DataFrame, seed: int, n_resamples: int) -> tuple[pd.DataFrame, CardRows]:
-    """Chapter 06's conversation judge against TAS and CAS at four levels: (the levels table without scipy's p,
-    its card rows)."""
-    # scipy's p of each ρ treats the sessions as independent, but a user's sessions meet every system: dropped
+    """Chapter 06's conversation judge against TAS and CAS at four levels (:func:`lib.crs.summaries.judge_levels`,
+    which gives no p: a user's sessions meet every system, so its sessions are not independent): (the levels
+    table, its card rows)."""
     levels = pd.concat({metric: crs_summaries.judge_levels(sessions, metric, seed=seed, n_resamples=n_resamples)
-                        for metric in ("tas", "cas")}, names=["metric"]).drop(columns="p")
+                        for metric in ("tas", "cas")}, names=["metric"])
     rows: CardRows = []
     for metric, part in levels.groupby(level="metric", sort=False):
         rows += rc.level_rows(part.droplevel("metric"), "CRS conversation rubric, mean of 3 criteria (chapter 06)",
