@@ -1,9 +1,12 @@
 """Nightly LLM-judge monitoring of a RAG assistant's query log: the ``study-monitor`` command.
 
-The log is a SQLite database (path ``--db``; default ``outputs/monitor/monitor.sqlite``) made by ``init``
-(:func:`init_database`), with a ``queries`` table (id, ts, system, query, contexts as a JSON list of strings,
-answer) that the logging application fills. ``run`` and ``report`` refuse a ``--db`` that does not exist
-or lacks the monitor's tables (exit 5), so that a mistyped path is not a new empty log. ``run`` samples a day's
+The log is a SQLite database (path ``--db``; default ``monitor.sqlite`` in :func:`data_home`, a per-user folder
+outside the checkout) made by ``init`` (:func:`init_database`), with a ``queries`` table (id, ts, system, query,
+contexts as a JSON list of strings, answer) that the logging application fills, or ``add`` loads from a CSV or JSONL
+file (:func:`read_log`, :func:`add_queries`). The judge's requests and answers (the user's own queries) are cached
+next to the database (:func:`judge_cache`), never in the study's committed cache; ``LLM_CACHE`` is not read.
+``add``, ``run`` and ``report`` refuse a ``--db`` that does not exist or lacks the monitor's tables (exit 5), so
+that a mistyped path is not a new empty log. ``run`` samples a day's
 queries (seeded: :func:`sample_ids`), has the judge score each sampled answer on five metrics in one
 schema-constrained call (an integer 0–3 per metric; ``lib/prompts/monitor_judge.txt``): groundedness, context
 relevance (the retrieved documents against the query: the seed requirement), answer relevance (the answer against the
@@ -13,8 +16,9 @@ found the argmax grade of this model collapsing onto one value), or the written 
 returns no logprobs (``scored_by`` says which); an item's ``overall`` is the mean of its five, stored with the
 time it was judged (``evaluated_at``, UTC). ``run`` stores the judgments in the same database and prints the
 day's report. ``report`` prints the trend over the last calendar days (a night without a run is shown as a gap)
-and the relative alert rule's power at the default sample rate; ``sample-size`` prints the items a day that rule
-needs to catch a given drop. The five are metrics of the study (kind ``monitor``, :mod:`lib.metrics`):
+and the relative alert rule's power on the last day shown, at the sample rate that was run
+(:func:`alert_power_text`); ``sample-size`` prints the items a day that rule needs to catch a given drop. The five
+are metrics of the study (kind ``monitor``, :mod:`lib.metrics`):
 ``score(gateway, rows)`` on :class:`LogRow` makes the nightly run's call for each row (:func:`judge_rows`).
 
 * **Two alert rules.** Absolute: the day's overall mean below ``--alert-overall`` (0.7). Relative, a Shewhart
@@ -31,15 +35,19 @@ needs to catch a given drop. The five are metrics of the study (kind ``monitor``
   read-only database is found there too) and releases it at the end; another run of that day meanwhile is
   refused (exit 5). A run renews its claim with every chunk it stores; a claim not renewed for an hour
   (:data:`CLAIM_LAPSE_S`), a killed run's, is taken over.
-* A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0.
-* A malformed log row (missing text, contexts not a JSON list of strings) is named by its row id, stored as a
-  ``malformed_row`` failure, and the other rows are judged.
+* A judge failure is stored as a failure (kind and message) and left out of the means — never a score of 0. A
+  request the judge refuses for what it holds (HTTP 400, 413 or 422, e.g. a prompt past its context) is its row's
+  ``refused`` failure once the judge model has judged some row (in this run or an earlier one); a chunk whose every
+  request is refused by a judge that has judged nothing yet (a wrong model name) stops the run.
+* A malformed log row (missing text, text that is not UTF-8, contexts not a JSON list of strings) is named by its
+  row id, stored as a ``malformed_row`` failure, and the other rows are judged.
 * Timestamps: a row's day is the date of its ``ts``, which is stored as ``YYYY-MM-DDTHH:MM:SS`` (the log's local
   time). :func:`add_queries` turns any ISO 8601 date and time without a UTC offset into that form
   (``2026-11-03 10:00`` → ``2026-11-03T10:00:00``) and refuses a batch with a timestamp it cannot read, naming the
   rows: ``11/03/2026 10:00`` or ``03.11.2026 09:00`` could put the day or the month first and are not guessed. A
   row written in another form by other means (SQL) belongs to no day: every ``run`` names it as malformed
-  (exit 3) until it is corrected.
+  (exit 3) until it is corrected. A run reads the day's rows by their timestamp and the undated rows through an
+  index of their own (:data:`SCHEMA_SQL`), not every row of the log.
 * Judgments are stored as they come back: the calls go to the judge in chunks of :data:`CHUNK_SIZE`, each
   chunk's results committed in one short transaction, so a run stopped by the judge keeps what it received.
   A database locked by another writer (the logging application) is waited for up to ``--busy-timeout``
@@ -50,9 +58,11 @@ needs to catch a given drop. The five are metrics of the study (kind ``monitor``
 
 Exit status (:data:`EXIT_HELP`, also in ``--help``): 0 ok; 1 alert, the day's overall mean (the mean of its items'
 overall scores) below ``--alert-overall`` (default 0.7) or below the control limit; 2 usage error, found before the
-database or the judge is touched; 3 malformed rows and no alert; 4 the judge stopped the run (unreachable or hung
-endpoint, an HTTP 4xx such as 401, a replay miss, an unconfigured endpoint; the judgments received before are kept)
-or every judge call of the day failed, so the alert could not be checked; 5 database error (locked past the busy
+database or the judge is touched; 3 malformed rows and no alert (for ``add``: rows of the file that cannot be
+loaded, and none is); 4 the judge stopped the run (unreachable or hung endpoint, an HTTP 4xx such as 401, every
+request refused by a judge model that has judged nothing yet, a replay miss, an unconfigured endpoint; the judgments
+received before are kept) or every judge call of the day failed, so the alert could not be checked (a ``NOT
+CHECKED`` line on stderr); 5 database error (locked past the busy
 timeout, read-only, not a database, missing or without the monitor's tables, or the day is being judged by another
 run). Single failed judgments do not change the status when other items of the day have scores: they are counted in
 the report and retried by the next run. Errors are one line on stderr, ``study-monitor: ...``, never a traceback.
@@ -60,11 +70,13 @@ the report and retried by the next run. Errors are one line on stderr, ``study-m
 Run it from cron, e.g. every night at 02:15 for the day before (no broker, no daemon)::
 
     15 2 * * * cd /path/to/study && .venv/bin/study-monitor run --date "$(date -d yesterday +\\%F)" \
---sample-rate 0.1 --seed 0 >> outputs/monitor/cron.log 2>&1
+--sample-rate 0.1 --seed 0 >> "$HOME/.local/share/llm-judge-study/cron.log" 2>&1
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
 import os
@@ -84,29 +96,31 @@ from typing import Any, Literal, NoReturn
 import pandas as pd
 from pydantic import BaseModel
 
-from lib import metrics, paths
+from lib import metrics
 from lib.analysis import power
 from lib.analysis.text import count_text
 from lib.judges.logprobs import weighted_fields
 from lib.llm.cache import CorruptEntry
-from lib.llm.gateway import Gateway, LLMCall
+from lib.llm.gateway import Gateway, LLMCall, LLMResult, RequestRefused
 from lib.prompts import parts as prompt_parts
 
 METRICS = ("groundedness", "context_relevance", "answer_relevance", "completeness", "no_hallucination")
 DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "context_relevance": 0.8, "answer_relevance": 0.8,
                                      "completeness": 0.7, "no_hallucination": 0.95}
-DEFAULT_DB = paths.OUTPUTS / "monitor" / "monitor.sqlite"
 EXIT_OK, EXIT_ALERT, EXIT_USAGE, EXIT_MALFORMED, EXIT_JUDGE, EXIT_DATABASE = 0, 1, 2, 3, 4, 5
 EXIT_HELP = """exit status:
   0  ok: the day judged, no alert
   1  alert: the day's overall mean is below --alert-overall or below the control limit (wins over 3 and 4)
   2  usage: a bad option or value, found before the database or the judge is touched
   3  malformed rows, no alert: sampled rows that cannot be judged, and log rows whose
-     timestamp is not YYYY-MM-DDTHH:MM:SS (they belong to no day), each named by row id
-  4  judge: the endpoint is unreachable or hung, refuses the request (an HTTP 4xx such as 401), is not
-     configured, or a replay misses its cache; the judgments received before are kept. Also when every
-     judge call of the day failed, so that the alert could not be checked (single failed judgments are
-     counted in the report and retried by the next run; they do not change the status)
+     timestamp is not YYYY-MM-DDTHH:MM:SS (they belong to no day), each named by row id;
+     for add: rows of the file that cannot be loaded, named by line (none is added)
+  4  judge: the endpoint is unreachable or hung, refuses the request (an HTTP 4xx such as 401; a 400
+     for every request of a judge model that has judged nothing yet), is not configured, or a replay
+     misses its cache; the judgments received before are kept. Also when every judge call of the day
+     failed, so that the alert could not be checked (single failed judgments, a request refused for
+     its content among them, are counted in the report and retried by the next run; they do not
+     change the status)
   5  database: --db missing or without the monitor's tables (make it with `study-monitor init`),
      locked past --busy-timeout, read-only, or not a database; or the day is being judged by
      another run (its claim lapses an hour after its last renewal)
@@ -121,8 +135,17 @@ TOP_LOGPROBS = 5
 CHUNK_SIZE = 8  # judgments committed together: a run stopped midway has stored all its chunks but the last
 BUSY_TIMEOUT_S = 60.0  # how long a write waits for another writer's lock (the logging application's)
 CLAIM_LAPSE_S = 3600.0  # a claim not renewed for this long is a dead run's (a live one renews it with every chunk)
+# HTTP statuses of a request refused for what it holds (400 a prompt past the context, 413 too large, 422
+# unprocessable): its row's failure, unless the judge model has judged nothing (then it is the model name, say)
+ROW_REFUSALS = (400, 413, 422)
 
-SCHEMA_SQL = """
+TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
+# Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
+# (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different). The partial
+# index queries_undated holds the rows where it is false, so that a run finds them without reading the log.
+CANONICAL_TS = "(ts IS strftime('%Y-%m-%dT%H:%M:%S', julianday(ts)))"
+
+SCHEMA_SQL = f"""
 CREATE TABLE IF NOT EXISTS queries (
     id INTEGER PRIMARY KEY, ts TEXT NOT NULL, system TEXT NOT NULL,
     query TEXT NOT NULL, contexts TEXT NOT NULL, answer TEXT NOT NULL);
@@ -136,15 +159,13 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE TABLE IF NOT EXISTS claims (
     day TEXT PRIMARY KEY, token TEXT NOT NULL, holder TEXT NOT NULL, claimed_at TEXT NOT NULL,
     renewed_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS queries_ts ON queries(ts);
+CREATE INDEX IF NOT EXISTS queries_undated ON queries(id) WHERE NOT {CANONICAL_TS};
 """
 TABLES = ("queries", "judgments", "samples", "claims")
 # Judgment columns added since the first version: `init` adds them to an older database (its rows keep NULL there)
 ADDED_JUDGMENT_COLUMNS = {"context_relevance": "REAL", "answer_relevance": "REAL", "overall": "REAL",
                           "evaluated_at": "TEXT"}
-TS_FORMAT = "YYYY-MM-DDTHH:MM:SS"
-# Whether a stored ts is in that form and a real date and time: SQLite reads it and writes it back unchanged
-# (julianday normalises 2026-02-30 to 03-02 and 24:00 to the next day, so those come back different).
-CANONICAL_TS = "(ts IS strftime('%Y-%m-%dT%H:%M:%S', julianday(ts)))"
 
 
 class MonitorScores(BaseModel):
@@ -181,6 +202,20 @@ class LogRow:
     answer: str
 
 
+def data_home() -> Path:
+    """The per-user folder of the monitor's default database and judge cache: ``$XDG_DATA_HOME/llm-judge-study``, else
+    ``~/.local/share/llm-judge-study``. Outside the checkout, so that a user's queries never land in the study's
+    files (the XDG base directory rule: a relative ``XDG_DATA_HOME`` is ignored)."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    return (Path(base) if Path(base).is_absolute() else Path.home() / ".local" / "share") / "llm-judge-study"
+
+
+def judge_cache(db: Path) -> Path:
+    """The judge's response cache of the database ``db``: beside it, ``<name>.llm-cache.sqlite``. It holds the user's
+    queries, contexts and answers as sent, so it goes where they already are, never into the study's cache."""
+    return db.with_name(f"{db.stem}.llm-cache.sqlite")
+
+
 def init_database(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
     """Create the monitoring database ``db`` with its tables (``study-monitor init``); to an existing database (the
     logging application's, or one made by an older version) add the tables it lacks, keeping its data."""
@@ -205,6 +240,7 @@ def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connect
     if not db.is_file():
         raise MissingDatabase(f"no such file; create the database with `study-monitor init --db {db}`")
     connection = sqlite3.connect(db, timeout=busy_timeout_s)
+    connection.text_factory = _text
     try:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = [table for table in TABLES if table not in tables]
@@ -217,6 +253,21 @@ def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connect
         connection.close()
         raise
     return connection
+
+
+def _text(data: bytes) -> str:
+    """A stored text value, with bytes that are not UTF-8 kept as lone surrogates: reading a row written by another
+    application never fails on them (sqlite3's default stops the whole query), and :func:`parse_row` names the row."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` holds no undecodable byte (:func:`_text`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @contextmanager
@@ -247,25 +298,115 @@ def canonical_timestamp(value: object) -> str:
     return moment.replace(microsecond=0).isoformat()
 
 
-def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping]) -> None:
-    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id), each ts stored as
-    YYYY-MM-DDTHH:MM:SS (:func:`canonical_timestamp`). A batch with a timestamp that cannot be read is refused
-    whole, with a :class:`MalformedRow` naming each such row, so that no row is stored where no day finds it."""
-    stamps, unreadable = [], []
-    for position, row in enumerate(rows):
+LOG_COLUMNS = ("ts", "system", "query", "contexts", "answer")  # of a row to add; id is optional
+NAMED_AT_MOST = 10  # bad rows named in a refusal (the rest counted), so that it stays one readable line
+
+
+def log_values(row: Mapping) -> tuple[int | None, str, str, str, str, str]:
+    """The ``queries`` values of one row to add (id, ts as YYYY-MM-DDTHH:MM:SS, system, query, contexts as JSON,
+    answer); ValueError saying what is wrong. ``contexts`` is a list of strings, or the JSON text of one (a CSV
+    cell); ``id`` a whole number, or absent. Empty text is let through: ``run`` names such a row as malformed."""
+    missing = [name for name in LOG_COLUMNS if row.get(name) is None]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)}")
+    ts = canonical_timestamp(row["ts"])
+    for name in ("system", "query", "answer"):
+        if not isinstance(row[name], str):
+            raise ValueError(f"{name} is not text")
+    contexts = row["contexts"]
+    if isinstance(contexts, str):
         try:
-            stamps.append(canonical_timestamp(row["ts"]))
+            contexts = json.loads(contexts)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"contexts is not JSON ({exc.msg} at char {exc.pos}); write a list of strings such as "
+                             '["first document", "second document"]') from None
+    if not isinstance(contexts, list | tuple) or not all(isinstance(c, str) for c in contexts):
+        raise ValueError("contexts is not a list of strings")
+    row_id = row.get("id")
+    if isinstance(row_id, str) and row_id.strip().isdigit():
+        row_id = int(row_id)
+    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, int)):
+        raise ValueError(f"id {row_id!r} is not a whole number")
+    return row_id, ts, row["system"], row["query"], json.dumps(list(contexts), ensure_ascii=False), row["answer"]
+
+
+def add_queries(connection: sqlite3.Connection, rows: Sequence[Mapping], names: Sequence[str] | None = None) -> None:
+    """Append log rows (keys ts, system, query, contexts (list of str), answer; optional id), each ts stored as
+    YYYY-MM-DDTHH:MM:SS (:func:`canonical_timestamp`). Every row is checked first (:func:`log_values`; an id must be
+    new): a batch with a row that fails is refused whole, with a :class:`MalformedRow` naming each such row by
+    ``names`` (e.g. "line 12"; default its position in the batch), so that no row is stored where no day finds it
+    and the corrected batch can be added as it is."""
+    names = names or [f"row {k} of the batch" for k in range(len(rows))]
+    values, problems = {}, []
+    for position, (row, name) in enumerate(zip(rows, names, strict=True)):
+        try:
+            values[position] = log_values(row)
         except ValueError as exc:
-            named = f"row {position} of the batch" + ("" if row.get("id") is None else f" (id {row['id']})")
-            unreadable.append(f"{named}: {exc}")
-    if unreadable:
-        raise MalformedRow(f"{len(unreadable)} of {len(rows)} rows have a timestamp that cannot be read, so none was "
-                           "added: " + "; ".join(unreadable))
+            problems.append((position, f"{name}: {exc}"))
+    ids = [value[0] for value in values.values() if value[0] is not None]
+    taken = {row_id for (row_id,) in connection.execute(
+        "SELECT id FROM queries WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}
+    for position, (row_id, *_) in values.items():
+        if row_id in taken:  # logged before, or given to an earlier row of the batch
+            problems.append((position, f"{names[position]}: id {row_id} is taken"))
+        if row_id is not None:
+            taken.add(row_id)
+    if problems:
+        named = [problem for _, problem in sorted(problems)[:NAMED_AT_MOST]]
+        more = f"; and {len(problems) - len(named)} more" if len(problems) > len(named) else ""
+        raise MalformedRow(f"{len(problems)} of {len(rows)} rows cannot be added, so none was added: "
+                           + "; ".join(named) + more)
     connection.executemany(
-        "INSERT INTO queries (id, ts, system, query, contexts, answer) VALUES (?, ?, ?, ?, ?, ?)",
-        [(r.get("id"), ts, r["system"], r["query"], json.dumps(list(r["contexts"]), ensure_ascii=False),
-          r["answer"]) for r, ts in zip(rows, stamps, strict=True)])
+        "INSERT INTO queries (id, ts, system, query, contexts, answer) VALUES (?, ?, ?, ?, ?, ?)", values.values())
     connection.commit()
+
+
+def read_log(path: Path, form: Literal["csv", "jsonl"]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of a log file and their names ("line N", where the row starts) for :func:`add_queries`. ``csv``: a
+    header naming the columns ts, system, query, contexts (the JSON list of strings as text), answer and optionally
+    id, an empty cell a missing value; ``jsonl``: one JSON object a line with those keys (contexts a list). Blank
+    lines are no rows. :class:`MalformedRow` naming the line when the file is not UTF-8 or a line is not a row;
+    OSError when it cannot be read."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # a BOM, as spreadsheet programs write it, is no part of the first column
+    except UnicodeDecodeError as exc:
+        bad_line = data[:exc.start].count(b"\n") + 1
+        raise MalformedRow(f"line {bad_line}: not UTF-8 text; save the file as UTF-8") from None
+    rows, names = [], []
+    if form == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MalformedRow(f"line {number}: not JSON ({exc.msg} at char {exc.pos})") from None
+            if not isinstance(row, dict):
+                raise MalformedRow(f"line {number}: not a JSON object with the keys {', '.join(LOG_COLUMNS)}")
+            rows.append(row)
+            names.append(f"line {number}")
+        return rows, names
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [name.strip() for name in next(reader, [])]
+    missing = [name for name in LOG_COLUMNS if name not in header]
+    if missing:
+        raise MalformedRow(f"line 1: the header has no column {', '.join(missing)} (it needs {', '.join(LOG_COLUMNS)}; "
+                           "id is optional)")
+    start = reader.line_num + 1
+    try:
+        for record in reader:
+            number, start = start, reader.line_num + 1
+            if not any(cell.strip() for cell in record):
+                continue
+            if len(record) != len(header):
+                raise MalformedRow(f"line {number}: {len(record)} fields where the header has {len(header)}")
+            # an empty cell is a missing value (CSV has no other way to write one)
+            rows.append({name: cell for name, cell in zip(header, record, strict=True) if cell.strip()})
+            names.append(f"line {number}")
+    except csv.Error as exc:
+        raise MalformedRow(f"line {start}: {exc}") from None
+    return rows, names
 
 
 def simulated_log(answers: pd.DataFrame, days: Sequence[str], per_day: int, degraded_day: str,
@@ -302,6 +443,9 @@ def parse_row(raw: tuple) -> LogRow:
     """Check one ``queries`` row of a day (its timestamp was checked by the day's query, :data:`CANONICAL_TS`);
     :class:`MalformedRow` names the row id and what is wrong."""
     row_id, ts, system, query, contexts, answer = raw
+    for name, value in (("system", system), ("query", query), ("contexts", contexts), ("answer", answer)):
+        if isinstance(value, str) and not _is_utf8(value):
+            raise MalformedRow(f"row {row_id}: {name} is not UTF-8 text")
     for name, value in (("system", system), ("query", query), ("answer", answer)):
         if not isinstance(value, str) or not value.strip():
             raise MalformedRow(f"row {row_id}: {name} is empty or not text")
@@ -316,7 +460,8 @@ def parse_row(raw: tuple) -> LogRow:
 
 def undated_rows(connection: sqlite3.Connection) -> list[str]:
     """A message for each log row whose timestamp is not YYYY-MM-DDTHH:MM:SS (written around
-    :func:`add_queries`): it belongs to no day, so no run samples it, and every run reports it."""
+    :func:`add_queries`): it belongs to no day, so no run samples it, and every run reports it. Read through the
+    index of those rows (:data:`SCHEMA_SQL`), not by reading every row of the log."""
     return [f"row {row_id}: timestamp {ts!r} is not {TS_FORMAT}, so the row belongs to no day and is never sampled"
             for row_id, ts in connection.execute(f"SELECT id, ts FROM queries WHERE NOT {CANONICAL_TS} ORDER BY id")]
 
@@ -493,12 +638,15 @@ def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: fl
 def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
                        chunk_size: int, token: str) -> DayRun:
     with _write(connection):
+        # the day's rows by a range of the index on ts, not a function of every row's ts
         raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
-                                 f"WHERE substr(ts, 1, 10) = ? AND {CANONICAL_TS} ORDER BY id", (day,)).fetchall()
+                                 f"WHERE ts BETWEEN ? AND ? AND {CANONICAL_TS} ORDER BY id",
+                                 (f"{day}T00:00:00", f"{day}T23:59:59")).fetchall()
         by_id = {r[0]: r for r in raw}
         sample, fixed_earlier = fixed_sample(connection, day, list(by_id), rate, seed)
         chosen = sample.ids if sample else []
-        done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1")}
+        done = {r[0] for r in connection.execute("SELECT query_id FROM judgments WHERE ok = 1 AND query_id IN "
+                                                 "(SELECT value FROM json_each(?))", (json.dumps(chosen),))}
         todo, malformed = [], []
         for query_id in chosen:
             if query_id in done:
@@ -514,36 +662,78 @@ def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: st
         undated = undated_rows(connection)
     chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
     stored = failed = 0
+    judge_model, judged_now = gateway.endpoint.identity, False
     for number, chunk in enumerate(chunks, start=1):
         calls = [judge_call(row, f"monitor:{day}:{row.id}") for row in chunk]
         try:
-            results = gateway.complete_many(
-                calls, desc=f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
+            results = _judge_chunk(
+                gateway, calls, f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
+            refusals = [r for r in results if isinstance(r, RequestRefused)]
+            # every request refused by a judge model that has judged nothing: its name, not the rows (module docstring)
+            if len(refusals) == len(results) and not judged_now and not _has_judged(connection, judge_model):
+                raise RequestRefused(refusals[-1].status, f"{refusals[-1]}; all {len(calls)} requests were refused "
+                                     f"and the judge model {judge_model} has judged no row yet: check JUDGE_MODEL")
         # The gateway's run-stopping errors (a replay miss, an unreachable or hung endpoint, a 4xx answer) are
         # RuntimeErrors; a damaged cache entry in replay mode is a CorruptEntry. The next call would fail too.
         except (RuntimeError, CorruptEntry) as exc:
             raise JudgeUnavailable(f"{exc} ({stored} of the {len(todo)} judgments of {day} due were stored "
                                    "before; a rerun judges the rest)") from exc
+        judged_now = judged_now or any(isinstance(r, LLMResult) and r.ok for r in results)
         with _write(connection):
             _renew_claim(connection, day, token)
             for row, result in zip(chunk, results, strict=True):
-                if result.ok:
+                if isinstance(result, RequestRefused):
+                    failed += 1
+                    _store(connection, row.id, day, False, None, None, "refused", str(result), judge_model)
+                elif result.ok:
                     scores, scored_by = read_scores(result.value, result.logprobs)
-                    _store(connection, row.id, day, True, scores, scored_by, None, None, gateway.endpoint.identity)
+                    _store(connection, row.id, day, True, scores, scored_by, None, None, judge_model)
                 else:
                     failed += 1
                     _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
-                           gateway.endpoint.identity)
+                           judge_model)
         stored += len(chunk)
     return DayRun(day, len(raw), sample, fixed_earlier, len(todo) - failed, len(chosen) - len(todo) - len(malformed),
                   failed, malformed + undated)
 
 
+def _judge_chunk(gateway: Gateway, calls: Sequence[LLMCall], desc: str) -> list[LLMResult | RequestRefused]:
+    """Each call's result, or its refusal when the judge refused it for what it holds (:data:`ROW_REFUSALS`): that
+    row's failure, so that one prompt past the context does not stop the night. Which call was refused the gateway
+    does not say, so the chunk is then asked call by call (what was answered comes from the cache)."""
+    try:
+        return list(gateway.complete_many(calls, desc=desc))
+    except RequestRefused as refused:
+        if refused.status not in ROW_REFUSALS:
+            raise
+    results: list[LLMResult | RequestRefused] = []
+    for call in calls:
+        try:
+            results.extend(gateway.complete_many([call], desc=f"{desc}, one by one"))
+        except RequestRefused as refused:
+            if refused.status not in ROW_REFUSALS:
+                raise
+            results.append(refused)
+    return results
+
+
+def _has_judged(connection: sqlite3.Connection, model: str) -> bool:
+    """Whether the judge model ``model`` has judged a row of the database."""
+    return connection.execute("SELECT EXISTS (SELECT 1 FROM judgments WHERE ok = 1 AND judge_model = ?)",
+                              (model,)).fetchone()[0] == 1
+
+
 def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
-    """Every stored judgment with its log row's system and query (one row per judged query)."""
-    return pd.read_sql_query(
-        "SELECT j.*, q.system, q.query FROM judgments j JOIN queries q ON q.id = j.query_id ORDER BY j.day, j.query_id",
-        connection)
+    """Every stored judgment with its log row's system and query (one row per judged query). The log's text is read
+    as bytes and decoded here, so that a malformed row's bytes that are not UTF-8 show as U+FFFD where pandas would
+    refuse the whole table."""
+    frame = pd.read_sql_query("SELECT j.*, CAST(q.system AS BLOB) AS system, CAST(q.query AS BLOB) AS query "
+                              "FROM judgments j JOIN queries q ON q.id = j.query_id ORDER BY j.day, j.query_id",
+                              connection)
+    for column in ("system", "query"):
+        frame[column] = frame[column].map(lambda value: value.decode("utf-8", "replace")
+                                          if isinstance(value, bytes) else value)
+    return frame
 
 
 def daily_summary(connection: sqlite3.Connection) -> pd.DataFrame:
@@ -592,45 +782,56 @@ class ControlLimit:
 MIN_BASELINE_ITEMS = 3  # fewer give no SD worth a limit
 
 
+def baseline(per_item: pd.DataFrame, day: str, baseline_days: int = BASELINE_DAYS) -> pd.DataFrame:
+    """The items ``day`` is compared with: the successfully judged items (:func:`judgments`) of the ``baseline_days``
+    calendar days before it, never of ``day`` itself (a broken day would widen its own limit)."""
+    first = (Date.fromisoformat(day) - timedelta(days=baseline_days)).isoformat()
+    return per_item[(per_item.ok == 1) & (per_item.day >= first) & (per_item.day < day)]
+
+
 def control_limit(per_item: pd.DataFrame, day: str, items: int, baseline_days: int = BASELINE_DAYS,
                   limit_sds: float = LIMIT_SDS) -> ControlLimit | None:
-    """The control limit of ``day`` (:class:`ControlLimit`) from :func:`judgments`, or None while the baseline has
-    fewer than :data:`MIN_BASELINE_ITEMS` judged items. A day that alerted stays in later baselines: the rule
-    has no memory of alerts, so a long outage widens the limit (read the trend)."""
-    first = (Date.fromisoformat(day) - timedelta(days=baseline_days)).isoformat()
-    baseline = per_item[(per_item.ok == 1) & (per_item.day >= first) & (per_item.day < day)]
-    if len(baseline) < MIN_BASELINE_ITEMS or items < 1:
+    """The control limit of ``day`` (:class:`ControlLimit`) from :func:`judgments` and its :func:`baseline`, or None
+    while the baseline has fewer than :data:`MIN_BASELINE_ITEMS` judged items. A day that alerted stays in later
+    baselines: the rule has no memory of alerts, so a long outage widens the limit (read the trend)."""
+    baseline_items = baseline(per_item, day, baseline_days)
+    if len(baseline_items) < MIN_BASELINE_ITEMS or items < 1:
         return None
-    return ControlLimit(sorted(baseline.day.unique()), len(baseline), float(baseline.overall.mean()),
-                        float(baseline.overall.std(ddof=1)), items, limit_sds)
+    return ControlLimit(sorted(baseline_items.day.unique()), len(baseline_items), float(baseline_items.overall.mean()),
+                        float(baseline_items.overall.std(ddof=1)), items, limit_sds)
 
 
-def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float, rate: float = DEFAULT_SAMPLE_RATE,
-                     limit_sds: float = LIMIT_SDS) -> str:
-    """What the relative rule can catch at sample rate ``rate`` (default: the command's): the items a day that
-    rate gives on the median day's log volume, the per-item SD of every judged item, and the probability that a
-    drop of ``drop`` in the day's mean overall falls below the limit (:func:`lib.analysis.power.control_limit_power`),
-    beside the items a day needed for power 0.8 (:func:`lib.analysis.power.items_for_control_limit`)."""
-    scores = per_item[per_item.ok == 1].overall
-    if len(scores) < MIN_BASELINE_ITEMS or samples.empty:
-        return f"alert power: not yet computable ({len(scores)} judged items, {len(samples)} sampled days)"
-    logged = float(samples.logged.median())
-    items = math.ceil(rate * logged)
+def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float, day: str,
+                     baseline_days: int = BASELINE_DAYS, limit_sds: float = LIMIT_SDS) -> str:
+    """What the relative rule can catch on ``day``: at the sample rate and size that were run (the sample of ``day``,
+    else of the last day sampled before it: :func:`samples_table`), with the per-item SD of ``day``'s
+    :func:`baseline` (the days before it, not ``day``, which may be the broken day), the probability that a drop of
+    ``drop`` in the day's mean overall falls below the limit (:func:`lib.analysis.power.control_limit_power`), beside
+    the items a day needed for power 0.8 (:func:`lib.analysis.power.items_for_control_limit`)."""
+    items_before = baseline(per_item, day, baseline_days)
+    scores = items_before.overall
+    run = samples[samples.day <= day]
+    if len(scores) < MIN_BASELINE_ITEMS or run.empty:
+        return (f"alert power on {day}: not yet computable ({len(scores)} judged items in the {baseline_days} days "
+                f"before it, {len(run)} sampled days)")
+    sample = run.iloc[-1]
+    items = int(sample.sampled)
     sd = float(scores.std(ddof=1))
+    over = f"{len(scores)} judged items of {items_before.day.min()}..{items_before.day.max()}"
     if sd == 0:
-        return f"alert power: every judged item has the overall score {scores.iloc[0]:.3f}, so no SD to plan with"
+        return f"alert power on {day}: the {over} all have the overall score {scores.iloc[0]:.3f}: no SD to plan with"
     caught = power.control_limit_power(drop, sd, items, limit_sds)
     needed = power.items_for_control_limit(drop, sd, limit_sds, 0.8)
-    return (f"alert power at sample rate {rate:g}: {count_text(items, 'item')} a day (median day: {logged:g} queries "
-            f"logged); per-item "
-            f"SD {sd:.3f} over {len(scores)} judged items; a drop of {drop:g} in the day's mean overall goes below the "
-            f"{limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline taken as known); power 0.8 "
-            f"needs {count_text(needed, 'item')} a day")
+    return (f"alert power at sample rate {sample.rate:g}: {count_text(items, 'item')} a day ({sample.day}: "
+            f"{sample.logged:g} queries logged); per-item SD {sd:.3f} over {over}; a drop of {drop:g} in the day's "
+            f"mean overall goes below the {limit_sds:g}-SD control limit with probability {caught:.2f} (the baseline "
+            f"taken as known); power 0.8 needs {count_text(needed, 'item')} a day")
 
 
 def samples_table(connection: sqlite3.Connection) -> pd.DataFrame:
-    """The days' fixed samples (day, rate, seed, rows logged when fixed)."""
-    return pd.read_sql_query("SELECT day, rate, seed, logged FROM samples ORDER BY day", connection)
+    """The days' fixed samples (day, rate, seed, rows logged when fixed, rows sampled)."""
+    return pd.read_sql_query("SELECT day, rate, seed, logged, json_array_length(ids) AS sampled FROM samples "
+                             "ORDER BY day", connection)
 
 
 def release_comparison(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -751,7 +952,9 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="study-monitor", description="Nightly LLM-judge monitoring of a RAG query log.",
                 epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"SQLite log and judgments (default {DEFAULT_DB})")
+    default_db = data_home() / "monitor.sqlite"
+    p.add_argument("--db", type=Path, default=default_db,
+                   help=f"SQLite log and judgments (default {default_db}); the judge's cache is kept beside it")
     p.add_argument("--busy-timeout", type=_seconds, default=BUSY_TIMEOUT_S, metavar="SECONDS",
                    help=f"wait this long for a database locked by another writer (default {BUSY_TIMEOUT_S:g})")
     p.add_argument("--target", action="append", type=_target, default=[], metavar="METRIC=VALUE",
@@ -759,6 +962,13 @@ def parser() -> argparse.ArgumentParser:
                         + ", ".join(f"{k}={v}" for k, v in DEFAULT_TARGETS.items()) + ")")
     sub = p.add_subparsers(dest="command", required=True)
     init = sub.add_parser("init", help="create the database with its tables (or add those an existing one lacks)")
+    add = sub.add_parser("add", help="add the queries of a CSV or JSONL log file to the database",
+                         description="Columns (CSV header) or keys (JSONL): ts (ISO 8601 local time), system, query, "
+                                     "contexts (a JSON list of strings), answer; id optional. A file with a row that "
+                                     "cannot be added is refused whole (exit 3), naming each such row by line.")
+    log_file = add.add_mutually_exclusive_group(required=True)
+    log_file.add_argument("--csv", type=Path, metavar="FILE", help="a CSV file with a header line")
+    log_file.add_argument("--jsonl", type=Path, metavar="FILE", help="one JSON object a line")
     run = sub.add_parser("run", help="sample and judge one day's queries, store, print the day's report",
                          epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--date", type=_day, required=True, help="the day to judge (YYYY-MM-DD)")
@@ -783,9 +993,12 @@ def parser() -> argparse.ArgumentParser:
     for command in (run, report, size):
         command.add_argument("--limit-sds", type=_positive_number, default=LIMIT_SDS,
                              help=f"control limit: standard errors below the baseline mean (default {LIMIT_SDS:g})")
-    run.add_argument("--baseline-days", type=_positive, default=BASELINE_DAYS,
-                     help=f"calendar days before --date whose judged items form the baseline (default {BASELINE_DAYS})")
-    for command in (init, run, report, size):  # `study-monitor init --db PATH` as well as `--db PATH init`
+    for command in (run, report, size):
+        command.add_argument("--baseline-days", type=_positive, default=BASELINE_DAYS,
+                             help="calendar days before the day under test (run: --date; report: --end; "
+                                  "sample-size: the last judged day) whose judged items form the baseline "
+                                  f"(default {BASELINE_DAYS})")
+    for command in (init, add, run, report, size):  # `study-monitor init --db PATH` as well as `--db PATH init`
         command.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="the database (as --db before it)")
     return p
 
@@ -804,10 +1017,20 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
     if args.command == "sample-size" and args.sd is not None:
         print(sample_size_text(args.drop, args.sd, args.limit_sds, args.power, None))
         return EXIT_OK
+    if args.command == "add":  # the file is read before the database is touched
+        log_file = args.csv or args.jsonl
+        try:
+            rows, names = read_log(log_file, "csv" if args.csv else "jsonl")
+        except OSError as exc:
+            return _fail(EXIT_USAGE, f"{log_file}: cannot read it ({exc.strerror or exc})")
+        except MalformedRow as exc:
+            return _fail(EXIT_MALFORMED, f"{log_file}: {exc}; nothing was added")
     try:
         if args.command == "init":
             init_database(args.db, args.busy_timeout)
         with closing(connect(args.db, args.busy_timeout)) as connection:
+            if args.command == "add":
+                return _add(connection, log_file, rows, names, args.db)
             if args.command == "init":
                 logged = connection.execute("SELECT count(*) FROM queries").fetchone()[0]
                 print(f"{args.db}: ready, {logged} queries logged")
@@ -823,17 +1046,29 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
         return _fail(EXIT_JUDGE, f"judge: {exc}")
 
 
+def _add(connection: sqlite3.Connection, log_file: Path, rows: list[dict[str, Any]], names: list[str], db: Path) -> int:
+    try:
+        add_queries(connection, rows, names)
+    except MalformedRow as exc:
+        return _fail(EXIT_MALFORMED, f"{log_file}: {exc}")
+    logged = connection.execute("SELECT count(*) FROM queries").fetchone()[0]
+    print(f"{log_file}: {count_text(len(rows), 'query')} added to {db} ({logged} logged)")
+    return EXIT_OK
+
+
 def _report(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
     summary = daily_summary(connection)
     if summary.empty:
         print("no judged days yet")
         return EXIT_OK
-    shown = calendar(summary, args.end or summary.day.max(), args.days)
+    end = args.end or summary.day.max()
+    shown = calendar(summary, end, args.days)
     print(trend_text(shown, {**DEFAULT_TARGETS, **dict(args.target)}))
     missed = shown.day[shown.judged.isna()].tolist()
     if missed:
         print(f"not judged: {', '.join(missed)} (a missed run leaves a gap; `run --date` judges it later)")
-    print(alert_power_text(judgments(connection), samples_table(connection), args.drop, limit_sds=args.limit_sds))
+    print(alert_power_text(judgments(connection), samples_table(connection), args.drop, end, args.baseline_days,
+                           args.limit_sds))
     return EXIT_OK
 
 
@@ -853,26 +1088,31 @@ def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: flo
 
 
 def _sample_size(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
-    scores = judgments(connection).query("ok == 1").overall
+    """Planned with the per-item SD that ``report`` states: of the baseline of the last judged day."""
+    per_item = judgments(connection)
+    items_before = baseline(per_item, per_item.day.max(), args.baseline_days) if len(per_item) else per_item
+    scores = items_before.overall
     if len(scores) < MIN_BASELINE_ITEMS or scores.std(ddof=1) == 0:
-        return _fail(EXIT_USAGE, f"{len(scores)} judged items give no per-item SD to plan with; pass --sd")
-    print(sample_size_text(args.drop, float(scores.std(ddof=1)), args.limit_sds, args.power,
-                           samples_table(connection), f"from {len(scores)} judged items"))
+        return _fail(EXIT_USAGE, f"{len(scores)} judged items before the last judged day give no per-item SD to plan "
+                                 "with; pass --sd")
+    print(sample_size_text(args.drop, float(scores.std(ddof=1)), args.limit_sds, args.power, samples_table(connection),
+                           f"from {len(scores)} judged items of {items_before.day.min()}..{items_before.day.max()}"))
     return EXIT_OK
 
 
-def _judge_gateway(gateway: Gateway | None) -> AbstractContextManager[Gateway]:
-    """The caller's gateway, left open for the caller; else one made from the environment, closed after the run."""
+def _judge_gateway(gateway: Gateway | None, db: Path) -> AbstractContextManager[Gateway]:
+    """The caller's gateway, left open for the caller; else one made from the environment with the cache of ``db``
+    (:func:`judge_cache`), closed after the run."""
     if gateway is not None:
         return nullcontext(gateway)
     try:
-        return Gateway.from_env(notebook="monitor", role="judge")
+        return Gateway.from_env(notebook="monitor", role="judge", cache_path=judge_cache(db))
     except ValueError as exc:  # an endpoint variable missing or not valid
         raise JudgeUnavailable(f"the judge endpoint is not configured: {exc}") from exc
 
 
 def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None) -> int:
-    with _judge_gateway(gateway) as judge:
+    with _judge_gateway(gateway, args.db) as judge:
         done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
     rate, seed = (done.sample.rate, done.sample.seed) if done.sample else (args.sample_rate, args.seed)
     print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {rate}, seed {seed}); "
@@ -902,9 +1142,8 @@ def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gate
         print(f"ALERT {done.day}: overall mean {overall:.3f} is below the control limit {limit.limit:.3f}")
         status = EXIT_ALERT
     if status != EXIT_ALERT and pd.isna(overall) and done.failed:
-        print(f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert could not be checked; "
-              "a rerun retries them")
-        status = EXIT_JUDGE
+        status = _fail(EXIT_JUDGE, f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert "
+                                   "could not be checked; a rerun retries them")
     low = low_items(connection, done.day, args.alert_groundedness, args.alert_answer_relevance)
     for r in low.itertuples():
         print(f"  low: query {r.query_id} ({r.system}) groundedness {r.groundedness:.2f} "
@@ -914,3 +1153,7 @@ def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gate
 
 def cli() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":  # `python -m lib.monitor ...` is `study-monitor ...`, exit status included
+    cli()

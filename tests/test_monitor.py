@@ -7,12 +7,14 @@ import sqlite3
 import threading
 import time
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from lib import monitor
+from lib.analysis.stats import count_text
 from lib.llm.gateway import Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, free_port
 
@@ -269,8 +271,11 @@ def test_a_day_where_every_judge_call_failed_is_exit_4_not_ok(tmp_path, capsys):
     with FakeOpenAI(judge) as fake:
         status = monitor.main(["--db", str(path), "run", "--date", "2026-11-03", "--sample-rate", "1"],
                               gateway=gateway_for(fake, tmp_path))
+    out, err = capsys.readouterr()
     assert status == 4  # EXIT_JUDGE
-    assert "2 judge failures" in capsys.readouterr().out
+    assert "2 judge failures" in out
+    lines = error_lines(err)  # on stderr, where a cron job's errors go
+    assert len(lines) == 1 and "NOT CHECKED 2026-11-03: every judge call failed (2)" in lines[0]
 
 
 @pytest.mark.parametrize("trouble", ["not_a_database", "read_only", "locked"])
@@ -506,25 +511,29 @@ def test_control_limit_catches_a_drop_the_absolute_target_misses(tmp_path, capsy
     assert monitor.control_limit(stored, "2026-11-02", items=2) is None  # 2 baseline items
 
 
-def test_report_prints_the_alert_power_and_sample_size_the_planner_gives(tmp_path, capsys):
-    days = {"2026-11-01": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"] * 5,   # 10 logged a day: rate 0.1 -> 1 item
-            "2026-11-02": ["scores 3 3 3 3 3", "scores 3 3 3 3 2"] * 5}
+def test_report_prints_the_alert_power_at_the_rate_run_with_the_sd_of_the_days_before(tmp_path, capsys):
+    normal = ["scores 3 3 3 3 3", "scores 3 3 3 3 2"] * 5  # 10 logged a day
+    days = {"2026-11-01": normal, "2026-11-02": normal, "2026-11-03": ["scores 0 0 0 0 0"] * 10}  # the broken day
     db = graded_log(tmp_path, days)
     with FakeOpenAI(graded) as fake:
         gw = gateway_for(fake, tmp_path)
         for day in days:
             monitor.main(["--db", str(db), "run", "--date", day, "--sample-rate", "0.5"], gateway=gw)
     capsys.readouterr()
+    with closing(monitor.connect(db)) as connection:
+        stored = monitor.judgments(connection)
+    before = stored[stored.day < "2026-11-03"].overall  # the day under test is not its own baseline
+    sd = float(before.std(ddof=1))
+    assert len(before) == 10 and 0 < sd < 0.05
     assert monitor.main(["--db", str(db), "report", "--drop", "0.1"]) == monitor.EXIT_OK
     power_line = capsys.readouterr().out.splitlines()[-1]
-    # 10 items with overall 1 or 14/15, 5 each: SD = (1/15)/2 * sqrt(10/9) = 0.035136
-    sd = (1 / 15) / 2 * (10 / 9) ** 0.5
-    expected = monitor.power.control_limit_power(0.1, sd, 1)
-    assert f"per-item SD {sd:.3f} over 10 judged items" in power_line and "1 item a day" in power_line
-    assert f"probability {expected:.2f}" in power_line  # Φ(0.1 / 0.035136 - 3) = Φ(-0.154) = 0.44
+    expected = monitor.power.control_limit_power(0.1, sd, 5)
+    assert power_line.startswith("alert power at sample rate 0.5: 5 items a day")  # the rate run, not the default
+    assert f"per-item SD {sd:.3f} over 10 judged items of 2026-11-01..2026-11-02" in power_line
+    assert f"probability {expected:.2f}" in power_line
     assert monitor.main(["--db", str(db), "sample-size", "--drop", "0.1"]) == monitor.EXIT_OK
     needed = -(-((3 + 0.8416212) * sd / 0.1) ** 2 // 1)  # ceil by hand
-    assert f"{int(needed)} judged items a day" in capsys.readouterr().out
+    assert f"{count_text(int(needed), 'judged item')} a day" in capsys.readouterr().out
     assert monitor.main(["sample-size", "--drop", "0.05", "--sd", "0.05"]) == monitor.EXIT_OK  # no database needed
     assert "15 judged items a day" in capsys.readouterr().out  # ((3 + 0.8416) * 1)^2 = 14.8 -> 15
 
@@ -541,3 +550,176 @@ def test_init_adds_the_new_judgment_columns_to_an_older_database(tmp_path):
     with closing(monitor.connect(path)) as connection:
         columns = {row[1] for row in connection.execute("PRAGMA table_info(judgments)")}
     assert {"relevance", "overall", "evaluated_at", "answer_relevance"} <= columns
+
+
+# The user's own data, a night that one row cannot stop (issue 34).
+
+def _repository_state() -> tuple[str, dict[str, int]]:
+    """`git status` of the checkout and every file under its outputs/ with its modification time."""
+    import subprocess
+
+    from lib import paths
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=paths.ROOT, capture_output=True, text=True,
+                            check=True).stdout
+    outputs = paths.ROOT / "outputs"
+    return status, {str(f): f.stat().st_mtime_ns for f in outputs.rglob("*")}
+
+
+def test_a_run_as_the_readme_shows_writes_nothing_into_the_study(tmp_path, monkeypatch, capsys):
+    from lib import paths
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_DATA_HOME", "LLM_CACHE", "LLM_MODE", "STUDY_OUTPUT_DIR", "JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    committed = paths.ROOT / "outputs" / "llm-cache.sqlite"
+    monkeypatch.setattr(paths, "LLM_CACHE", committed)  # as when LLM_CACHE is not set
+    cache_bytes, before = committed.read_bytes(), _repository_state()
+    with FakeOpenAI(judge) as fake:
+        monkeypatch.setenv("JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("JUDGE_MODEL", "fake")
+        assert monitor.main(["init"]) == monitor.EXIT_OK
+        db = Path(capsys.readouterr().out.split(": ready")[0])
+        with closing(monitor.connect(db)) as connection:
+            monitor.add_queries(connection, log_rows("2026-11-03", ["my own answer"] * 3))
+        assert monitor.main(["run", "--date", "2026-11-03", "--sample-rate", "1"]) == monitor.EXIT_OK
+        assert monitor.main(["report"]) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    expected = home / ".local" / "share" / "llm-judge-study"
+    assert sent == 3 and db == expected / "monitor.sqlite" and stored_judgments(db) == 3
+    assert (expected / "monitor.llm-cache.sqlite").is_file()  # the judge's answers, next to the database
+    assert committed.read_bytes() == cache_bytes and _repository_state() == before
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    capsys.readouterr()
+    assert monitor.main(["init"]) == monitor.EXIT_OK
+    assert capsys.readouterr().out.startswith(f"{tmp_path / 'data' / 'llm-judge-study' / 'monitor.sqlite'}: ready")
+
+
+def test_add_loads_a_csv_or_jsonl_log_and_names_bad_rows_by_line(tmp_path, capsys):
+    import csv
+    db = tmp_path / "log.sqlite"
+    monitor.init_database(db)
+    rows = log_rows("2026-11-03", ["first answer", "second, with a comma\nand a line break"])
+    jsonl = tmp_path / "log.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")  # a blank line at the end is no row
+    assert monitor.main(["--db", str(db), "add", "--jsonl", str(jsonl)]) == monitor.EXIT_OK
+    assert capsys.readouterr().out.strip() == f"{jsonl}: 2 queries added to {db} (2 logged)"
+    table = tmp_path / "log.csv"
+    with table.open("w", newline="") as out:
+        writer = csv.DictWriter(out, ["id", "ts", "system", "query", "contexts", "answer"])
+        writer.writeheader()
+        writer.writerows({**r, "id": 10 + k, "ts": r["ts"].replace("T", " "), "contexts": json.dumps(r["contexts"])}
+                         for k, r in enumerate(rows))
+    assert monitor.main(["add", "--db", str(db), "--csv", str(table)]) == monitor.EXIT_OK
+    with closing(monitor.connect(db)) as connection:
+        stored = connection.execute("SELECT id, ts, contexts, answer FROM queries ORDER BY id").fetchall()
+    assert stored[2:] == [(10, "2026-11-03T09:00:00", '["context 0"]', "first answer"),
+                          (11, "2026-11-03T09:01:00", '["context 1"]', "second, with a comma\nand a line break")]
+    capsys.readouterr()
+    assert monitor.main(["add", "--db", str(db), "--csv", str(table)]) == monitor.EXIT_MALFORMED  # loaded twice
+    assert "line 2: id 10 is taken; line 3: id 11 is taken" in error_lines(capsys.readouterr().err)[0]
+    # line 2 fine; 3 an unreadable date; 4 (a record over two lines) contexts not a list; 6 no answer
+    table.write_text('ts,system,query,contexts,answer\n2026-11-04 10:00,rag,q?,"[""c""]",a\n'
+                     '11/04/2026 10:00,rag,q?,"[""c""]",a\n2026-11-04 10:00,rag,"q\n?",c,a\n'
+                     '2026-11-04 11:00,rag,q?,"[""c""]",\n')
+    assert monitor.main(["--db", str(db), "add", "--csv", str(table)]) == monitor.EXIT_MALFORMED
+    err = capsys.readouterr().err
+    lines = error_lines(err)
+    assert len(lines) == 1 and str(table) in lines[0] and "3 of 4 rows" in lines[0] and "none was added" in lines[0]
+    assert re.search(r"line 3: timestamp '11/04/2026 10:00'.*line 4: contexts is not JSON.*line 6: no answer", lines[0])
+    jsonl.write_bytes(b'{"ts": "2026-11-04 10:00", "system": "rag", "query": "q\xff?", "contexts": [], '
+                      b'"answer": "a"}\n')
+    assert monitor.main(["--db", str(db), "add", "--jsonl", str(jsonl)]) == monitor.EXIT_MALFORMED
+    assert "line 1: not UTF-8 text" in error_lines(capsys.readouterr().err)[0]
+    with closing(monitor.connect(db)) as connection:
+        assert connection.execute("SELECT count(*) FROM queries").fetchone() == (4,)  # nothing of the bad files
+    assert monitor.main(["--db", str(db), "add", "--csv", str(tmp_path / "missing.csv")]) == monitor.EXIT_USAGE
+    assert "missing.csv" in error_lines(capsys.readouterr().err)[0]
+
+
+@pytest.mark.parametrize(("args", "status", "says"), [
+    (["run", "--date", "2026-11-01"], 5, "study-monitor init"),
+    (["run", "--date", "yesterday"], 2, "not a date"),
+])
+def test_python_dash_m_lib_monitor_is_the_command(args, status, says, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from lib import paths
+    done = subprocess.run([sys.executable, "-m", "lib.monitor", "--db", str(tmp_path / "missing.sqlite"), *args],
+                          capture_output=True, text=True, cwd=paths.ROOT,
+                          env={**os.environ, "PYTHONPATH": str(paths.ROOT)})
+    assert done.returncode == status
+    assert len(done.stderr.splitlines()) == 1 and says in done.stderr and "Traceback" not in done.stderr
+
+
+def too_long(body, n):
+    """Refuses with HTTP 400 the answers containing 'TOO LONG', as a server refuses a prompt past its context."""
+    if "TOO LONG" in body["messages"][-1]["content"]:
+        return Reply(status=400, error_body='{"error": {"message": "context length exceeded"}}')
+    return judge(body, n)
+
+
+def test_a_request_refused_with_http_400_is_that_items_failure_and_the_rest_is_judged(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    monitor.init_database(path)
+    with closing(monitor.connect(path)) as connection:
+        monitor.add_queries(connection, log_rows("2026-11-01", ["good"] * 2 + ["TOO LONG"] + ["good"] * 17))
+    args = ["--db", str(path), "run", "--date", "2026-11-01", "--sample-rate", "1"]
+    with FakeOpenAI(too_long) as fake:
+        gw = gateway_for(fake, tmp_path)
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_OK
+        assert "19 judged now, 0 already judged, 1 judge failures" in capsys.readouterr().out
+        assert monitor.main(args, gateway=gw) == monitor.EXIT_OK  # the rerun asks again for that row alone
+        assert "0 judged now, 19 already judged, 1 judge failures" in capsys.readouterr().out
+    with closing(monitor.connect(path)) as connection:
+        failure = connection.execute("SELECT query_id, failure_kind, error FROM judgments WHERE ok = 0").fetchall()
+    assert stored_judgments(path) == 19
+    assert len(failure) == 1 and failure[0][:2] == (3, "refused") and "HTTP 400" in failure[0][2]
+
+
+def test_http_400_for_every_request_still_stops_the_run(tmp_path, capsys):
+    path = tmp_path / "log.sqlite"
+    monitor.init_database(path)
+    with closing(monitor.connect(path)) as connection:
+        monitor.add_queries(connection, log_rows("2026-11-01", ["TOO LONG"] * 20))
+    with FakeOpenAI(too_long) as fake:
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                              gateway=gateway_for(fake, tmp_path))
+        sent = len(fake.requests)
+    lines = error_lines(capsys.readouterr().err)
+    assert status == monitor.EXIT_JUDGE and len(lines) == 1 and "HTTP 400" in lines[0]
+    assert sent <= 2 * monitor.CHUNK_SIZE  # the first chunk, not the night's 20 rows
+    with closing(monitor.connect(path)) as connection:
+        assert connection.execute("SELECT count(*) FROM judgments").fetchone() == (0,)
+
+
+def test_a_value_that_is_not_utf8_is_named_as_malformed_and_the_rest_judged(db, tmp_path, capsys):
+    with closing(sqlite3.connect(db)) as connection:  # written by another application, bytes not UTF-8
+        connection.execute("INSERT INTO queries (id, ts, system, query, contexts, answer) VALUES "
+                           "(31, CAST(x'323032362d31312d30315431303a3030ff' AS TEXT), 'rag-v1', 'q?', '[\"c\"]', "
+                           "'good'), "
+                           "(32, '2026-11-01T10:00:00', 'rag-v1', CAST(x'71ff3f' AS TEXT), '[\"c\"]', 'good')")
+        connection.commit()
+    with FakeOpenAI(judge) as fake:
+        status = monitor.main(["--db", str(db), "run", "--date", "2026-11-01", "--sample-rate", "1"],
+                              gateway=gateway_for(fake, tmp_path))
+        sent = len(fake.requests)
+    out = capsys.readouterr().out
+    assert status == monitor.EXIT_MALFORMED and sent == 10 and stored_judgments(db) == 10
+    assert "malformed: row 32: query is not UTF-8 text" in out
+    assert "malformed: row 31: timestamp '2026-11-01T10:00\\udcff' is not" in out
+    assert monitor.main(["--db", str(db), "report"]) == monitor.EXIT_OK
+
+
+def test_a_run_reads_the_days_rows_by_date_not_every_row(db, tmp_path):
+    statements: list[str] = []
+    with FakeOpenAI(judge) as fake, closing(monitor.connect(db)) as connection:
+        connection.set_trace_callback(statements.append)
+        monitor.run_day(connection, gateway_for(fake, tmp_path), "2026-11-01", 1.0, 0)
+        connection.set_trace_callback(None)
+        plans = {sql: [step[3] for step in connection.execute(f"EXPLAIN QUERY PLAN {sql}")]
+                 for sql in statements if sql.lstrip().upper().startswith("SELECT")}
+    assert plans
+    for sql, plan in plans.items():
+        assert not any(step in ("SCAN queries", "SCAN judgments") for step in plan), (sql, plan)

@@ -79,6 +79,15 @@ class EndpointUnreachable(RuntimeError):
     """The configured endpoint does not accept connections."""
 
 
+class RequestRefused(RuntimeError):
+    """The endpoint refused a request with an HTTP 4xx other than 408/409/429 (``status``): a configuration error that
+    stops the run, unless the caller can tell it is one request's own (a prompt past the context: 400)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class EndpointHung(RuntimeError):
     """The endpoint accepts connections but stops answering: the liveness probe goes unanswered, or requests in a
     row pass their deadline unanswered although the probe is answered."""
@@ -573,7 +582,7 @@ class Gateway:
                                    f"{exc.response.text[:500]}")
             if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
                 raise TransportFailure("http_error", message) from None
-            raise RuntimeError(message) from None
+            raise RequestRefused(exc.status_code, message) from None
         try:
             return well_formed_completion(raw.text)
         except ValueError as exc:
