@@ -34,13 +34,28 @@ process uses the cache.
 Why a per-key lock: two processes (or threads) asking for the same missing key would otherwise both compute it
 and send the request twice. ``get`` holds an advisory ``flock`` on ``<file>.locks/<key>.lock`` while it looks up
 and computes, so the second caller waits and then reads the first one's entry. The lock is released when its
-holder ends, even by ``kill -9``, so a crash never leaves a key blocked.
+holder ends, even by ``kill -9``, so a crash never leaves a key blocked. A replay looks up only
+(:meth:`ResponseCache.lookup`): no lock, so a replay of a missing cache creates no file and no folder.
 
 Every entry carries a checksum (SHA-256 of its canonical JSON without the checksum) and is verified on read,
 with its key against its request: an entry edited in the database, not zlib data, not UTF-8 or not an entry at
 all is a :class:`CorruptEntry` naming the file and the key. A cache made with ``repair=True`` (the gateway's live
 mode) says so on stderr and treats it as a miss — the request is sent again and the entry replaced; otherwise
 (replay) it is an error, since a replay must serve the record or nothing.
+
+The file itself is checked when it is opened (at the first lookup, so before any request is sent): an intact SQLite
+file (``PRAGMA quick_check``) holding no table or the cache's own. A file cut short, with a damaged page, not
+SQLite, another program's database or a directory is a :class:`CacheFileError`, one line naming the file and the
+remedy, in replay and live mode alike. Before a missing call is computed, :meth:`ResponseCache.check_writable`
+checks that its answer can be stored (the file and its folder writable), since an answer that cannot be is lost.
+
+The study's committed cache (``lib.paths.COMMITTED_LLM_CACHE``, ``outputs/llm-cache.sqlite``) is added to only by
+a chapter run: :mod:`lib.tools.pipeline` runs a chapter's notebook and measurements inside :func:`chapter_run`,
+which sets ``STUDY_CHAPTER_RUN`` for them and their kernel. A call missing from it anywhere else (a notebook opened
+in JupyterLab, a script, the monitor) is refused before it is sent, with the line saying to set ``LLM_CACHE``: a
+user's own queries and answers never land in the study's files. Replays read it from anywhere; the tools that
+curate it (``prune``, ``pack``, ``python -m lib.tools.bench --keep``) write it directly (:meth:`ResponseCache.put_all`,
+:meth:`ResponseCache.delete`), as asked.
 
 Only what ``compute`` returns is stored; when ``compute`` raises (an endpoint fault, a malformed answer, replay
 mode), nothing is written and the next run asks again.
@@ -50,8 +65,10 @@ appends of a line are atomic), and the gateway adds ``<key> asked-again`` for ea
 whose every attempt failed, which a live run would send again (:func:`lib.llm.gateway.asked_again_live`).
 ``make prune-cache`` replays every notebook with the log on, then ``python -m lib.llm.cache prune --used LOG``
 deletes the entries no notebook asked for (e.g. requests of an earlier version of a chapter), so the committed
-cache is exactly what the report replays; ``python -m lib.llm.cache check --used LOG`` lists the entries a live
-run would ask again (a committed failure makes a live ``make all`` rewrite outputs) and fails when there is one.
+cache is exactly what the report replays. ``python -m lib.llm.cache check`` verifies every entry (its checksum, its
+key against its request) and fails naming each damaged one, or when the file has none; with ``--used LOG`` it also
+lists the entries a live run would ask again (a committed failure makes a live ``make all`` rewrite outputs) and
+fails when there is one.
 """
 from __future__ import annotations
 

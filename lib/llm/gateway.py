@@ -16,7 +16,9 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
   recorded as ``timeout``. Only a configuration error (a 4xx such as 400 or 401), an unreachable endpoint
   (:class:`EndpointUnreachable`, in seconds) or an endpoint that accepts connections but stops answering
   (:class:`EndpointHung`: a liveness probe of ``/models`` goes unanswered twice, so within about a minute; or
-  it answers the probe but ``hung_after`` items in a row end in ``timeout``) stops the run, since nothing else
+  it answers the probe but ``hung_after`` items in a row end in ``timeout``) or one that answers but never with a
+  chat completion (:class:`EndpointBroken`: ``hung_after`` items in a row end in ``bad_response`` and none ever
+  got a well-formed answer — an HTML page or an empty body at a wrong URL) stops the run, since nothing else
   could succeed. Long generations stay possible: their deadline grows with the answer they may write.
 * **Validation retries**: an answer that is not valid JSON for the schema (or was cut by ``max_tokens``) is
   asked again with the *original* messages and another seed, at most ``max_attempts`` times; the model
@@ -25,8 +27,10 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
   A call that is still invalid is an :class:`LLMResult` with ``ok=False`` and the reason — never a made-up
   value. Callers count and show failures.
 * **Cache** (:mod:`lib.llm.cache`): every well-formed response is stored under the hash of its canonical
-  request, so a rerun replays the same attempts exactly. ``mode="replay"`` serves only from the cache and
-  raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval use it.
+  request, so a rerun replays the same attempts exactly. ``mode="replay"`` serves only from the cache (a lookup,
+  which writes nothing) and raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval
+  use it. A cache file that cannot serve (damaged, read-only when a call is missing, the study's committed cache
+  outside a chapter run) is a :class:`~lib.llm.cache.CacheFileError` before any request is sent.
 * **Ledger**: calls, attempts, failures by kind, tokens, recorded latency, and every HTTP request sent
   (transport retries included).
 
@@ -35,7 +39,8 @@ call :meth:`Gateway.close` when done.
 
 Endpoint: the embedded xllamacpp server (started by its endpoint hook before the first live request) unless
 ``OPENAI_BASE_URL`` is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API
-key lives only in the Authorization header: it is never cached, logged, printed or put into an exception.
+key lives only in the Authorization header: it is never cached, logged, printed or put into an exception (a server
+that echoes it, in an error or inside a valid completion, has it masked as ``***`` before anything is stored).
 """
 from __future__ import annotations
 
@@ -634,7 +639,8 @@ class Gateway:
     def _answer(self, request: Request, call_label: str, refresh: bool = False) -> tuple[dict[str, Any], bool]:
         """One request through the cache: (the stored response, True), or (a live answer, False) that is then
         stored — also when ``refresh`` asks the server again over a stored answer. Raises
-        :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
+        :class:`TransportFailure` (nothing stored), :class:`CacheMissError` in replay mode, or
+        :class:`~lib.llm.cache.CacheFileError` (before sending) when the cache cannot serve or store it."""
         if self.mode == "replay":  # a lookup only: no lock, no file, no folder
             entry, cached = self.cache.lookup(request.cached), True
             if entry is None:
@@ -700,9 +706,9 @@ class Gateway:
         deadline (``timeout``), or with a 200 that is no chat completion (``bad_response``) from an endpoint that
         has never answered one well (an endpoint that has may be going through a bad patch: its items are
         recorded failures, asked again by the next run)."""
-        if result.failure_kind != "timeout" and (result.failure_kind != "bad_response" or self._answered_well):
-            return
         with self._unanswered_lock:
+            if result.failure_kind != "timeout" and (result.failure_kind != "bad_response" or self._answered_well):
+                return
             self._unanswered_in_a_row += 1
             in_a_row = self._unanswered_in_a_row
         if in_a_row < self.hung_after:
