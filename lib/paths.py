@@ -16,6 +16,9 @@ HTML: Path = OUTPUTS / "html"
 # The LLM response cache: one SQLite file (lib.llm.cache); LLM_CACHE names another one for a run, read here so
 # that the gateway and `python -m lib.llm.cache` (prune, check) act on the same file.
 LLM_CACHE: Path = Path(os.environ.get("LLM_CACHE") or OUTPUTS / "llm-cache.sqlite")
+# The study's committed cache, whatever LLM_CACHE and STUDY_OUTPUT_DIR say: only a chapter run adds to it
+# (lib.llm.cache.chapter_run), so that nobody's own calls land in the study's files.
+COMMITTED_LLM_CACHE: Path = ROOT / "outputs" / "llm-cache.sqlite"
 LEDGERS: Path = OUTPUTS / "ledgers"
 PROMPTS: Path = Path(__file__).resolve().parent / "prompts"
 # Large local artefacts (the assembled GGUF, server pid/log files); git-ignored.

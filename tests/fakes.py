@@ -12,10 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 # drop: close the connection without answering · truncated_body: a 200 whose JSON body is cut in half ·
-# error_body: a 200 whose body is an error object · not_json: a 200 with an HTML page · hang: accept the
+# error_body: a 200 whose body is an error object · not_json: a 200 with an HTML page · empty_body: a 200 with no
+# body · hang: accept the
 # request and never answer (the liveness probe GET /models then hangs too) · stall: accept the request and never
 # answer it while the probe is still answered (a server whose workers are stuck behind a healthy front).
-Fault = Literal["drop", "truncated_body", "error_body", "not_json", "hang", "stall"]
+Fault = Literal["drop", "truncated_body", "error_body", "not_json", "empty_body", "hang", "stall"]
 
 
 @dataclass
@@ -94,6 +95,9 @@ class FakeOpenAI:
                     return
                 if reply.fault == "not_json":
                     self._send(200, b"<html><body>502 Bad Gateway</body></html>")
+                    return
+                if reply.fault == "empty_body":
+                    self._send(200, b"")
                     return
                 choice: dict[str, Any] = {"index": 0, "finish_reason": reply.finish_reason,
                                           "message": {"role": "assistant", "content": reply.content}}

@@ -86,16 +86,12 @@ def test_get_computes_once_and_stores_nothing_when_compute_raises(tmp_path):
 
 
 def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp_path):
-    class Miss(Exception):
-        pass
+    def replay() -> dict:
+        raise AssertionError("a hit computes nothing")
 
-    def replay():
-        raise Miss
-
-    missing = ResponseCache(tmp_path / "none.sqlite")
-    with pytest.raises(Miss):
-        missing.get(KeyedRequest({"n": 0}), replay)
-    assert not (tmp_path / "none.sqlite").exists(), "a replay miss creates no cache file"
+    missing = ResponseCache(tmp_path / "none" / "none.sqlite")
+    assert missing.lookup(KeyedRequest({"n": 0})) is None
+    assert not (tmp_path / "none").exists(), "a replay miss creates no cache file, no lock and no folder"
 
     path = tmp_path / "c.sqlite"
     writer = ResponseCache(path)
@@ -105,13 +101,12 @@ def test_a_replay_miss_writes_nothing_and_a_replay_leaves_the_file_as_it_was(tmp
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns
     reader = ResponseCache(path)
     assert [reader.get(KeyedRequest({"n": n}), replay)[0]["response"] for n in range(3)] == [0, 1, 2]
-    with pytest.raises(Miss):
-        reader.get(KeyedRequest({"n": 3}), replay)
+    assert [reader.lookup(KeyedRequest({"n": n}))["response"] for n in range(3)] == [0, 1, 2]  # type: ignore[index]
+    assert reader.lookup(KeyedRequest({"n": 3})) is None
     assert len(reader) == 3 and len(list(reader.items())) == 3
     reader.close()
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", "c.sqlite.locks", "none.sqlite.locks"], \
-        "no journal is left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"], "no journal or lock is left behind"
 
 
 def test_the_last_connection_to_close_leaves_the_written_file_complete_in_rollback_journal_mode(tmp_path):
@@ -420,3 +415,35 @@ def test_pack_refuses_a_damaged_folder_entry_and_writes_nothing(tmp_path):
     assert not (tmp_path / "c.sqlite").exists()
     with pytest.raises(ValueError, match="no cache entries"):
         pack(tmp_path / "empty", tmp_path / "c.sqlite")
+
+
+# --- `python -m lib.llm.cache check`: every entry verified ---------------------------------------------------------
+
+def test_check_verifies_every_entry_and_names_each_damaged_one(tmp_path, capsys):
+    path = tmp_path / "c.sqlite"
+    requests = [KeyedRequest({"messages": "rate it", "seed": n}) for n in range(5)]
+    with ResponseCache(path) as cache:
+        for request in requests:
+            cache.get(request, lambda: {"response": {"grade": 2}, "label": "rate"})
+    assert main(["--cache", str(path), "check"]) == 0
+    assert capsys.readouterr().out.strip() == f"all 5 entries of {path} verify (checksum and key)"
+    for request, damage in zip(requests[1:3], ["grade edited", "a byte of the file flipped"], strict=True):
+        _damage(path, request.key, damage)
+    assert main(["--cache", str(path), "check"]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}: corrupt cache entry, key {requests[1].key} (checksum mismatch" in out
+    assert f"{path}: corrupt cache entry, key {requests[2].key} (not zlib data" in out
+    assert out.splitlines()[-1] == f"2 of the 5 entries of {path} are damaged"
+    # the listing of a usage log still works, and counts damage too
+    log = tmp_path / "usage.log"
+    log.write_text("".join(f"{request.key}\n" for request in requests))
+    assert main(["--cache", str(path), "check", "--used", str(log)]) == 1
+    assert "0 of the 5 entries looked up would be asked again in live mode" in capsys.readouterr().out
+    for empty in (tmp_path / "empty.sqlite", tmp_path / "absent.sqlite"):
+        if empty.name == "empty.sqlite":
+            empty.touch()
+        with pytest.raises(SystemExit, match=rf"{empty}: no cache entries"):
+            main(["--cache", str(empty), "check"])
+    (tmp_path / "broken.sqlite").write_text("not SQLite")
+    with pytest.raises(SystemExit, match=rf"^error: {tmp_path / 'broken.sqlite'}: .*restore"):
+        main(["--cache", str(tmp_path / "broken.sqlite"), "check"])

@@ -384,3 +384,92 @@ def test_a_replicate_is_sent_and_keyed_and_only_a_replicate_changes_the_key():
         request = gateway.request(call, attempt=2)
     assert request.body == {**call.body("fake-model", attempt=2), "user": "rerun-1"}
     assert request.cached.key == request_key(request.body) != request_key(call.body("fake-model", attempt=2))
+
+
+def test_an_api_key_echoed_in_a_valid_completion_is_never_stored(tmp_path):
+    """A server that echoes the Authorization header inside a well-formed completion (its content and its id): the
+    configured key is redacted from the stored entry, the answer returned, the ledger and the usage log."""
+    def echo(body, n):
+        return Reply(json.dumps({"score": 4, "note": f"you sent {fake.headers[n]['authorization']}"}))
+
+    log = tmp_path / "usage.log"
+    with FakeOpenAI(echo) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path / "cache", api_key=SECRET)
+        gateway.cache.usage_log = log
+        result = gateway.complete(MESSAGES, Score)
+        gateway.save_ledger(tmp_path / "ledgers")
+        gateway.close()
+    assert fake.headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert result.ok and result.value.score == 4 and "you sent Bearer ***" in result.text
+    stored = [json.dumps(entry) for _, entry in cache_of(tmp_path / "cache").items()]
+    assert len(stored) == 1 and "Bearer ***" in stored[0]
+    texts = [*stored, gateway.ledger.report(), *(p.read_text(encoding="latin-1") for p in tmp_path.rglob("*")
+                                                 if p.is_file() and p.suffix != ".sqlite")]
+    assert not any(SECRET in text for text in texts)
+    replayed = make_gateway(fake.base_url, tmp_path / "cache", mode="replay").complete(MESSAGES, Score)
+    assert replayed.text == result.text  # the replay gives what the live run gave
+
+
+def test_a_replay_of_a_missing_cache_creates_no_file_and_no_folder(tmp_path):
+    missing = tmp_path / "not-yet" / "llm-cache.sqlite"
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "fake-model", "fake-model", embedded=False)
+    with pytest.raises(CacheMissError, match=str(missing)):
+        Gateway(endpoint, cache_path=missing, mode="replay").complete(MESSAGES, Score)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def committed_cache(tmp_path, monkeypatch) -> Path:
+    """The study's committed cache, moved to a temporary folder for the test (outside any chapter run)."""
+    path = tmp_path / "outputs" / "llm-cache.sqlite"
+    monkeypatch.setattr(paths, "COMMITTED_LLM_CACHE", path, raising=False)
+    monkeypatch.delenv("STUDY_CHAPTER_RUN", raising=False)
+    return path
+
+
+def test_a_write_into_the_committed_cache_outside_a_chapter_run_is_refused_before_the_request(
+        committed_cache, tmp_path, monkeypatch):
+    with FakeOpenAI(always('{"score": 3}')) as fake:
+        endpoint = Endpoint(fake.base_url, "fake-model", "fake-model", embedded=False)
+        with pytest.raises(RuntimeError) as info:
+            Gateway(endpoint, cache_path=committed_cache, notebook="monitor").complete(MESSAGES, Score)
+        message = str(info.value)
+        assert "committed" in message and "LLM_CACHE=" in message and "\n" not in message
+        assert fake.requests == [] and not committed_cache.parent.exists()
+        # a chapter run writes it (the pipeline marks its kernels and measurements), and anyone replays it
+        monkeypatch.setenv("STUDY_CHAPTER_RUN", "03_judge_labeling")
+        assert Gateway(endpoint, cache_path=committed_cache).complete(MESSAGES, Score).value.score == 3
+        monkeypatch.delenv("STUDY_CHAPTER_RUN")
+        assert Gateway(endpoint, cache_path=committed_cache, mode="replay").complete(MESSAGES, Score).ok
+        assert Gateway(endpoint, cache_path=committed_cache).complete(MESSAGES, Score).ok  # a hit writes nothing
+        # another file is the user's own
+        assert Gateway(endpoint, cache_path=tmp_path / "mine.sqlite").complete(MESSAGES, Score).ok
+    assert len(fake.requests) == 2
+
+
+MEASURED_IN: list[str | None] = []
+
+
+def measured_in(parameters: dict) -> None:
+    """A measurement for the test below: records the chapter run it was made in."""
+    MEASURED_IN.append(os.environ.get("STUDY_CHAPTER_RUN"))
+
+
+def test_a_chapter_run_marks_its_kernel_and_its_measurements_as_writers_of_the_committed_cache(tmp_path, monkeypatch):
+    from lib.tools import pipeline
+    from tests.test_pipeline import write_notebook
+
+    monkeypatch.delenv("STUDY_CHAPTER_RUN", raising=False)
+    seen = tmp_path / "seen.txt"
+    write_notebook(tmp_path / "notebooks", "01_tiny", "Tiny",
+                   f"import os\nopen({str(seen)!r}, 'w').write(os.environ.get('STUDY_CHAPTER_RUN', 'unset'))")
+    params = tmp_path / "params.yaml"
+    params.write_text("01_tiny:\n  n_points: 1\n")
+    monkeypatch.setattr(pipeline, "MEASUREMENTS", {"01_tiny": (("judge_drift", "tests.test_gateway:measured_in"),)})
+    monkeypatch.setattr("lib.tables.write_table", lambda frame, table: table)
+    MEASURED_IN.clear()
+    folders = pipeline.Folders(notebooks=tmp_path / "notebooks", params=params, executed=tmp_path / "executed",
+                               html=tmp_path / "html")
+    pipeline.chapter("01_tiny", folders)
+    assert seen.read_text() == "01_tiny" and MEASURED_IN == ["01_tiny"]
+    assert "STUDY_CHAPTER_RUN" not in os.environ  # only for the chapter's run

@@ -3,6 +3,7 @@ a reproduction (issue "Gateway and loaders under faults"), plus one batch at 30%
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -333,3 +334,109 @@ def test_no_committed_call_came_near_its_deadline():
     assert len(entries) > 1000, "the committed cache is missing"
     margins = [Deadline().seconds(entry["request"]) / entry["latency_s"] for entry in entries if entry["latency_s"] > 0]
     assert min(margins) > 2.0
+
+
+# --- a damaged or read-only cache file: one line naming it, before any request -----------------------------------
+
+def _written_cache(path: Path, entries: int = 40) -> list[LLMCall]:
+    """A cache file of ``entries`` answers spread over many pages; returns their calls."""
+    calls = [LLMCall(item_messages(i), None, max_tokens=2000 + i) for i in range(entries)]
+    # incompressible answers: about half a page each
+    with FakeOpenAI(lambda body, n: Reply(os.urandom(8000).hex())) as fake, \
+            make_gateway(fake.base_url, path.parent) as gateway:
+        assert all(result.ok for result in gateway.complete_many(calls))
+    assert path.stat().st_size > entries * 16384 // 2
+    return calls
+
+
+def _damage_file(path: Path, damage: str) -> None:
+    raw = path.read_bytes()
+    if damage == "cut short":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif damage in ("page header flipped", "file header flipped"):
+        at = 16384 if damage == "page header flipped" else 3  # the table's root page (page 2): its type byte
+        path.write_bytes(raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1:])
+    elif damage == "not SQLite":
+        path.write_text("<html>not a database</html>\n" * 100)
+    else:
+        path.unlink()
+        path.mkdir()
+
+
+@pytest.mark.parametrize("mode", ["live", "replay"])
+@pytest.mark.parametrize("damage", ["cut short", "page header flipped", "file header flipped", "not SQLite",
+                                    "a directory"])
+def test_a_damaged_cache_file_is_one_line_naming_it_and_the_remedy_before_any_request(tmp_path, damage, mode):
+    path = cache_of(tmp_path).path
+    calls = _written_cache(path)
+    _damage_file(path, damage)
+    with FakeOpenAI(always('{"score": 1}')) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, mode=mode)
+        with pytest.raises(RuntimeError) as info:
+            gateway.complete_many([*calls, LLMCall(MESSAGES, Score)])
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    assert ("LLM_CACHE" in message) and ("restore" in message or "directory" in message), message
+    assert fake.requests == []
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """Makes a file read-only for this process: its mode without write bits, and, as root (whom modes do not stop),
+    the immutable attribute; undone at the end."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        path.chmod(0o444)
+        if os.geteuid() == 0 and subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+            pytest.skip("running as root where chattr +i is not allowed: no file is read-only for this process")
+        made.append(path)
+
+    yield make
+    for path in made:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+
+
+def test_a_read_only_cache_serves_its_answers_and_refuses_a_miss_before_sending_it(tmp_path, read_only):
+    path = cache_of(tmp_path).path
+    calls = _written_cache(path, entries=3)
+    read_only(path)
+    before = path.read_bytes()
+    with FakeOpenAI(always('{"score": 1}')) as fake:
+        for mode in ("replay", "live"):  # every answer stored: nothing to write
+            assert all(r.ok for r in make_gateway(fake.base_url, tmp_path, mode=mode).complete_many(calls))
+        with pytest.raises(RuntimeError) as info:
+            make_gateway(fake.base_url, tmp_path).complete_many([*calls, LLMCall(MESSAGES, Score)])
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "read-only" in message and "LLM_CACHE" in message
+    assert "\n" not in message
+    assert fake.requests == [], "the request went upstream and its answer would be lost"
+    assert path.read_bytes() == before
+
+
+# --- an endpoint that answers 200 but never a chat completion ------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["not_json", "empty_body", "error_body"])
+def test_an_endpoint_that_answers_every_request_200_without_a_completion_stops_the_run_with_one_line(tmp_path, fault):
+    """48 items used to fail one by one as `bad_response` after 144 requests, with nothing on stderr: like the hung
+    endpoint, `hung_after` items in a row without a well-formed answer from an endpoint that never gave one stop
+    the run."""
+    calls = [LLMCall(item_messages(i), Score) for i in range(48)]
+    with FakeOpenAI(always("", fault=fault)) as fake:
+        gateway = make_gateway(fake.base_url, tmp_path, concurrency=2, hung_after=2)
+        with pytest.raises(RuntimeError) as info:
+            gateway.complete_many(calls)
+    assert len(fake.requests) <= 4 * 3, "more items were sent than the two in a row and the one in flight"
+    message = str(info.value)
+    assert fake.base_url in message and "2 calls in a row" in message and "\n" not in message, message
+    assert len(cache_of(tmp_path)) == 0
+
+
+def test_an_endpoint_that_answered_well_goes_on_through_a_run_of_malformed_answers(tmp_path):
+    calls = [LLMCall(item_messages(i), Score) for i in range(6)]
+    with FakeOpenAI(sequence(Reply('{"score": 2}'), Reply(fault="not_json"))) as fake:
+        results = make_gateway(fake.base_url, tmp_path, concurrency=1, hung_after=2).complete_many(calls)
+    assert [r.failure_kind for r in results] == [None, *["bad_response"] * 5]
+    assert len(fake.requests) == 1 + 5 * 3

@@ -37,6 +37,7 @@ from lib import metrics, paths, prompts
 from lib.judges.guardrails import RuleVerdict, banned_shame_word
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
+from lib.llm.cache import chapter_run
 from lib.llm.gateway import Gateway, LLMCall
 
 STEPS_DIR = paths.PROMPTS / "geval_steps"
@@ -377,7 +378,9 @@ def main(argv: list[str] | None = None) -> None:
         if rubric not in todo:
             print(f"{rubric.name}: already stored in {steps_path(rubric)} (--force regenerates)")
     if todo:
-        with Gateway.from_env(notebook="geval-steps") as gateway:  # its ledger is not saved: no chapter's cost
+        # The steps are the chapters' input, kept in the committed cache (make prune-cache keeps geval-steps); its
+        # ledger is not saved: no chapter's cost.
+        with chapter_run("geval-steps"), Gateway.from_env(notebook="geval-steps") as gateway:
             for rubric in todo:
                 print(f"{rubric.name}: wrote {generate_steps(rubric, gateway)}")
         print("Review and commit the steps; `make stop` ends an embedded server the gateway started.")

@@ -34,13 +34,28 @@ process uses the cache.
 Why a per-key lock: two processes (or threads) asking for the same missing key would otherwise both compute it
 and send the request twice. ``get`` holds an advisory ``flock`` on ``<file>.locks/<key>.lock`` while it looks up
 and computes, so the second caller waits and then reads the first one's entry. The lock is released when its
-holder ends, even by ``kill -9``, so a crash never leaves a key blocked.
+holder ends, even by ``kill -9``, so a crash never leaves a key blocked. A replay looks up only
+(:meth:`ResponseCache.lookup`): no lock, so a replay of a missing cache creates no file and no folder.
 
 Every entry carries a checksum (SHA-256 of its canonical JSON without the checksum) and is verified on read,
 with its key against its request: an entry edited in the database, not zlib data, not UTF-8 or not an entry at
 all is a :class:`CorruptEntry` naming the file and the key. A cache made with ``repair=True`` (the gateway's live
 mode) says so on stderr and treats it as a miss — the request is sent again and the entry replaced; otherwise
 (replay) it is an error, since a replay must serve the record or nothing.
+
+The file itself is checked when it is opened (at the first lookup, so before any request is sent): an intact SQLite
+file (``PRAGMA quick_check``) holding no table or the cache's own. A file cut short, with a damaged page, not
+SQLite, another program's database or a directory is a :class:`CacheFileError`, one line naming the file and the
+remedy, in replay and live mode alike. Before a missing call is computed, :meth:`ResponseCache.check_writable`
+checks that its answer can be stored (the file and its folder writable), since an answer that cannot be is lost.
+
+The study's committed cache (``lib.paths.COMMITTED_LLM_CACHE``, ``outputs/llm-cache.sqlite``) is added to only by
+a chapter run: :mod:`lib.tools.pipeline` runs a chapter's notebook and measurements inside :func:`chapter_run`,
+which sets ``STUDY_CHAPTER_RUN`` for them and their kernel. A call missing from it anywhere else (a notebook opened
+in JupyterLab, a script, the monitor) is refused before it is sent, with the line saying to set ``LLM_CACHE``: a
+user's own queries and answers never land in the study's files. Replays read it from anywhere; the tools that
+curate it (``prune``, ``pack``, ``python -m lib.tools.bench --keep``) write it directly (:meth:`ResponseCache.put_all`,
+:meth:`ResponseCache.delete`), as asked.
 
 Only what ``compute`` returns is stored; when ``compute`` raises (an endpoint fault, a malformed answer, replay
 mode), nothing is written and the next run asks again.
@@ -50,8 +65,10 @@ appends of a line are atomic), and the gateway adds ``<key> asked-again`` for ea
 whose every attempt failed, which a live run would send again (:func:`lib.llm.gateway.asked_again_live`).
 ``make prune-cache`` replays every notebook with the log on, then ``python -m lib.llm.cache prune --used LOG``
 deletes the entries no notebook asked for (e.g. requests of an earlier version of a chapter), so the committed
-cache is exactly what the report replays; ``python -m lib.llm.cache check --used LOG`` lists the entries a live
-run would ask again (a committed failure makes a live ``make all`` rewrite outputs) and fails when there is one.
+cache is exactly what the report replays. ``python -m lib.llm.cache check`` verifies every entry (its checksum, its
+key against its request) and fails naming each damaged one, or when the file has none; with ``--used LOG`` it also
+lists the entries a live run would ask again (a committed failure makes a live ``make all`` rewrite outputs) and
+fails when there is one.
 """
 from __future__ import annotations
 
@@ -72,7 +89,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lib import paths
+
 Entry = dict[str, Any]
+CHAPTER_RUN = "STUDY_CHAPTER_RUN"  # set to the notebook's name while a chapter runs (:func:`chapter_run`)
 ASKED_AGAIN = "asked-again"  # the usage log's mark of a stored answer that a live run would send again
 BUSY_TIMEOUT_S = 60.0  # how long a write waits for another process's transaction to end
 SCHEMA_SQL = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, label TEXT NOT NULL, data BLOB NOT NULL)"
@@ -84,6 +104,28 @@ PAGE_SIZE = 16384
 
 class CorruptEntry(ValueError):
     """A cache entry that fails its checks (see the module docstring); the message names its file and key."""
+
+
+class CacheFileError(RuntimeError):
+    """The cache file cannot serve as asked: damaged, not SQLite, not a cache, a directory, read-only when a call
+    missing from it is to be stored, or the study's committed cache outside a chapter run. One line naming the
+    file and the remedy, raised before any request is sent."""
+
+
+@contextmanager
+def chapter_run(name: str) -> Iterator[None]:
+    """Within the block (and in the notebook kernels it starts, which inherit the environment), the calls made are
+    those of chapter ``name``, which belong in the study's committed cache (:meth:`ResponseCache.check_writable`).
+    Used by :mod:`lib.tools.pipeline` for a chapter's notebook and measurements."""
+    before = os.environ.get(CHAPTER_RUN)
+    os.environ[CHAPTER_RUN] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[CHAPTER_RUN]
+        else:
+            os.environ[CHAPTER_RUN] = before
 
 
 def canonical_json(obj: Any) -> str:
@@ -168,30 +210,95 @@ class ResponseCache:
         _open_caches.add(self)
 
     def _connection(self, create: bool) -> sqlite3.Connection | None:
-        """The open connection; None when the file does not exist and ``create`` is false. Call with the
-        ``_db_lock`` held."""
+        """The open connection; None when the file does not exist and ``create`` is false. An existing file is
+        checked when it is opened (:meth:`_check_file`). Call with the ``_db_lock`` held."""
         if self._db is None:
+            if self.path.is_dir():
+                raise self._directory()
             new = not self.path.exists()
             if new and not create:
                 return None
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = _connect(self.path)
-            if new:
-                self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect with the first table
+            db = _connect(self.path)
+            try:
+                if new:
+                    db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect with the first table
+                else:
+                    self._check_file(db)
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
         return self._db
+
+    def _check_file(self, db: sqlite3.Connection) -> None:
+        """:class:`CacheFileError` unless the opened file is an intact SQLite file (``PRAGMA quick_check``: every
+        page and row readable; 6 ms for the study's 3 MB) holding no table or the cache's own: a damaged file is
+        found before any request is sent, not part-way through a run, after requests whose answers it loses."""
+        try:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
+            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            columns = [row[1] for row in db.execute("PRAGMA table_info(entries)")]
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from None
+        if problems != ["ok"]:
+            raise self._damaged(f"damaged: {problems[0]}")
+        if tables and columns != ["key", "label", "data"]:
+            raise self._damaged(f"another SQLite file, with the tables {', '.join(tables)}")
+
+    def _damaged(self, problem: str) -> CacheFileError:
+        study = self.path.resolve() == paths.COMMITTED_LLM_CACHE.resolve()
+        how = (f"restore it with `git checkout -- {paths.shown(paths.COMMITTED_LLM_CACHE)}`" if study
+               else "restore it from a copy, or move it away to start an empty one")
+        return CacheFileError(f"{self.path}: not a usable LLM cache ({problem}): {how}, or set LLM_CACHE to "
+                              f"another file")
+
+    def _directory(self) -> CacheFileError:
+        return CacheFileError(f"{self.path}: a directory, not an LLM cache file: set LLM_CACHE to a file, e.g. "
+                              f"LLM_CACHE={self.path / 'llm-cache.sqlite'}")
+
+    def _file_error(self, exc: sqlite3.DatabaseError) -> BaseException:
+        """What a failed statement raises: :class:`CacheFileError` for a file that went read-only or damaged while
+        open; the SQLite error itself for the rest (a lock held past the busy timeout)."""
+        message = str(exc)
+        if "readonly" in message:
+            return self._read_only()
+        if "locked" in message or "busy" in message:
+            return exc
+        return self._damaged(message)
+
+    def _read_only(self) -> CacheFileError:
+        return CacheFileError(f"{self.path}: read-only, and a call missing from it would be sent and its answer "
+                              f"lost: make the file and its folder writable, or set LLM_CACHE to a writable copy")
+
+    def check_writable(self) -> None:
+        """:class:`CacheFileError` unless an entry can be written now, checked before a missing call is sent (an
+        answer that cannot be stored is lost): not the study's committed cache outside a chapter run
+        (:func:`chapter_run`), not a directory, the file (when it exists) and its folder writable."""
+        if self.path.resolve() == paths.COMMITTED_LLM_CACHE.resolve() and not os.environ.get(CHAPTER_RUN):
+            raise CacheFileError(
+                f"{self.path}: the study's committed LLM cache, which only a chapter run (make NN) adds to: set "
+                f"LLM_CACHE to a file of your own (e.g. LLM_CACHE=$HOME/.cache/llm-cache.sqlite) for these calls")
+        if self.path.is_dir():
+            raise self._directory()
+        folder = self.path.parent
+        while not folder.exists():  # made by the first write
+            folder = folder.parent
+        if (self.path.exists() and not os.access(self.path, os.W_OK)) or not os.access(folder, os.W_OK | os.X_OK):
+            raise self._read_only()
 
     def _select(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows of a query; none when the file or its table does not exist yet."""
         with self._db_lock:
-            db = self._connection(create=False)
-            if db is None:
-                return []
             try:
+                db = self._connection(create=False)
+                if db is None:
+                    return []
                 return db.execute(sql, parameters).fetchall()
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 if "no such table" in str(exc):  # created by a writer whose first transaction is still open
                     return []
-                raise
+                raise self._file_error(exc) from None
 
     def read(self, key: str) -> Entry | None:
         """The stored entry, or None when absent; :class:`CorruptEntry` when it fails its checks."""
@@ -211,20 +318,41 @@ class ResponseCache:
         for key, data in self._select("SELECT key, data FROM entries ORDER BY key"):
             yield key, self._decoded(key, data)
 
+    def verify(self) -> tuple[int, list[str]]:
+        """(the number of entries, the :class:`CorruptEntry` message of each that fails its checks)."""
+        rows = self._select("SELECT key, data FROM entries ORDER BY key")
+        damaged = []
+        for key, data in rows:
+            try:
+                self._decoded(key, data)
+            except CorruptEntry as exc:
+                damaged.append(str(exc))
+        return len(rows), damaged
+
     def labels(self) -> dict[str, str]:
         """Every key with its entry's label (without reading the entries)."""
         return dict(self._select("SELECT key, label FROM entries ORDER BY key"))
 
+    def lookup(self, request: KeyedRequest) -> Entry | None:
+        """The stored entry of ``request`` (None when absent), logged in the usage log: a replay's lookup, which
+        writes nothing, takes no lock and creates no file or folder."""
+        self.log_usage([request.key])
+        return self._checked(request.key)
+
     def get(self, request: KeyedRequest, compute: Callable[[], Entry], refresh: bool = False
             ) -> tuple[Entry, bool]:
         """``(entry, True)`` from the cache, or ``(compute(), False)`` after storing what ``compute`` returned
-        with the request added. One caller per key computes at a time (see the module docstring). ``refresh``:
-        compute even when an entry exists, and replace it (a stored answer that ended its item in failure)."""
+        with the request added; before computing, :meth:`check_writable`. One caller per key computes at a time
+        (see the module docstring). ``refresh``: compute even when an entry exists, and replace it (a stored
+        answer that ended its item in failure)."""
         key = request.key
-        self.log_usage([key])
-        entry = None if refresh else self._checked(key)
-        if entry is not None:
-            return entry, True
+        if refresh:
+            self.log_usage([key])
+        else:
+            entry = self.lookup(request)
+            if entry is not None:
+                return entry, True
+        self.check_writable()
         with self._locked(key):
             entry = None if refresh else self._checked(key)  # another process may have computed it while we waited
             if entry is not None:
@@ -313,20 +441,23 @@ class ResponseCache:
         """A write transaction in WAL mode (the file is switched to it by its first writer), committed at the end
         of the block, rolled back on an error."""
         with self._db_lock:
-            db = self._connection(create=True)
-            assert db is not None
-            if not self._writing:
-                db.execute("PRAGMA journal_mode=WAL")
-                self._writing = True
-            db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute(SCHEMA_SQL)
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # a failed COMMIT may have rolled back already
-                    db.execute("ROLLBACK")
-                raise
+                db = self._connection(create=True)
+                assert db is not None
+                if not self._writing:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    self._writing = True
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.execute(SCHEMA_SQL)
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:  # a failed COMMIT may have rolled back already
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.DatabaseError as exc:
+                raise self._file_error(exc) from None
 
     def compact(self) -> None:
         """Rewrite the file with its rows inserted in key order into a new file, which then replaces it, so that
@@ -406,6 +537,27 @@ def read_usage_log(path: Path) -> tuple[set[str], set[str]]:
     return {w[0] for w in words}, {w[0] for w in words if w[1:] == [ASKED_AGAIN]}
 
 
+def check(path: Path, usage_log: Path | None = None) -> int:
+    """``python -m lib.llm.cache check``: print each damaged entry of the cache file ``path`` and, with a replay's
+    ``usage_log``, each stored answer a live run would send again; 1 when there is any, or no entry at all."""
+    with ResponseCache(path) as cache:
+        entries, damaged = cache.verify()
+        labels = cache.labels() if usage_log else {}
+    if not entries:
+        raise SystemExit(f"error: {path}: no cache entries ({'an empty file' if path.exists() else 'no such file'})")
+    print("\n".join([*damaged, f"{len(damaged)} of the {entries} entries of {paths.shown(path)} are damaged"])
+          if damaged else f"all {entries} entries of {paths.shown(path)} verify (checksum and key)")
+    if usage_log is None:
+        return 1 if damaged else 0
+    used, asked_again = read_usage_log(usage_log)
+    if not used:
+        raise SystemExit(f"{usage_log}: no keys looked up (was the usage log written?)")
+    for key in sorted(asked_again):
+        print(f"{key}  {labels.get(key, '(not in the cache)')}: a live run asks it again")
+    print(f"{len(asked_again)} of the {len(used)} entries looked up would be asked again in live mode")
+    return 1 if damaged or asked_again else 0
+
+
 def prune(path: Path, used: set[str], dry_run: bool = False, keep_labels: Sequence[str] = ()) -> tuple[int, int]:
     """Delete the entries of the cache file ``path`` whose key is not in ``used`` and whose label starts with none
     of ``keep_labels`` (calls made outside the notebooks, e.g. G-Eval's step generation, which a replay of the
@@ -441,8 +593,6 @@ def pack(folder: Path, path: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from lib import paths
-
     parser = argparse.ArgumentParser(prog="python -m lib.llm.cache", description=__doc__.split("\n")[0])
     parser.add_argument("--cache", type=Path, default=paths.LLM_CACHE,
                         help=f"the cache file (default: {paths.shown(paths.LLM_CACHE)})")
@@ -452,26 +602,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     pruning.add_argument("--dry-run", action="store_true", help="count, delete nothing")
     pruning.add_argument("--keep-label", action="append", default=[],
                          help="keep entries whose label starts with this (calls made outside the notebooks)")
-    checking = commands.add_parser("check", help="list the stored answers a live run would send again (exit 1 if "
-                                                 "any), from a replay's usage log")
-    checking.add_argument("--used", type=Path, required=True, help="usage log written with LLM_CACHE_USAGE_LOG set")
+    checking = commands.add_parser("check", help="verify every entry's checksum and key (exit 1 naming each "
+                                                 "damaged one, or when there is none); with --used, also list the "
+                                                 "stored answers a live run would send again (exit 1 if any)")
+    checking.add_argument("--used", type=Path, help="usage log written with LLM_CACHE_USAGE_LOG set by a replay")
     packing = commands.add_parser("pack", help="convert a folder cache (one JSON file per entry) into the cache file")
     packing.add_argument("folder", type=Path, help="the folder cache, e.g. outputs/llm-cache")
     args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except CacheFileError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "pack":
         print(f"{pack(args.folder, args.cache)} entries packed into {paths.shown(args.cache)} "
               f"({args.cache.stat().st_size / 1e6:.1f} MB)")
         return 0
-    used, asked_again = read_usage_log(args.used)
     if args.command == "check":
-        if not used:
-            raise SystemExit(f"{args.used}: no keys looked up (was the usage log written?)")
-        with ResponseCache(args.cache) as cache:
-            labels = cache.labels()
-        for key in sorted(asked_again):
-            print(f"{key}  {labels.get(key, '(not in the cache)')}: a live run asks it again")
-        print(f"{len(asked_again)} of the {len(used)} entries looked up would be asked again in live mode")
-        return 1 if asked_again else 0
+        return check(args.cache, args.used)
+    used, _ = read_usage_log(args.used)
     removed, size = prune(args.cache, used, args.dry_run, args.keep_label)
     print(f"{'would remove' if args.dry_run else 'removed'} {removed} unused entries ({size / 1e6:.1f} MB); "
           f"{len(used)} keys in use")

@@ -16,7 +16,9 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
   recorded as ``timeout``. Only a configuration error (a 4xx such as 400 or 401), an unreachable endpoint
   (:class:`EndpointUnreachable`, in seconds) or an endpoint that accepts connections but stops answering
   (:class:`EndpointHung`: a liveness probe of ``/models`` goes unanswered twice, so within about a minute; or
-  it answers the probe but ``hung_after`` items in a row end in ``timeout``) stops the run, since nothing else
+  it answers the probe but ``hung_after`` items in a row end in ``timeout``) or one that answers but never with a
+  chat completion (:class:`EndpointBroken`: ``hung_after`` items in a row end in ``bad_response`` and none ever
+  got a well-formed answer — an HTML page or an empty body at a wrong URL) stops the run, since nothing else
   could succeed. Long generations stay possible: their deadline grows with the answer they may write.
 * **Validation retries**: an answer that is not valid JSON for the schema (or was cut by ``max_tokens``) is
   asked again with the *original* messages and another seed, at most ``max_attempts`` times; the model
@@ -25,8 +27,10 @@ validates the answer with pydantic; ``Gateway.complete_many(calls)`` does the sa
   A call that is still invalid is an :class:`LLMResult` with ``ok=False`` and the reason — never a made-up
   value. Callers count and show failures.
 * **Cache** (:mod:`lib.llm.cache`): every well-formed response is stored under the hash of its canonical
-  request, so a rerun replays the same attempts exactly. ``mode="replay"`` serves only from the cache and
-  raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval use it.
+  request, so a rerun replays the same attempts exactly. ``mode="replay"`` serves only from the cache (a lookup,
+  which writes nothing) and raises :class:`CacheMissError` naming the notebook and call on a miss; CI and nbval
+  use it. A cache file that cannot serve (damaged, read-only when a call is missing, the study's committed cache
+  outside a chapter run) is a :class:`~lib.llm.cache.CacheFileError` before any request is sent.
 * **Ledger**: calls, attempts, failures by kind, tokens, recorded latency, and every HTTP request sent
   (transport retries included).
 
@@ -35,7 +39,8 @@ call :meth:`Gateway.close` when done.
 
 Endpoint: the embedded xllamacpp server (started by its endpoint hook before the first live request) unless
 ``OPENAI_BASE_URL`` is set, in which case that endpoint, ``OPENAI_API_KEY`` and ``LLM_MODEL`` are used. The API
-key lives only in the Authorization header: it is never cached, logged, printed or put into an exception.
+key lives only in the Authorization header: it is never cached, logged, printed or put into an exception (a server
+that echoes it, in an error or inside a valid completion, has it masked as ``***`` before anything is stored).
 """
 from __future__ import annotations
 
@@ -91,6 +96,11 @@ class RequestRefused(RuntimeError):
 class EndpointHung(RuntimeError):
     """The endpoint accepts connections but stops answering: the liveness probe goes unanswered, or requests in a
     row pass their deadline unanswered although the probe is answered."""
+
+
+class EndpointBroken(RuntimeError):
+    """The endpoint answers, but never with a chat completion: calls in a row got only 200s whose body is not one
+    (empty, an HTML page, an error object) from an endpoint that has not answered one well."""
 
 
 Role = Literal["generator", "judge"]
@@ -494,8 +504,10 @@ class Gateway:
         self.transport_retries = transport_retries
         self.deadline = deadline
         self.hung_after = hung_after
-        self._timeouts_in_a_row = 0
-        self._timeouts_lock = threading.Lock()
+        # The hung-endpoint rule (_count_unanswered): items in a row without an answer, and whether any came.
+        self._unanswered_in_a_row = 0
+        self._answered_well = False
+        self._unanswered_lock = threading.Lock()
         self.probe_interval_s = probe_interval_s
         self.probe_timeout_s = probe_timeout_s
         self.replicate = replicate
@@ -533,6 +545,17 @@ class Gateway:
     def _redact(self, text: str) -> str:
         key = self.endpoint.api_key
         return text.replace(key, "***") if key else text
+
+    def _redacted(self, value: Any) -> Any:
+        """``value`` (parsed JSON) with the API key masked in every string: a server may echo the Authorization
+        header inside a valid completion, and what is stored must not hold it."""
+        if isinstance(value, str):
+            return self._redact(value)
+        if isinstance(value, list):
+            return [self._redacted(item) for item in value]
+        if isinstance(value, dict):
+            return {self._redact(k): self._redacted(v) for k, v in value.items()}
+        return value
 
     def _how_to_fix(self) -> str:
         how = ("start the embedded server with `make serve`" if self.endpoint.embedded
@@ -625,23 +648,28 @@ class Gateway:
     def _answer(self, request: Request, call_label: str, refresh: bool = False) -> tuple[dict[str, Any], bool]:
         """One request through the cache: (the stored response, True), or (a live answer, False) that is then
         stored — also when ``refresh`` asks the server again over a stored answer. Raises
-        :class:`TransportFailure` (nothing stored) or :class:`CacheMissError` in replay mode."""
-        def compute() -> dict[str, Any]:
-            if self.mode == "replay":
+        :class:`TransportFailure` (nothing stored), :class:`CacheMissError` in replay mode, or
+        :class:`~lib.llm.cache.CacheFileError` (before sending) when the cache cannot serve or store it."""
+        if self.mode == "replay":  # a lookup only: no lock, no file, no folder
+            entry, cached = self.cache.lookup(request.cached), True
+            if entry is None:
                 raise CacheMissError(
                     f"replay mode: no cached response for call '{call_label}' of notebook '{self.notebook}' "
                     f"(key {request.cached.key[:16]}…, model {self.endpoint.identity}) in {self.cache.path}. "
                     f"Run with LLM_MODE=live to compute it.")
-            self._prepare_endpoint()
-            start = time.perf_counter()
-            response = self._post(request.body)
-            return {"response": response, "latency_s": round(time.perf_counter() - start, 3),
-                    "notebook": self.notebook, "label": call_label}
+        else:
+            def compute() -> dict[str, Any]:
+                self._prepare_endpoint()
+                start = time.perf_counter()
+                response = self._redacted(self._post(request.body))
+                return {"response": response, "latency_s": round(time.perf_counter() - start, 3),
+                        "notebook": self.notebook, "label": call_label}
 
-        entry, cached = self.cache.get(request.cached, compute, refresh=refresh)
+            entry, cached = self.cache.get(request.cached, compute, refresh=refresh)
         if not cached:
-            with self._timeouts_lock:
-                self._timeouts_in_a_row = 0
+            with self._unanswered_lock:
+                self._unanswered_in_a_row = 0
+                self._answered_well = True
         self.ledger.record_response(entry, cached)
         return entry["response"], cached
 
@@ -679,19 +707,29 @@ class Gateway:
         if asked_again_live(result):  # for `python -m lib.llm.cache check`: a committed failure is not stable
             self.cache.log_usage([request.cached.key for request in requests[:result.attempts]], ASKED_AGAIN)
         self.ledger.record_call(result)
-        if result.failure_kind == "timeout":
-            self._count_timeout()
+        self._count_unanswered(result)
         return result
 
-    def _count_timeout(self) -> None:
-        """Stop the run once ``hung_after`` items in a row passed their deadline with no live answer between."""
-        with self._timeouts_lock:
-            self._timeouts_in_a_row += 1
-            in_a_row = self._timeouts_in_a_row
-        if in_a_row >= self.hung_after:
+    def _count_unanswered(self, result: LLMResult) -> None:
+        """Stop the run once ``hung_after`` items in a row got no answer, with no live answer between: past their
+        deadline (``timeout``), or with a 200 that is no chat completion (``bad_response``) from an endpoint that
+        has never answered one well (an endpoint that has may be going through a bad patch: its items are
+        recorded failures, asked again by the next run)."""
+        with self._unanswered_lock:
+            if result.failure_kind != "timeout" and (result.failure_kind != "bad_response" or self._answered_well):
+                return
+            self._unanswered_in_a_row += 1
+            in_a_row = self._unanswered_in_a_row
+        if in_a_row < self.hung_after:
+            return
+        if result.failure_kind == "timeout":
             raise EndpointHung(f"the LLM endpoint at {self.endpoint.base_url} answers its liveness probe but left "
                                f"{in_a_row} requests in a row unanswered past their deadline: it is stuck or "
                                f"overloaded; {self._how_to_fix()}")
+        raise EndpointBroken(f"the LLM endpoint at {self.endpoint.base_url} answered {in_a_row} calls in a row, and "
+                             f"every one before, with no chat completion ({result.error}): it is not an "
+                             f"OpenAI-compatible API as configured (does its base URL end in /v1?); "
+                             f"{self._how_to_fix()}")
 
     def _attempts(self, call: LLMCall, requests: list[Request], refresh: bool = False) -> tuple[LLMResult, bool]:
         """(the result of the attempts of ``call`` until one validates, whether any answer came from the cache).

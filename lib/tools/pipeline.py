@@ -25,6 +25,7 @@ import nbformat
 import yaml
 
 from lib import paths
+from lib.llm.cache import chapter_run
 from lib.paths import shown
 from lib.tools import book
 
@@ -154,14 +155,15 @@ def run(name: str, folders: Folders = Folders()) -> Path:
     for stale in (partial, failed):
         stale.unlink(missing_ok=True)
     try:
-        papermill.execute_notebook(
-            str(source), str(partial), parameters=parameters_for(name, folders.params, folders.profile),
-            kernel_name="python3",
-            cwd=str(folders.notebooks), execution_timeout=CELL_TIMEOUT_S, progress_bar=False, log_output=False,
-            # nbclient merges each cell's stdout (and stderr) messages into one output and applies "\r":
-            # how prints split into kernel messages depends on timing, so unmerged outputs vary by run.
-            coalesce_streams=True,
-        )
+        with chapter_run(name):  # its kernel's calls are the chapter's: they may add to the committed cache
+            papermill.execute_notebook(
+                str(source), str(partial), parameters=parameters_for(name, folders.params, folders.profile),
+                kernel_name="python3",
+                cwd=str(folders.notebooks), execution_timeout=CELL_TIMEOUT_S, progress_bar=False, log_output=False,
+                # nbclient merges each cell's stdout (and stderr) messages into one output and applies "\r":
+                # how prints split into kernel messages depends on timing, so unmerged outputs vary by run.
+                coalesce_streams=True,
+            )
     except BaseException as error:
         target.unlink(missing_ok=True)
         (folders.html / f"{name}.html").unlink(missing_ok=True)  # the book's page of the older run
@@ -192,7 +194,8 @@ def measure(name: str, folders: Folders = Folders()) -> list[str]:
     for table, target in MEASUREMENTS.get(name, ()):
         module, function = target.split(":")
         parameters = parameters_for(name, folders.params, folders.profile)
-        frame = getattr(importlib.import_module(module), function)(parameters)
+        with chapter_run(name):
+            frame = getattr(importlib.import_module(module), function)(parameters)
         written.append(tables.write_table(frame, table))
         print(f"{name}: measured {table} ({written[-1]})")
     return written
