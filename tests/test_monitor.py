@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from lib import monitor
-from lib.analysis.stats import count_text
+from lib.analysis.text import count_text
 from lib.llm.gateway import Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, free_port
 
