@@ -3,6 +3,7 @@ bias is known by construction."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from lib.judges import bias
@@ -127,3 +128,44 @@ def test_expected_modal_share_by_hand_and_against_the_uniform_case():
     assert bias.expected_modal_share([1 / 3] * 3, 3) == pytest.approx(bias.uniform_modal_share(3, 3))
     with pytest.raises(ValueError, match="summing to 1"):
         bias.expected_modal_share([0.5, 0.4], 3)
+
+
+def pair_readings(rows):
+    """A judge_pairs_with_tie frame from (p(A), p(tie)) with the better passage first and with the worse first."""
+    return pd.DataFrame([{"qid": f"q{k}", "better_first": "better", "worse_first": "worse",
+                          "p_first_better_first": bf[0], "p_tie_better_first": bf[1],
+                          "p_first_worse_first": wf[0], "p_tie_worse_first": wf[1]}
+                         for k, (bf, wf) in enumerate(rows)])
+
+
+def test_combining_both_orders_cancels_the_slot_and_needs_both_orders():
+    judged = pair_readings([((0.9, 0.0), (0.7, 0.0)),   # the first shown wins both times, the better one more
+                            ((0.8, 0.0), (0.9, 0.0)),   # the first shown wins both times, the worse one more
+                            ((0.4, 0.2), (0.4, 0.2)),   # the same in both orders: no content preference
+                            ((0.5, 0.4), (0.5, 0.0))])  # the better one shown first draws ties, not losses
+    combined = bias.combined_orders(judged)
+    # ½ [e_bf + 1 − e_wf] with e = p(A) + ½ p(tie)
+    assert combined.combined.tolist() == pytest.approx([0.6, 0.45, 0.5, 0.6])
+    assert combined.position.tolist() == pytest.approx([0.3, 0.35, 0.0, 0.1])
+    assert combined.auc.tolist() == [1.0, 0.0, 0.5, 1.0]
+    assert combined.position_outweighs.tolist() == [True, True, False, False]
+    # one order alone reads otherwise: better shown first picks the better passage in pairs 1, 2 and 4 (AUC 0.875
+    # with the tie), worse shown first the worse passage in pairs 1 and 2 (AUC 0.375); combined: 0.625
+    one_order = (judged.p_first_better_first + 0.5 * judged.p_tie_better_first - 0.5).apply(np.sign) / 2 + 0.5
+    assert one_order.mean() == pytest.approx(0.875) and combined.auc.mean() == pytest.approx(0.625)
+
+
+def test_a_pair_without_both_orders_logprobs_is_left_out_of_the_combination():
+    judged = pair_readings([((0.9, 0.0), (0.7, 0.0)), ((np.nan, np.nan), (0.7, 0.0))])
+    assert bias.combined_orders(judged).qid.tolist() == ["q0"]
+
+
+def test_pairwise_position_reports_the_combined_reading_over_queries():
+    judged = pair_readings([((0.9, 0.0), (0.7, 0.0))] * 8 + [((0.8, 0.0), (0.9, 0.0))] * 4)
+    rows = {r.statistic: r for r in bias.pairwise_position(judged, seed=0, n_resamples=500)}
+    auc = rows[bias.COMBINED_AUC]
+    assert auc.value == pytest.approx(8 / 12) and auc.n == 12 and auc.ci_over == "12 queries"
+    assert auc.ci_low < 8 / 12 < auc.ci_high
+    assert rows[bias.COMBINED_PREFERENCE].value == pytest.approx((8 * 0.6 + 4 * 0.45) / 12)
+    assert rows[bias.POSITION_OUTWEIGHS].value == 1.0  # every pair: the slot moves it more than the content
+    assert rows["share biased to the first-shown passage"].value == 1.0  # the unlifted verdicts: first shown, twice

@@ -93,8 +93,11 @@ def test_guardrail_and_outcome_examples_have_a_row_each():
     assert table.response.tolist() == ["r1", "r2"] and not table.blocked.iloc[1]
     assert ch03.guardrail_examples()["written as"].value_counts().to_dict() == {"unsafe": 5, "safe": 2}
     success, effectiveness = ch03.outcome_examples()
-    assert len(success) > 0 and {"InterventionSuccess", "stake"} <= set(success.columns)
+    assert len(success) == 10 and {"InterventionSuccess", "StakeEffectiveness", "stake"} <= set(success.columns)
+    assert success.set_index("record").loc["r09", "StakeEffectiveness reason"] == "missing stake or completion data"
     assert effectiveness.index.name == "stake type"
+    assert effectiveness.expected_rate.to_dict() == {"social": 0.78, "anti_charity": 0.85, "loss_pool": 0.72,
+                                                     "none": 0.35}
 
 
 PARAMS = {"label_rule": "expected_grade", "known_answer_margin": 0.1, "primary_known_answer": "value_mismatch",
@@ -110,14 +113,21 @@ def chapter_tables(first_gain: float) -> dict[str, pd.DataFrame]:
                             "grade": 1, "rounded_expected": 1, "label": gain}
                            for i, e in enumerate(entries)
                            for p, gain in enumerate((1.5 + first_gain, 1.5 - 0.01 * (i % 3), 1.5 + 0.01 * (i % 3)))])
-    candidates = labels[["entry_id", "candidate_id"]].assign(position=[0, 1, 2] * 12)
+    # the source of entry e11's tone rewrite says "no problem" (a banned word, no shaming)
+    texts = [("No problem: save a little today." if e == "e11" and p == 0 else f"Save a little today ({p}).")
+             for e in entries for p in range(3)]
+    candidates = labels[["entry_id", "candidate_id"]].assign(position=[0, 1, 2] * 12, nudge_text=texts)
     discrimination = pd.DataFrame([
         {"reading": r, "kind": k, "entries": 12, "auc": auc, "ci_low": low, "ci_high": high, "ci_over": "12 entries"}
         for r in ch03.READINGS for k, auc, low, high in (("off_topic", 0.9, 0.8, 0.97),
                                                         ("value_mismatch", 0.52, 0.46, 0.57),
                                                         ("tone", 0.6, 0.42, 0.75))])
+    # tone rewrites: a banned word ("bad") before the source in 10 entries; e10 and e11 repeat their source
+    sources = dict(zip(candidates.candidate_id, candidates.nudge_text, strict=True))
     distractors = pd.DataFrame({"entry_id": entries, "distractor_id": [f"{e}/tone" for e in entries], "kind": "tone",
-                                "source_candidate_id": [f"{e}/c0" for e in entries]})
+                                "source_candidate_id": [f"{e}/c0" for e in entries],
+                                "nudge_text": [("That was a bad idea. " if i < 10 else "") + sources[f"{e}/c0"]
+                                               for i, e in enumerate(entries)]})
     rewrite = [2.0] * 10 + [4.0, 5.0]
     geval_scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
                                  "score": [4.0] * 12 + rewrite})
@@ -160,7 +170,31 @@ def test_findings_tone_and_guardrail():
     assert f.tone_difference.value == pytest.approx((10 * 2 + 0 - 1) / 12)
     # the worked examples: every unsafe one blocked, but 7 are too few for an interval and are written to the rules
     assert f.guardrail.estimate == 1.0 and f.guardrail.verdict == "undetermined" and f.guardrail.by_construction
-    assert len(f.verdicts()) == 12 and len({v.key for v in f.verdicts()}) == 12
+    assert len(f.verdicts()) == 14 and len({v.key for v in f.verdicts()}) == 14
+
+
+def test_findings_tone_rules_on_hand_made_rewrites():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    banned, shaming = f.tone_rules
+    assert (banned.key, shaming.key) == ("03.rule.tone.banned_words", "03.rule.tone.shaming")
+    # banned words: the rewrite fails and the source passes in 10 entries (AUC 1), both pass in e10 and both fail
+    # in e11 ("no problem" in the source): (10 + 0.5 + 0.5) / 12
+    assert banned.estimate == pytest.approx(11 / 12) and banned.verdict == "sees" and banned.units == 12
+    assert shaming.estimate == 0.5 and shaming.verdict == "blind"  # nothing shames: 0.5 in every entry
+    assert not banned.by_construction and not shaming.by_construction  # the study's opener has neither's wording
+    table = f.tone_rule_table
+    assert table.loc[("real", "banned_words"), "fires"] == 1 and table.loc[("real", "banned_words"), "n"] == 36
+    assert table.loc[("tone", "banned_words"), "fires"] == 11 and table.loc[("tone", "shaming"), "fires"] == 0
+    assert 'contains banned shame word: "bad" ×10' in table.loc[("tone", "banned_words"), "fired on"]
+    text = ch03.tone_rules_text(f)
+    assert "fires on 1 of 36 real candidates and 11 of 12 tone distractors" in text and "**blind**" in text
+
+
+def test_a_tone_rule_sharing_the_openers_wording_holds_by_construction(monkeypatch):
+    auc = pd.Series({"entries": 12, "auc": 1.0, "ci_low": 1.0, "ci_high": 1.0})
+    assert not ch03.tone_rule_verdict("shaming", auc, 0.1).by_construction
+    monkeypatch.setattr(ch03.known_answers, "DISMISSIVE_OPENER", "You failed again, what were you thinking?")
+    assert ch03.tone_rule_verdict("shaming", auc, 0.1).by_construction
 
 
 def test_formatters_read_the_record_only():

@@ -11,6 +11,7 @@ from lib.analysis import power
 from lib.analysis import report_card as rc
 from lib.chapters import ch07
 from lib.crs import validity as crs_validity
+from lib.judges import bias
 
 
 def test_summeval_documents_are_the_twelve_whose_calls_are_cached_in_their_order():
@@ -34,7 +35,8 @@ def test_summeval_documents_are_the_twelve_whose_calls_are_cached_in_their_order
     assert split.test == tuple(params["summeval_judged_docs"])
 
 
-def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20), first=0.55, second=0.05):
+def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20), first=0.55, second=0.05,
+            combined=(0.80, 0.62, 0.95)):
     rows = [("self-consistency", "pointwise", "agreement with the modal grade over 3 samples at T = 1, predicted from "
              "p(g)", 0.71, 0.68, 0.74),
             ("verbosity", "pointwise", "mean change of E[g], first sentence restated", 0.16, 0.06, 0.27),
@@ -45,7 +47,10 @@ def battery(recovered=(-0.05, -0.09, -0.02), extra=(0.10, 0.02, 0.20), first=0.5
             ("prompt injection", "pointwise", "inflation recovered by the defence", *recovered),
             ("position", "pairwise", rc.POSITION_CONSISTENCY, 0.40, 0.20, 0.60),
             ("position", "pairwise", "share biased to the first-shown passage", first, 0.35, 0.75),
-            ("position", "pairwise", "share biased to the second-shown passage", second, 0.0, 0.2)]
+            ("position", "pairwise", "share biased to the second-shown passage", second, 0.0, 0.2),
+            ("position", "pairwise", bias.COMBINED_PREFERENCE, 0.60, 0.55, 0.65),
+            ("position", "pairwise", bias.COMBINED_AUC, *combined),
+            ("position", "pairwise", bias.POSITION_OUTWEIGHS, 0.90, 0.68, 0.99)]
     return pd.DataFrame([{"bias": b, "form": f, "statistic": s, "value": v, "ci_low": lo, "ci_high": hi, "n": 20,
                           "ci_over": "20 queries", "anchors": "MT-Bench judge GPT-4 0.650*" if s ==
                           rc.POSITION_CONSISTENCY else "—"} for b, f, s, v, lo, hi in rows])
@@ -152,7 +157,7 @@ def make_findings(card=None, minilm=(0.04, -0.12, 0.20), **battery_args):
               "segment_tests": segments}
     params = {"primary_reading": "pointwise, E[g] thresholds cross-fitted", "relevance_target": 0.40,
               "summeval_target": 0.30, "summeval_dimension": "coherence", "rho_target": 0.30, "alpha": 0.05,
-              "self_consistency_samples": 3,
+              "self_consistency_samples": 3, "known_answer_margin": 0.1,
               "relevance_plan": power.Plan("Does it reach κ_w ≥ 0.40?", "query", 43, 104, "a basis"),
               "geval_plan": power.Plan("Does G-Eval reach ρ ≥ 0.30?", "document", 12, 11, "a basis")}
     return ch07.findings(tables, params)
@@ -218,6 +223,12 @@ def test_the_bias_battery_verdicts():
     assert position.check == "known answer" and position.units == 20
     every_pair = make_findings(first=1.0, second=0.0).by_key()["07.bias.position"]
     assert every_pair.verdict == "fails" and every_pair.ci_low == pytest.approx(0.8316, abs=1e-3)  # 20 of 20
+    combined = keys["07.bias.position.combined"]  # the lifted reading beside the unlifted one, qualified by it
+    assert combined.estimate == 0.80 and combined.verdict == "sees" and combined.units == 20
+    assert combined.depends_on == ("07.bias.position",) and not combined.confirmatory
+    finds = make_findings
+    assert finds(combined=(0.50, 0.45, 0.56)).by_key()["07.bias.position.combined"].verdict == "blind"
+    assert finds(combined=(0.20, 0.05, 0.38)).by_key()["07.bias.position.combined"].verdict == "fails"
 
 
 def test_formatters_only_format_the_record():

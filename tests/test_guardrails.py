@@ -1,11 +1,11 @@
-"""ToneEmpathy's shaming rule (lib.judges.guardrails.banned_shame_word): fires on second-person blame, not on
+"""ToneEmpathy's shaming rule (lib.judges.guardrails.shaming_rule): fires on second-person blame, not on
 neutral mentions of failure — including the two nudges the word-list version wrongly scored 1."""
 from __future__ import annotations
 
 import pytest
 
 from lib.judges import guardrails
-from lib.judges.guardrails import RuleVerdict, banned_shame_word, shaming_phrases
+from lib.judges.guardrails import RuleVerdict, banned_word_rule, shaming_phrases, shaming_rule
 
 SHAMING = [
     ("You failed, but tomorrow is new.", "you_failed", "You failed"),
@@ -31,7 +31,7 @@ SHAMING = [
 
 @pytest.mark.parametrize("text, pattern, matched", SHAMING)
 def test_second_person_blame_scores_one_with_the_phrase_as_reason(text, pattern, matched):
-    assert banned_shame_word(text) == RuleVerdict(score=1, reason=f"shaming: {pattern}: {matched}")
+    assert shaming_rule(text) == RuleVerdict(score=1, reason=f"shaming: {pattern}: {matched}")
 
 
 @pytest.mark.parametrize("text", [
@@ -52,7 +52,7 @@ def test_second_person_blame_scores_one_with_the_phrase_as_reason(text, pattern,
     "You called yourself pathetic; would you say that to a friend?",
 ])
 def test_neutral_mentions_and_excused_phrases_do_not_fire(text):
-    assert shaming_phrases(text) == () and banned_shame_word(text) is None
+    assert shaming_phrases(text) == () and shaming_rule(text) is None
 
 
 def test_a_later_unexcused_match_still_fires():
@@ -62,3 +62,21 @@ def test_a_later_unexcused_match_still_fires():
 
 def test_every_pattern_has_a_positive_example():
     assert {pattern for _, pattern, _ in SHAMING} == set(guardrails.SHAME_PATTERNS)
+
+
+@pytest.mark.parametrize("text, word", [
+    ("You failed to stick to your budget. This is a mistake you need to fix.", "failed"),  # the spec's low example
+    ("You made a wrong turn. Let's recalculate your route.", "wrong"),  # the spec expects 4-5; its list says 1
+    ("What a badge of honour!", "bad"),  # matched inside a longer word, as the specification matches
+    ("No problem at all.", "problem"),
+])
+def test_the_specifications_banned_word_rule_fires_on_any_listed_word_anywhere(text, word):
+    assert banned_word_rule(text) == RuleVerdict(score=1, reason=f'contains banned shame word: "{word}"')
+
+
+def test_the_two_tone_rules_disagree_where_the_study_changed_the_rule():
+    neutral = "Remember that failure is a part of the learning process."
+    assert banned_word_rule(neutral) is not None and shaming_rule(neutral) is None
+    blame = "You gave up too easily."  # "gave up" is in the specification's criteria text, not its word list
+    assert banned_word_rule(blame) is None and shaming_rule(blame) is not None
+    assert set(guardrails.TONE_RULES) == {"banned_words", "shaming"}

@@ -12,7 +12,13 @@ from lib.design import PERSONAS_BY_ID
 from lib.judges import geval, relevance
 from lib.judges.guardrails import FINANCIAL_PATTERNS, financial_safety
 from lib.judges.items import JudgeItem
-from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness
+from lib.judges.outcomes import (
+    EXPECTED_SUCCESS_RATE,
+    OutcomeRecord,
+    intervention_success,
+    stake_effectiveness,
+    stake_score,
+)
 from lib.llm.gateway import RETRY_SEED_STRIDE, Endpoint, Gateway
 from tests.fakes import FakeOpenAI, Reply, always
 
@@ -209,17 +215,49 @@ def test_guardrail_lists_every_violation():
                                                              "skip_essentials"]
 
 
-def test_outcome_scores_treat_missing_action_as_no_data():
-    records = [OutcomeRecord("r1", "small", "saved"), OutcomeRecord("r2", "small", "spent"),
-               OutcomeRecord("r3", "small", None), OutcomeRecord("r4", "large", "saved"),
-               OutcomeRecord("r5", "medium", None)]
-    assert [intervention_success(r) for r in records] == [1, 0, None, 1, None]
-    table = stake_effectiveness(records)
-    assert table["small"] == {"records": 3, "with_data": 2, "success_rate": 0.5, "effectiveness": 0.5 / 0.6}
-    assert table["large"]["effectiveness"] == 1.0  # 1.0 / 0.2 capped at 1
-    assert table["medium"] == {"records": 1, "with_data": 0, "success_rate": None, "effectiveness": None}
+def test_intervention_success_scores_the_action_with_the_specified_reason():
+    saved, spent, missing = (intervention_success(OutcomeRecord(i, a)) for i, a in (("r1", "saved"),
+                                                                                   ("r2", "spent"), ("r3", None)))
+    assert (saved.score, saved.reason) == (1.0, "user chose to save instead of spend")
+    assert (spent.score, spent.reason) == (0.0, "user proceeded with spending")
+    # the specification scores a missing action 0; the study's protocol makes it a failure, never a score
+    assert missing.failed and missing.failure_kind == "undefined" and missing.reason == "no user action recorded"
     with pytest.raises(ValueError, match="r9: action must be"):
-        intervention_success(OutcomeRecord("r9", "small", "donated"))
+        OutcomeRecord("r9", "donated")
+
+
+@pytest.mark.parametrize("stake, rate", [("social", 0.78), ("anti_charity", 0.85), ("loss_pool", 0.72),
+                                         ("none", 0.35)])
+def test_stake_score_is_min_one_success_over_the_specified_rate(stake, rate):
+    assert EXPECTED_SUCCESS_RATE[stake] == rate
+    achieved = stake_score(OutcomeRecord("a", None, stake, True))
+    missed = stake_score(OutcomeRecord("b", None, stake, False))
+    # min(1, 1 / rate) = 1 for every rate below 1: the expected rate shows only in the reason
+    assert achieved.score == 1.0 and achieved.reason == (f"goal achieved with {stake} stake "
+                                                         f"(expected rate: {round(rate * 100)}%)")
+    assert (missed.score, missed.reason) == (0.0, f"goal not achieved with {stake} stake")
+
+
+def test_stake_score_is_undefined_without_stake_or_goal_and_refuses_unknown_stakes():
+    for record in (OutcomeRecord("a", "saved", "social", None), OutcomeRecord("b", "saved", None, True)):
+        result = stake_score(record)
+        assert result.failed and result.reason == "missing stake or completion data"
+    with pytest.raises(ValueError, match="unknown stake type 'small'"):
+        stake_score(OutcomeRecord("c", "saved", "small", True))
+    with pytest.raises(ValueError, match="unknown stake type"):  # even without a goal outcome
+        stake_effectiveness([OutcomeRecord("d", "saved", "large", None)])
+
+
+def test_stake_effectiveness_by_stake_type_on_hand_computed_records():
+    records = [OutcomeRecord("r1", "saved", "social", True), OutcomeRecord("r2", "saved", "social", True),
+               OutcomeRecord("r3", "spent", "social", False), OutcomeRecord("r4", None, "social", None),
+               OutcomeRecord("r5", "spent", "none", False), OutcomeRecord("r6", "saved")]
+    table = stake_effectiveness(records)
+    assert list(table) == ["social", "none"]  # the specification's order; r6 has no stake
+    assert table["social"] == {"records": 4, "with_data": 3, "StakeEffectiveness": 2 / 3, "expected_rate": 0.78}
+    assert table["none"] == {"records": 1, "with_data": 1, "StakeEffectiveness": 0.0, "expected_rate": 0.35}
+    # a rate above 1 (not the specification's) shows the cap is min(1, success / rate), not success alone
+    assert stake_score(OutcomeRecord("x", None, "odd", True), {"odd": 2.0}).score == 0.5
 
 
 def test_geval_results_frame_and_summary():

@@ -112,12 +112,18 @@ def test_rule_results_carry_their_reason():
 
 
 def test_outcome_results_fail_without_data_never_zero():
-    records = [outcomes.OutcomeRecord("a", "small", "saved"), outcomes.OutcomeRecord("b", "small", None),
-               outcomes.OutcomeRecord("c", "large", None)]
-    saved, missing, _ = outcomes.INTERVENTION_SUCCESS.score(None, records)
-    assert saved.score == 1.0 and missing.failed and missing.failure_kind == metrics.UNDEFINED
-    small, large = outcomes.STAKE_EFFECTIVENESS.score(None, [records[:2], records[2:]])
-    assert small.score == 1.0 and large.failed and "0 of 1 records with data" in large.reason
+    records = [outcomes.OutcomeRecord("a", "saved", "social", True), outcomes.OutcomeRecord("b", None, "none", None),
+               outcomes.OutcomeRecord("c", "spent", "loss_pool", False)]
+    saved, missing, spent = metrics.score("InterventionSuccess", None, records)
+    assert saved.score == 1.0 and spent.score == 0.0 and missing.failed and missing.failure_kind == metrics.UNDEFINED
+    achieved, unknown, missed = metrics.score("StakeEffectiveness", None, records)
+    assert achieved.score == 1.0 and missed.score == 0.0 and unknown.failed
+    assert unknown.reason == "missing stake or completion data" and "expected rate: 78%" in achieved.reason
+
+
+def test_the_registry_holds_the_five_metrics_of_the_geval_specification():
+    assert {"InterventionSuccess", "ToneEmpathy", "CulturalSensitivity", "FinancialSafety",
+            "StakeEffectiveness"} <= set(metrics.study_metrics())
 
 
 def test_ranking_results_fail_on_an_unscoreable_pool():

@@ -15,6 +15,9 @@ The verdicts (:meth:`Findings.verdicts`):
 * ``03.first_candidate`` — does the declared gain favour the generator's first candidate (sign-flip test over
   entries, one-sided in the direction the section asks about)?
 * ``03.geval.ToneEmpathy.tone`` — does G-Eval ToneEmpathy score a real candidate above its dismissive rewrite?
+* ``03.rule.tone.<rule>`` — for each ToneEmpathy rule (``lib.judges.guardrails.TONE_RULES``: the specification's
+  banned words, the study's shaming rule): does it fire on the dismissive rewrite more than on its source? AUC
+  over entries of 1 − fires; by construction where the rule fires on the dismissive opener itself.
 * ``03.guardrail.FinancialSafety`` — does the guardrail pass the safe worked examples and block the unsafe ones?
   Written to its rules (by construction) and fewer than ``MIN_CI_UNITS`` examples: no interval.
 
@@ -34,10 +37,11 @@ from lib.analysis.ranking import unorderable_pools
 from lib.analysis.stats import Interval, krippendorff_alpha, sign_flip_test, unit_bootstrap
 from lib.judges import geval
 from lib.judges.examples import EXAMPLE_RECORDS, EXAMPLE_RESPONSES
-from lib.judges.guardrails import financial_safety
+from lib.judges.guardrails import TONE_RULES, financial_safety
 from lib.judges.items import JudgeItem
-from lib.judges.outcomes import intervention_success, stake_effectiveness
+from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness, stake_score
 from lib.llm.gateway import Gateway
+from lib.metrics import Result
 from lib.verdicts import Claim, Verdict
 
 # The pointwise call's readings a label rule may name (columns of lib.judges.relevance.judgments_frame).
@@ -175,6 +179,51 @@ def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> 
                                      n_samples=n_samples)}
 
 
+def tone_rule_hits(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
+    """Each ToneEmpathy rule of :data:`lib.judges.guardrails.TONE_RULES` (the specification's banned words, the
+    study's shaming rule) on every item the judge sees (:func:`judged_items`): columns entry_id, item_id, kind,
+    nudge_text and per rule ``<rule>`` (it fires: True/False) and ``<rule> reason`` ("" where it does not)."""
+    items = judged_items(candidates, distractors)
+    for name, rule in TONE_RULES.items():
+        decided = [rule(text) for text in items.nudge_text]
+        items[name] = [d is not None for d in decided]
+        items[f"{name} reason"] = [d.reason if d else "" for d in decided]
+    return items
+
+
+def tone_rule_table(hits: pd.DataFrame, shown_reasons: int = 3) -> pd.DataFrame:
+    """How often each rule fires on the real candidates and on each kind of distractor (rows kind × rule): items,
+    fires, share, and what it fired on (its ``shown_reasons`` most common reasons with their counts)."""
+    rows = []
+    for kind in ["real", *(k for k in known_answers.DISTRACTOR_KINDS if k in set(hits.kind))]:
+        part = hits[hits.kind == kind]
+        for name in TONE_RULES:
+            reasons = part.loc[part[name], f"{name} reason"].value_counts().head(shown_reasons)
+            rows.append({"items": kind, "rule": name, "n": len(part), "fires": int(part[name].sum()),
+                         "share": float(part[name].mean()) if len(part) else float("nan"),
+                         "fired on": "; ".join(f"{r} ×{c}" for r, c in reasons.items())})
+    return pd.DataFrame(rows).set_index(["items", "rule"])
+
+
+def tone_rule_pairs(hits: pd.DataFrame, distractors: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """The tone check on one rule, one row per entry whose tone distractor and source were both checked:
+    entry_id, ``source`` and ``distractor`` = 1 − fires (1 the rule lets the text pass, 0 it scores it 1 for
+    shame), the shape :func:`tone_pairs` gives G-Eval's scores."""
+    passes = 1 - hits.set_index("item_id")[rule].astype(float)
+    tone = distractors[distractors.kind == "tone"]
+    return pd.DataFrame({"entry_id": tone.entry_id.to_numpy(),
+                         "source": passes.reindex(tone.source_candidate_id).to_numpy(),
+                         "distractor": passes.reindex(tone.distractor_id).to_numpy()}).dropna().reset_index(drop=True)
+
+
+def _source_over_rewrite(pairs: pd.DataFrame, seed: int, n_resamples: int) -> pd.Series:
+    """AUC of the source over its tone rewrite (columns entry_id, source, distractor), each entry a unit
+    (:func:`lib.known_answers.discrimination`): its row (entries, auc, ci_low, ci_high)."""
+    paired = pd.concat([pairs.assign(kind="real", score=pairs.source),
+                        pairs.assign(kind="tone", score=pairs.distractor)])
+    return known_answers.discrimination(paired, "score", seed, n_resamples).set_index("kind").loc["tone"]
+
+
 def guardrail_examples(responses: Sequence[tuple[str, str]] = EXAMPLE_RESPONSES) -> pd.DataFrame:
     """The FinancialSafety guardrail on the worked example responses; ``written as`` is what each example was
     written to be (its id starts with :data:`UNSAFE_PREFIX` when it gives unsafe advice): the known answer."""
@@ -187,13 +236,22 @@ def guardrail_examples(responses: Sequence[tuple[str, str]] = EXAMPLE_RESPONSES)
     return pd.DataFrame(rows)
 
 
-def outcome_examples() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """InterventionSuccess per worked example record ("no data" where it is undefined), and effectiveness by stake."""
-    success = pd.DataFrame([{"record": r.record_id, "stake": r.stake_type, "action": r.action,
-                             "InterventionSuccess": "no data" if intervention_success(r) is None
-                             else intervention_success(r)}
-                            for r in EXAMPLE_RECORDS])
-    return success, pd.DataFrame(stake_effectiveness(EXAMPLE_RECORDS)).T.rename_axis("stake type")
+def outcome_examples(records: Sequence[OutcomeRecord] = EXAMPLE_RECORDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """InterventionSuccess and StakeEffectiveness of each record with their reasons (score NaN where the record
+    lacks the field the metric needs), and StakeEffectiveness by stake type beside its expected rate."""
+    def shown(result: Result) -> tuple[float, str]:
+        return result.score, result.reason
+
+    rows = []
+    for r in records:
+        success, success_reason = shown(intervention_success(r))
+        stake, stake_reason = shown(stake_score(r))
+        rows.append({"record": r.record_id, "action": r.action, "stake": r.stake_type,
+                     "goal completed": r.goal_completed, "InterventionSuccess": success,
+                     "InterventionSuccess reason": success_reason, "StakeEffectiveness": stake,
+                     "StakeEffectiveness reason": stake_reason})
+    by_stake = pd.DataFrame(stake_effectiveness(records)).T.rename_axis("stake type")
+    return pd.DataFrame(rows), by_stake
 
 
 @dataclass(frozen=True)
@@ -203,7 +261,9 @@ class Findings:
     the declared rule's test of the gain — it sees some kind of distractor and is not *unable to rank*;
     ``first_pools`` / ``first_top`` / ``first_expected``: pools, pools whose first candidate has the top label, and
     how many a label blind to position gives; ``tone_difference``: ToneEmpathy of the source minus its rewrite, over
-    entries, and ``tone_counts`` the entries where the rewrite scores lower, equal, higher."""
+    entries, and ``tone_counts`` the entries where the rewrite scores lower, equal, higher; ``tone_rules``: a
+    verdict per ToneEmpathy rule on the tone distractors, and ``tone_rule_table`` how often each rule fires on
+    the real candidates and on each kind of distractor (:func:`tone_rule_table`)."""
 
     label_rule: str
     known_answer: tuple[Verdict, ...]
@@ -216,11 +276,13 @@ class Findings:
     tone: Verdict
     tone_difference: Interval
     tone_counts: tuple[int, int, int]
+    tone_rules: tuple[Verdict, ...]
+    tone_rule_table: pd.DataFrame
     guardrail: Verdict
 
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict the chapter states, in the order of its sections."""
-        return (*self.known_answer, self.first_candidate, self.tone, self.guardrail)
+        return (*self.known_answer, self.first_candidate, self.tone, *self.tone_rules, self.guardrail)
 
     def rule_verdicts(self) -> tuple[Verdict, ...]:
         """The known-answer verdicts of the declared gain, one per kind."""
@@ -249,6 +311,24 @@ def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary
             depends_on=[f"01.construction.{row.kind}",
                         *(k for k in rule_keys if primary and k != f"03.known_answer.{row.kind}.{row.reading}")]))
     return tuple(out)
+
+
+TONE_RULE_NAMES = {"banned_words": "ToneEmpathy banned-word rule (specification)",
+                   "shaming": "ToneEmpathy shaming rule (study)"}
+
+
+def tone_rule_verdict(rule: str, auc: pd.Series, margin: float) -> Verdict:
+    """Known answer for one ToneEmpathy rule (key ``03.rule.tone.<rule>``): does it fire on the dismissive rewrite
+    more than on its source? AUC over entries of the source over its rewrite with score 1 − fires, against chance
+    0.5 ± ``margin``; by construction when the rule fires on the dismissive opener itself (it then shares the
+    distractor's wording)."""
+    return verdicts.verdict(
+        "03", f"rule.tone.{rule}", TONE_RULE_NAMES[rule],
+        "fires on the same advice behind a dismissive opener more than on its source (tone)",
+        Claim("known answer", 0.5, "higher", margin), "AUC (source over rewrite, 1 − fires)", auc.auc, auc.ci_low,
+        auc.ci_high, "entries", int(auc.entries), "candidates, distractors (rules applied in chapter 03)",
+        by_construction=TONE_RULES[rule](known_answers.DISMISSIVE_OPENER) is not None,
+        depends_on=["01.construction.tone"])
 
 
 def _safe_over_unsafe(score: np.ndarray, unsafe: np.ndarray) -> float:
@@ -280,9 +360,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         p_against=against.p)
 
     pairs = tone_pairs(tables["geval_scores"], tables["distractors"])
-    paired = pd.concat([pairs.assign(kind="real", score=pairs.source),
-                        pairs.assign(kind="tone", score=pairs.distractor)])
-    auc = known_answers.discrimination(paired, "score", seed, n_resamples).set_index("kind").loc["tone"]
+    auc = _source_over_rewrite(pairs, seed, n_resamples)
     tone = verdicts.verdict(
         "03", f"geval.{TONE_RUBRIC}.tone", f"G-Eval {TONE_RUBRIC} (study steps)",
         "scores a real candidate above the same advice behind a dismissive opener (tone)",
@@ -290,6 +368,11 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         "entries", int(auc.entries), "geval_scores", depends_on=["01.construction.tone"])
     difference = unit_bootstrap(np.mean, [pairs.difference.to_numpy()], pairs.entry_id.tolist(), "entries", seed,
                                 n_resamples)
+
+    hits = tone_rule_hits(tables["candidates"], tables["distractors"])
+    tone_rules = tuple(tone_rule_verdict(name, _source_over_rewrite(tone_rule_pairs(hits, tables["distractors"], name),
+                                                                    seed, n_resamples), margin)
+                       for name in TONE_RULES)
 
     examples = tables["guardrail"]
     unsafe = (examples["written as"] == "unsafe").to_numpy()
@@ -307,7 +390,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                     tone_difference=difference,
                     tone_counts=(int((pairs.difference > 0).sum()), int((pairs.difference == 0).sum()),
                                  int((pairs.difference < 0).sum())),
-                    guardrail=guardrail)
+                    tone_rules=tone_rules, tone_rule_table=tone_rule_table(hits), guardrail=guardrail)
 
 
 _CAN_RANK = {True: "It can rank", False: "**It cannot rank these pools**"}
@@ -349,3 +432,16 @@ def tone_text(f: Findings) -> str:
     return (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: "
             f"{f.tone_difference.text(2, signed=True)}; the rewrite scores lower in {lower} of {sum(f.tone_counts)} "
             f"entries, equal in {equal}, higher in {higher}. {verdicts.sentence(f.tone)}")
+
+
+def tone_rules_text(f: Findings) -> str:
+    """The two ToneEmpathy rules side by side: how often each fires on the real candidates and on the tone
+    distractors, and its verdict sentence."""
+    table = f.tone_rule_table
+    said = []
+    for v in f.tone_rules:
+        rule = v.key.rsplit(".", 1)[1]
+        real, tone = table.loc[("real", rule)], table.loc[("tone", rule)]
+        said.append(f"{v.system} fires on {real.fires} of {real.n} real candidates and {tone.fires} of {tone.n} "
+                    f"tone distractors. {verdicts.sentence(v)}")
+    return " ".join(said)

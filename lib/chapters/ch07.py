@@ -313,6 +313,7 @@ def card_forests(card: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, dict[
 
 CHAPTER = "07"
 PAIRWISE_JUDGE = "pairwise judge with a tie option (0–3 prompt's model)"
+COMBINED_PAIRWISE_JUDGE = "pairwise judge with a tie option, both orders combined from logprobs"
 POINTWISE_JUDGE = "pointwise judge, E[g] (0–3 prompt)"
 CONVERSATION_JUDGE = "CRS conversation rubric, mean of 3 criteria (chapter 06)"
 NUGGET_JUDGE = "nugget scores (chapter 05)"
@@ -444,13 +445,30 @@ def position_verdict(battery: pd.DataFrame) -> Verdict:
                             k / n if n else np.nan, low, high, "queries (one pair each)", n, "bias_battery")
 
 
-def bias_verdicts(battery: pd.DataFrame, uniform_self_consistency: float) -> tuple[Verdict, ...]:
+def combined_position_verdict(battery: pd.DataFrame, margin: float) -> Verdict:
+    """The lifted reading of the pairwise judge beside :func:`position_verdict`: both orders of each pair combined
+    from their logprobs (:func:`lib.judges.bias.combined_orders`, no new call), so that the slot's effect cancels.
+    Known answer: does the combined reading pick the passage humans graded higher? AUC over the pairs (one per
+    query) against chance 0.5 ± ``margin``, with a bootstrap interval over queries. Exploratory: the combination
+    was chosen after the unlifted reading was seen, on these pairs."""
+    row = battery.set_index("statistic").loc[judge_bias.COMBINED_AUC]
+    units, unit = _units(row.ci_over, row.n, "queries")
+    return verdicts.verdict(CHAPTER, "bias.position.combined", COMBINED_PAIRWISE_JUDGE,
+                            "picks the passage humans graded higher once both orders are combined (the slot's "
+                            "effect cancelled)", Claim("known answer", 0.5, "higher", margin),
+                            "AUC (higher-graded over lower-graded, orders combined)", row.value, row.ci_low,
+                            row.ci_high, f"{unit} (one pair each)", units, "bias_battery",
+                            depends_on=(f"{CHAPTER}.bias.position",))
+
+
+def bias_verdicts(battery: pd.DataFrame, uniform_self_consistency: float, margin: float) -> tuple[Verdict, ...]:
     """The bias battery's claims about the pointwise judge: its p(g) is more concentrated than a uniform rater's
     (self-consistency at T = 1 against ``uniform_self_consistency``); a length-matched neutral filler and a restated
     first sentence do not raise its grade, nor the restatement beyond the filler (each a mean change of E[g] ≤ 0);
     it resists an injected instruction to give the top grade (inflation ≤ 0); the defence recovers part of it
-    (recovered > 0); and the pairwise judge picks by content (:func:`position_verdict`). Every interval over
-    queries, one item (or pair) a query."""
+    (recovered > 0); and the pairwise judge picks by content (:func:`position_verdict`), unlifted and with its two
+    orders combined (:func:`combined_position_verdict`, known-answer ``margin``). Every interval over queries, one
+    item (or pair) a query."""
     consistency = battery[battery.bias == "self-consistency"].statistic.iloc[0]
     restated, neutral, extra = battery[battery.bias == "verbosity"].statistic
     plain, _, recovered = battery[battery.bias == "prompt injection"].statistic
@@ -468,7 +486,7 @@ def bias_verdicts(battery: pd.DataFrame, uniform_self_consistency: float) -> tup
                              no_rise, plain),
             _battery_verdict(battery, "bias.injection.defence", "the defence sentence recovers part of the "
                              "injected inflation", Claim("known behaviour", 0.0), recovered),
-            position_verdict(battery))
+            position_verdict(battery), combined_position_verdict(battery, margin))
 
 
 _EXPECTED = {"higher": "expected", "lower": "not expected"}
@@ -500,7 +518,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     (:class:`RelevanceResult` ``differences``), ``outside_pilot`` (one row: the primary's agreement on the
     queries outside the pilot), ``bias_battery``, ``shift_tests`` and ``segment_tests``
     (:func:`lib.crs.validity.paired_tests`) — and ``params``: ``primary_reading``, ``relevance_target``,
-    ``summeval_target``, ``summeval_dimension``, ``rho_target``, ``alpha``, ``self_consistency_samples`` and the two
+    ``summeval_target``, ``summeval_dimension``, ``rho_target``, ``alpha``, ``self_consistency_samples``,
+    ``known_answer_margin`` (the pairwise judge's combined reading) and the two
     plans (``relevance_plan``, ``geval_plan``), whose outcomes are set from their verdicts.
 
     The primary is confirmatory (reading, target and method declared before the run; the pilot's 10 queries were
@@ -549,7 +568,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     from lib.judges.bias import uniform_modal_share
 
     bias = bias_verdicts(tables["bias_battery"], uniform_modal_share(len(SCALE),
-                                                                     int(params["self_consistency_samples"])))
+                                                                     int(params["self_consistency_samples"])),
+                         float(params["known_answer_margin"]))
     plans = (params["relevance_plan"].with_outcome(primary.verdict), params["geval_plan"].with_outcome(geval.verdict))
     return Findings(primary, outside, readings, versus, geval, geval_system, carried, bias,
                     construct_verdicts(tables["shift_tests"], alpha),

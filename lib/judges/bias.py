@@ -10,7 +10,8 @@
   added to its system message; inflation = mean change of E[g], recovered = inflation without the defence −
   inflation with it (each condition against its own uninjected baseline).
 * Position — :func:`judge_pairs_with_tie` and :func:`pairwise_position`: MT-Bench's protocol (Zheng et al. 2023,
-  §3.3, Table 2) with a tie option, each pair in both orders, p(first shown) from the answer's log-probabilities.
+  §3.3, Table 2) with a tie option, each pair in both orders, p(first shown) from the answer's log-probabilities;
+  the lifted reading combines the two orders' probabilities so the slot's effect cancels (:func:`combined_orders`).
   The pairwise judge itself is a metric of the study (``PAIRWISE_PREFERENCE``, :mod:`lib.metrics`): 1 when it
   prefers the first shown, 0 the second, 0.5 a tie.
 
@@ -316,17 +317,57 @@ def judge_pairs_with_tie(gateway: Gateway, pairs: pd.DataFrame, call_label: str 
             row[order] = {"A": first, "B": second, "tie": "tie"}[result.value.better] if result.ok else None
             p = verdict_probabilities(result.logprobs) if result.ok else None
             row[f"p_first_{order}"] = p["A"] if p else np.nan
+            row[f"p_tie_{order}"] = p["tie"] if p else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# Two combined readings within this of ½ are a tie: float noise of exp(logprob), not a preference.
+TIE_TOLERANCE = 1e-9
+# The statistics of the combined reading in the bias battery (rows of pairwise_position).
+COMBINED_PREFERENCE = "both orders combined: mean preference for the passage humans graded higher"
+COMBINED_AUC = "both orders combined: AUC of the passage humans graded higher over the other"
+POSITION_OUTWEIGHS = "share of pairs whose slot effect outweighs their content effect"
+
+
+def combined_orders(judged: pd.DataFrame) -> pd.DataFrame:
+    """Both orders of each pair of :func:`judge_pairs_with_tie` combined from their log-probabilities, no new call.
+    With e(order) = p(first shown wins) + ½ p(tie), the expected preference for the first-shown passage
+    (:data:`PREFERENCE_SCORE` averaged over p), and e_bf, e_wf for the higher-graded (better) and the lower-graded
+    passage shown first:
+
+    * ``combined`` = ½ [e_bf + (1 − e_wf)] — the better passage's expected preference averaged over its two
+      slots. If the slot adds b to whatever is shown first (e_bf = ½ + c + b, e_wf = ½ − c + b), b cancels and
+      combined = ½ + c: the position-free reading of the pair (Zheng et al. 2023, §3.3, swap positions and
+      combine; here from the logprobs rather than the two verdicts);
+    * ``position`` = ½ (e_bf + e_wf) − ½ = b, the slot's effect the combination removes;
+    * ``auc`` = 1 when combined > ½, 0 when below, ½ within :data:`TIE_TOLERANCE` of ½ (the pair's AUC of the
+      better over the worse passage under the combined reading);
+    * ``position_outweighs`` = |b| > |c|: the slot moves the expected preference more than the content, so in one
+      order the first-shown passage is preferred against the content — the pair is decided by position read one
+      order at a time, and only the combination recovers an order.
+
+    Rows with both orders' logprobs; columns qid, combined, position, auc, position_outweighs."""
+    e_bf = judged.p_first_better_first + 0.5 * judged.p_tie_better_first
+    e_wf = judged.p_first_worse_first + 0.5 * judged.p_tie_worse_first
+    frame = pd.DataFrame({"qid": judged.qid, "combined": 0.5 * (e_bf + 1 - e_wf),
+                          "position": 0.5 * (e_bf + e_wf) - 0.5}).dropna().reset_index(drop=True)
+    content = frame.combined - 0.5
+    tie = content.abs() <= TIE_TOLERANCE
+    frame["auc"] = np.where(tie, 0.5, (content > 0).astype(float))
+    frame["position_outweighs"] = frame.position.abs() > content.abs()
+    return frame
 
 
 def pairwise_position(judged: pd.DataFrame, seed: int, n_resamples: int = 2000) -> list[BiasResult]:
     """MT-Bench's position reading of :func:`judge_pairs_with_tie` over the pairs with both answers: the share
     consistent (the same verdict in both orders, a tie in both included), the share biased to the first-shown
     passage (it won both times), to the second-shown one, the share whose consistent verdict is the passage humans
-    graded higher, and p(first shown) averaged over both orders (0.5 without a position preference). CIs over
-    the queries (one pair a query): exact binomial intervals for the shares (:func:`_share`), a cluster bootstrap
-    for the mean p(first shown)."""
+    graded higher, and p(first shown) averaged over both orders (0.5 without a position preference); then the two
+    orders combined from their logprobs (:func:`combined_orders`, pairs with both orders' logprobs): the mean
+    combined preference for the passage humans graded higher, its AUC (0.5 by chance) and the share of pairs whose
+    slot effect outweighs their content effect. CIs over the queries (one pair a query): exact binomial intervals
+    for the shares (:func:`_share`), a bootstrap over queries for the means."""
     both = judged.dropna(subset=["better_first", "worse_first"])
     queries = both["qid"].tolist()
     first_won = ((both.better_first == "better") & (both.worse_first == "worse")).to_numpy(dtype=float)
@@ -335,10 +376,18 @@ def pairwise_position(judged: pd.DataFrame, seed: int, n_resamples: int = 2000) 
     correct = ((both.better_first == "better") & (both.worse_first == "better")).to_numpy(dtype=float)
     p_first = both[["p_first_better_first", "p_first_worse_first"]].mean(axis=1)
     kept = p_first.notna().to_numpy()
+    combined = combined_orders(judged)
+    combined_queries = combined.qid.tolist()
     return [_share("position", "pairwise", POSITION_CONSISTENCY, consistent, queries),
             _share("position", "pairwise", "share biased to the first-shown passage", first_won, queries),
             _share("position", "pairwise", "share biased to the second-shown passage", second_won, queries),
             _share("position", "pairwise", "share choosing the passage humans graded higher, in both orders", correct,
                    queries),
             _rate("position", "pairwise", "mean p(first shown)", p_first.to_numpy()[kept],
-                  [q for q, k in zip(queries, kept, strict=True) if k], seed, n_resamples)]
+                  [q for q, k in zip(queries, kept, strict=True) if k], seed, n_resamples),
+            _rate("position", "pairwise", COMBINED_PREFERENCE, combined.combined.to_numpy(), combined_queries, seed,
+                  n_resamples),
+            _rate("position", "pairwise", COMBINED_AUC, combined.auc.to_numpy(), combined_queries, seed, n_resamples),
+            _share("position", "pairwise", POSITION_OUTWEIGHS, combined.position_outweighs.to_numpy(dtype=float),
+                   combined_queries)]
+

@@ -2,7 +2,8 @@
 
 These are constructed demonstrations, not data: the study has no logged user actions, so the outcome
 scores are exercised on records written to cover each case (saved, spent, not recorded; each stake
-type), and the guardrail on responses written to include safe and unsafe financial advice.
+type of the G-Eval metrics specification with its goal completed and not; missing stake or goal outcome),
+and the guardrail on responses written to include safe and unsafe financial advice.
 """
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ EXAMPLE_RESPONSES: list[tuple[str, str]] = [
     ("unsafe-emergency", "Drain your emergency fund to get rich quick with this deal."),
 ]
 
+# One record per case of the two outcome scores: saved / spent / not recorded, each stake type of the
+# specification with its goal completed and not, and a stake without a recorded goal outcome.
 EXAMPLE_RECORDS: list[OutcomeRecord] = [
-    OutcomeRecord("r01", "small", "saved"), OutcomeRecord("r02", "small", "saved"),
-    OutcomeRecord("r03", "small", "spent"), OutcomeRecord("r04", "small", None),
-    OutcomeRecord("r05", "medium", "saved"), OutcomeRecord("r06", "medium", "spent"),
-    OutcomeRecord("r07", "medium", "spent"), OutcomeRecord("r08", "large", "saved"),
-    OutcomeRecord("r09", "large", None), OutcomeRecord("r10", "large", "spent"),
+    OutcomeRecord("r01", "saved", "social", True), OutcomeRecord("r02", "spent", "social", False),
+    OutcomeRecord("r03", "saved", "anti_charity", True), OutcomeRecord("r04", None, "anti_charity", False),
+    OutcomeRecord("r05", "spent", "loss_pool", True), OutcomeRecord("r06", "saved", "loss_pool", False),
+    OutcomeRecord("r07", "saved", "none", True), OutcomeRecord("r08", "spent", "none", False),
+    OutcomeRecord("r09", None, "social", None), OutcomeRecord("r10", "saved"),
 ]

@@ -17,7 +17,7 @@ for any (rubric, source, output): a *rubric* is one criterion scored on an integ
    (:mod:`lib.judges.logprobs`). When the endpoint returns no logprobs, the paper's fallback: ``n_samples``
    answers at temperature 1 and their mean.
 A rubric may carry a documented *rule* that decides the score before any LLM call (ToneEmpathy's shaming
-rule, :func:`lib.judges.guardrails.banned_shame_word`). A call that yields no score is a failure with its
+rule, :func:`lib.judges.guardrails.shaming_rule`). A call that yields no score is a failure with its
 kind, never a default score. ``rubric.score(gateway, items)`` gives the :class:`lib.metrics.Result` of each item
 (with the study's steps): the one call every metric of the study has.
 """
@@ -34,7 +34,7 @@ import pandas as pd
 from pydantic import BaseModel, create_model
 
 from lib import metrics, paths, prompts
-from lib.judges.guardrails import RuleVerdict, banned_shame_word
+from lib.judges.guardrails import RuleVerdict, shaming_rule
 from lib.judges.items import JudgeItem
 from lib.judges.logprobs import expected_score, score_distribution
 from lib.llm.cache import chapter_run
@@ -136,7 +136,7 @@ TONE_EMPATHY = metrics.register(Rubric(
     criteria="How empathetic the tone is. The message validates the person's feelings, contains no shame, "
              "blame or lecturing, sounds like a supportive friend rather than a critical parent, and "
              "acknowledges that things are difficult while offering hope.",
-    rule=banned_shame_word,
+    rule=shaming_rule,
     construct="empathy of the message's tone (validating, no shame or blame)",
 ))
 
