@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from lib import known_answers, verdicts
-from lib.analysis.comparisons import holm
+from lib.analysis.comparisons import holm_both_directions
 from lib.analysis.power import units_for_t_test
 from lib.analysis.stats import sign_flip_test
 from lib.chapters import ch04
@@ -78,9 +78,11 @@ def test_an_interval_within_the_margin_rules_the_difference_out_and_carries_its_
     f = findings_of(MIXED)
     v = f.primary
     assert (v.key, v.verdict, v.primary, v.confirmatory) == ("04.primary", "ruled out", True, False)
-    assert v.p == pytest.approx(sign_flip_test(MIXED, 0, alternative="greater").p)
-    assert v.p_against == pytest.approx(sign_flip_test(MIXED, 0, alternative="less").p)
-    assert v.test.startswith("exact sign-flip, one-sided (greater), 11 non-zero") and "Holm" not in v.test
+    p, p_against = holm_both_directions([sign_flip_test(MIXED, 0, alternative="greater").p],
+                                        [sign_flip_test(MIXED, 0, alternative="less").p])
+    assert (v.p, v.p_against) == (pytest.approx(p[0]), pytest.approx(p_against[0]))
+    assert v.test == ("exact sign-flip, one-sided (greater), 11 non-zero; Holm over both directions of "
+                      "1 comparison")
     assert (v.units, v.unit, v.margin) == (12, "entries", 0.01)
     assert v.depends_on == ("03.known_answer.value_mismatch.expected_grade",
                             "04.known_answer.value_aware.value_mismatch")
@@ -126,9 +128,11 @@ def test_the_secondary_family_is_holm_adjusted_over_one_sided_p_in_each_directio
     assert [v.key for v in f.secondary] == ["04.secondary.NDCG@3.random", "04.secondary.NDCG@5.category"]
     raw = [sign_flip_test(better, 0, alternative="greater").p, sign_flip_test(MIXED, 0, alternative="greater").p]
     against = [sign_flip_test(better, 0, alternative="less").p, sign_flip_test(MIXED, 0, alternative="less").p]
-    assert [v.p for v in f.secondary] == pytest.approx(holm(raw))
-    assert [v.p_against for v in f.secondary] == pytest.approx(holm(against))
-    assert all(v.test.endswith("; Holm over 2") and not v.primary and not v.depends_on for v in f.secondary)
+    p, p_against = holm_both_directions(raw, against)
+    assert [v.p for v in f.secondary] == pytest.approx(p)
+    assert [v.p_against for v in f.secondary] == pytest.approx(p_against)
+    assert all(v.test.endswith("; Holm over both directions of 2 comparisons") and not v.primary and not v.depends_on
+               for v in f.secondary)
 
 
 def test_every_ranker_known_answer_is_a_verdict_flagged_by_construction():

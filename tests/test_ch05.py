@@ -293,11 +293,12 @@ def test_notes_comparison_is_paired_over_topics_and_a_wrong_sign_result_fails(fo
     f = found
     shown, held = f.notes_shown, f.notes_held_out
     assert shown.unit == "topics" and shown.units == 10 and shown.estimate == 1.0
-    # all 10 topics the declared way: exact one-sided p = 2^-10, Holm over the two comparisons doubles it
-    assert shown.p == pytest.approx(2 * 2 ** -10) and shown.verdict == "holds"
+    # all 10 topics the declared way: exact one-sided p = 2^-10, Holm over both directions of the two comparisons
+    # (4 one-sided p-values) multiplies it by 4
+    assert shown.p == pytest.approx(4 * 2 ** -10) and shown.verdict == "holds"
     assert shown.test == "exact sign-flip, one-sided (greater), 10 non-zero, Holm over 2"
     # held out: the answer without notes supports more, in every topic: evidence against, not "undetermined"
-    assert held.estimate == -0.5 and held.p_against == pytest.approx(2 * 2 ** -10) and held.verdict == "fails"
+    assert held.estimate == -0.5 and held.p_against == pytest.approx(4 * 2 ** -10) and held.verdict == "fails"
 
 
 def test_notes_differences_leave_out_a_topic_without_labels():

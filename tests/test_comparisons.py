@@ -194,13 +194,17 @@ def test_one_sided_tests_go_both_ways_and_holm_adjust_within_each_family():
     # |d| = 3, 1, 2, 1, 4 (×0.1), sum −0.9: T* ≥ −0.9 unless every sign is negative (31 of 32 assignments);
     # T* ≤ −0.9 when the negative ones sum to 1.0 or 1.1 (3 of 32: all, or all but one of the two 0.1s)
     assert (primary.nonzero, primary.family_size) == (5, 1)
-    assert primary.p == pytest.approx(31 / 32) and primary.p_against == pytest.approx(3 / 32)
-    assert primary.test == "exact sign-flip, one-sided (greater), 5 non-zero"
+    # both directions of the one comparison in one Holm family: the smaller p (3/32) doubled
+    assert primary.p == pytest.approx(31 / 32) and primary.p_against == pytest.approx(6 / 32)
+    assert primary.test == ("exact sign-flip, one-sided (greater), 5 non-zero; Holm over both directions of "
+                            "1 comparison")
     secondary = table.iloc[1:]
     assert secondary.p_unadjusted.tolist() == pytest.approx([1 / 32, 31 / 32])
-    assert secondary.p.tolist() == pytest.approx([2 / 32, 31 / 32])  # Holm over 2: 2 × 1/32, then max(…, 31/32)
-    assert secondary.p_against.tolist() == pytest.approx([1.0, 6 / 32])
-    assert secondary.test.str.endswith("; Holm over 2").all()
+    # Holm over both directions of the 2 secondary comparisons (4 p-values, sorted 1/32, 3/32, 31/32, 1):
+    # 4 × 1/32, then 3 × 3/32, then 2 × 31/32 capped at 1
+    assert secondary.p.tolist() == pytest.approx([4 / 32, 1.0])
+    assert secondary.p_against.tolist() == pytest.approx([1.0, 9 / 32])
+    assert secondary.test.str.endswith("; Holm over both directions of 2 comparisons").all()
     assert sign_flip_test(worse, 0, alternative="less").p == pytest.approx(3 / 32)
     with pytest.raises(ValueError, match="declared direction"):
         one_sided_tests(differences, rows, seed=0, alternative="two-sided")

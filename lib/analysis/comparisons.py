@@ -50,6 +50,7 @@ from lib.analysis.stats import (
     unit_bootstrap,
     win_loss_tie,
 )
+from lib.analysis.text import count_text
 from lib.rankers import RANKER_ORDER
 
 TIE_TOLERANCE = 1e-12  # |system − baseline| at or below this is a tie (run averages differ in the last bits)
@@ -110,10 +111,12 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def holm_floor(tests: pd.DataFrame) -> float:
     """The smallest Holm-adjusted p a family of tests could reach, whatever the data: Holm multiplies the
     smallest p by the number of tests m (Holm 1979), so the floor is min(1, m · min_i min_p_i), over the rows of
-    ``tests`` with a p (columns ``p`` and ``min_p``, the smallest p each test could give at its size). A floor at
-    or above α means the family cannot reject anything at its size."""
+    ``tests`` with a p (columns ``p`` and ``min_p``, the smallest p each test could give at its size). With a
+    ``p_against`` column the family holds both directions of each test (:func:`holm_both_directions`), so m counts
+    both. A floor at or above α means the family cannot reject anything at its size."""
     tested = tests[tests["p"].notna()]
-    return float(min(1.0, len(tested) * tested["min_p"].min())) if len(tested) else float("nan")
+    m = len(tested) + (int(tested["p_against"].notna().sum()) if "p_against" in tested else 0)
+    return float(min(1.0, m * tested["min_p"].min())) if len(tested) else float("nan")
 
 
 def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tuple[list[float], list[int]]:
@@ -126,6 +129,15 @@ def holm_by_family(pvalues: Sequence[float], family: Sequence[Hashable]) -> tupl
         adjusted[index] = holm(p[index].tolist())
         sizes[index] = int(p[index].notna().sum())
     return adjusted.tolist(), sizes.tolist()
+
+
+def holm_both_directions(p: Sequence[float], p_against: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Holm (1979) over one family holding both one-sided tests of each of its k hypotheses (2k p-values): testing
+    each hypothesis in the declared direction and the opposite one at level α each is a two-sided test at 2α, so
+    both directions share one family (as a two-sided test at α would). NaN does not count towards the family.
+    Returns the adjusted ``p`` and ``p_against`` in input order."""
+    both = holm([*p, *p_against])
+    return both[:len(p)], both[len(p):]
 
 
 def ranker_summary(values: pd.DataFrame, seed: int, n_resamples: int = 10_000) -> pd.DataFrame:
@@ -310,9 +322,13 @@ def one_sided_tests(differences: pd.DataFrame, comparisons: pd.DataFrame, seed: 
         return pd.DataFrame(columns=columns)
     table = pd.DataFrame(rows)
     family = table.primary.map({True: "primary", False: "secondary"})
-    table["p"], table["family_size"] = holm_by_family(table.p_unadjusted, family)
-    table["p_against"], _ = holm_by_family(table.p_against_unadjusted, family)
-    table["test"] = [method if m == 1 else f"{method}; Holm over {m}"
+    table["p"], table["p_against"], table["family_size"] = np.nan, np.nan, 0
+    for _, index in family.groupby(family, sort=False).groups.items():
+        p, p_against = holm_both_directions(table.p_unadjusted[index].tolist(),
+                                            table.p_against_unadjusted[index].tolist())
+        table.loc[index, "p"], table.loc[index, "p_against"] = p, p_against
+        table.loc[index, "family_size"] = int(table.p_unadjusted[index].notna().sum())
+    table["test"] = [f"{method}; Holm over both directions of {count_text(m, 'comparison')}"
                      for method, m in zip(table.method, table.family_size, strict=True)]
     return table[columns]
 

@@ -22,7 +22,7 @@ import pandas as pd
 from lib import embeddings, monitor, tables, verdicts
 from lib import nuggets as nug
 from lib.analysis import validity
-from lib.analysis.comparisons import holm
+from lib.analysis.comparisons import holm_both_directions
 from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
 from lib.analysis.stats import MIN_CI_UNITS, Interval, correlation_ci, nested_sample, sign_flip_test, unit_bootstrap
 from lib.analysis.text import count_text, interval_text, number_text
@@ -487,12 +487,11 @@ def paired_difference(differences: pd.Series, unit: str, seed: int, n_resamples:
 
 
 def holm_family(results: Sequence[PairedDifference]) -> list[PairedDifference]:
-    """The results with ``p`` and ``p_against`` each Holm-adjusted over the family (Holm 1979,
-    :func:`lib.analysis.comparisons.holm`); a result without a test stays without one and does not count."""
-    def adjusted(values: Sequence[float | None]) -> list[float]:
-        return holm([np.nan if v is None else v for v in values])
-
-    p, p_against = adjusted([r.p for r in results]), adjusted([r.p_against for r in results])
+    """The results with ``p`` and ``p_against`` Holm-adjusted over one family holding both directions of every test
+    (:func:`lib.analysis.comparisons.holm_both_directions`); a result without a test stays without one and does not
+    count."""
+    p, p_against = holm_both_directions([np.nan if r.p is None else r.p for r in results],
+                                        [np.nan if r.p_against is None else r.p_against for r in results])
     tested = sum(r.p is not None for r in results)
     return [r if r.p is None else replace(r, p=p[i], p_against=p_against[i], test=f"{r.test}, Holm over {tested}")
             for i, r in enumerate(results)]

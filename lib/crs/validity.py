@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from lib.analysis.comparisons import holm
+from lib.analysis.comparisons import holm_both_directions
 from lib.analysis.stats import min_attainable_p
 from lib.analysis.validity import correlation_table
 from lib.crs.config import MetricConfig
@@ -179,8 +179,9 @@ def paired_tests(frame: pd.DataFrame, tests: Sequence[ConstructTest], adapts: Ma
     :func:`lib.analysis.comparisons.holm_floor`).
 
     The family is every row with a direction that does not hold by design (``tested``); ``p_holm`` and
-    ``p_against_holm`` are Holm-adjusted over it, each over its own p-values (Holm 1979); a row outside the
-    family keeps its own p. A significant ``p_against`` is a result the wrong way: evidence against the construct."""
+    ``p_against_holm`` are Holm-adjusted over it, both directions in one family of 2k one-sided p-values
+    (:func:`lib.analysis.comparisons.holm_both_directions`); a row outside the family keeps its own p. A
+    significant ``p_against`` is a result the wrong way: evidence against the construct."""
     from scipy.stats import wilcoxon
 
     from lib.analysis.stats import unit_bootstrap
@@ -208,15 +209,12 @@ def paired_tests(frame: pd.DataFrame, tests: Sequence[ConstructTest], adapts: Ma
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    family = table["tested"]
-    return table.assign(p_holm=_holm_within(table["p"], family),
-                        p_against_holm=_holm_within(table["p_against"], family))
-
-
-def _holm_within(p: pd.Series, family: pd.Series) -> list[float]:
-    """Holm over the rows of ``family``; the other rows keep their own p."""
-    adjusted = holm(p.where(family).tolist())
-    return [a if f else float(q) for a, q, f in zip(adjusted, p, family, strict=True)]
+    family = table["tested"].astype(bool)
+    p_holm, p_against_holm = holm_both_directions(table["p"].where(family).tolist(),
+                                                  table["p_against"].where(family).tolist())
+    return table.assign(p_holm=[a if f else float(q) for a, q, f in zip(p_holm, table["p"], family, strict=True)],
+                        p_against_holm=[a if f else float(q) for a, q, f in
+                                        zip(p_against_holm, table["p_against"], family, strict=True)])
 
 
 _PERMUTATIONS = 9999  # scipy's permutation null is enumerated exactly up to this many sign assignments
