@@ -47,7 +47,7 @@ def test_known_behaviour_rows_tested_by_holm_the_rest_by_their_interval_and_flag
     assert [v.by_construction for v in rows] == [False, False, True, False]
     assert [bool(v.test) for v in rows] == [True, True, False, False]
     assert [v.confirmatory for v in rows] == [True, True, False, False]
-    assert rows[1].p == 0.02 and np.isnan(rows[2].p) and rows[0].units == 12 and rows[0].unit == "users"
+    assert rows[1].p == 0.02 and np.isnan(rows[2].p) and rows[0].units == 12 and rows[0].unit == "users not tied"
 
 
 def test_a_tested_difference_significant_the_wrong_way_fails_it_and_the_family():

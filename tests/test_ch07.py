@@ -165,7 +165,8 @@ def make_findings(card=None, minilm=(0.04, -0.12, 0.20), **battery_args):
 
 def test_findings_decide_the_primary_and_carry_its_caveats():
     f = make_findings()
-    assert f.primary.key == "07.primary" and f.primary.primary and f.primary.confirmatory
+    # its pilot's queries stay in the sample: only the row outside the pilot is confirmatory
+    assert f.primary.key == "07.primary" and f.primary.primary and not f.primary.confirmatory
     assert f.primary.verdict == "undetermined" and (f.primary.units, f.primary.unit) == (43, "queries")
     assert f.primary.system == "pointwise, E[g] thresholds cross-fitted"  # the card's "(declared primary)" dropped
     assert f.primary.depends_on == ("07.relevance.argmax", "07.relevance.primary_vs_minilm",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,14 @@ JUDGE_READING: dict[str, str] = {
                     "the judge sees, not that difference.",
     "fails": "the judge's gain prefers the {kind} distractor to real nudges: its labels run against the difference "
              "the system is built to make.",
+}
+# How the system against a random order on the primary measure qualifies the primary verdict, by its word.
+RANDOM_READING: dict[str, str] = {
+    "holds": "the measure does tell the system from a random order on these pools.",
+    "ruled out": "the measure cannot tell the system from a random order either: on these pools no ranker differs "
+                 "from chance by the smallest difference of interest, so no comparison on it can separate rankers.",
+    "undetermined": "whether the system beats a random order on this measure is undetermined.",
+    "fails": "the system ranks worse than a random order on this measure.",
 }
 MANIPULATION_READING: dict[str, str] = {
     "sees": "its manipulation check passes: it makes the difference it is built to make.",
@@ -221,6 +229,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     primary = _comparison_verdict(primary_row, claim, True, depends_on)
     secondary = tuple(_comparison_verdict(row, claim, False, ()) for row in rows[~rows.primary.astype(bool)]
                       .to_dict("records"))
+    against_random = f"{CHAPTER}.secondary.{measure}.random"
+    if any(v.key == against_random for v in secondary):  # the primary measure against chance qualifies it too
+        primary = replace(primary, depends_on=(*primary.depends_on, against_random))
 
     known_claim = Claim("known answer", 0.5, "higher", float(params["known_answer_margin"]), alpha)
     known = tuple(verdicts.verdict(
@@ -405,8 +416,12 @@ def _caveat(f: Findings, key: str, verdicts_by_key: Mapping[str, Verdict]) -> st
     v = verdicts_by_key.get(key)
     if v is None:
         return f"- {_missing_judge(f)}."
-    reading = (JUDGE_READING[v.verdict].format(kind=_kind(f.required_kind)) if v.chapter == "03"
-               else MANIPULATION_READING[v.verdict])
+    if v.chapter == "03":
+        reading = JUDGE_READING[v.verdict].format(kind=_kind(f.required_kind))
+    elif v.check == "comparison":
+        reading = RANDOM_READING[v.verdict]
+    else:
+        reading = MANIPULATION_READING[v.verdict]
     return f"- {verdicts.sentence(v)} So {reading}"
 
 
@@ -417,7 +432,7 @@ def conclusion(f: Findings) -> str:
     margin = f.primary.margin
     answer = PRIMARY_ANSWER[f.primary.verdict].format(system=f.system, baseline=f.baseline, measure=f.measure,
                                                       margin=margin, span=f.pool_span)
-    by_key = {v.key: v for v in (*f.known_answers, *f.judge)}
+    by_key = {v.key: v for v in (*f.known_answers, *f.judge, *f.secondary)}
     caveats = "\n".join(_caveat(f, key, by_key) for key in f.primary.depends_on)
     counts = Counter(v.verdict for v in f.secondary)
     secondary = (f"**Secondary comparisons** ({len(f.secondary)}, Holm): "

@@ -102,7 +102,7 @@ REPLY_TEXTS = {"nothing": "notes the user's last wish and recommends nothing",
                "target_named": "names the hidden target and nothing else"}
 # The known-answer rows whose failure to see qualifies the primary verdict: a metric that scores a reply that
 # recommends nothing like (or above) a real recommender orders systems by what they say, not by what they recommend.
-PRIMARY_CAVEATS = tuple(f"{CHAPTER}.known_answer.nothing.{metric}" for metric in ("tas", "cas"))
+CAVEAT_METRICS = ("tas", "cas")  # the primary's metrics: a known answer they do not see qualifies it
 
 # What the report at commit cd3530b stated or implied (its executed outputs/notebooks/06_crs_simulation.ipynb):
 # "3 of 3 tested differences hold ... with Holm-adjusted p < 0.05", every check not counted "(holds; …)", the
@@ -138,7 +138,8 @@ def known_behaviour_verdicts(checks: pd.DataFrame, alpha: float, evidence: str =
         out.append(verdict(
             CHAPTER, f"{key}.{slug(c.expectation)}", METRIC_NAMES.get(c.metric, c.metric) + system_suffix,
             f"orders the systems as built: {c.expectation}", Claim("known behaviour", 0.5, "higher", alpha=alpha),
-            "share of users ordered as built", c.share, c.ci_low, c.ci_high, "users", c.sessions, evidence, test=test,
+            "share of users ordered as built", c.share, c.ci_low, c.ci_high, "users not tied",
+            c.sessions - c.ties, evidence, test=test,
             p=c.p_holm if tested else None, p_against=c.p_against_holm if tested else None,
             confirmatory=tested and not system_suffix, by_construction=bool(c.by_design)))
     return tuple(out)
@@ -261,10 +262,11 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     alpha = float(params["alpha"])
     sessions, checks = tables["crs_sessions"], tables["crs_checks"]
     known_answers = known_answer_verdicts(tables["crs_known_answers"], alpha, float(params["known_answer_margin"]))
-    blind_to_nothing = [v.key for v in known_answers if v.key in PRIMARY_CAVEATS and v.verdict != "sees"]
+    unseen_known_answers = [v.key for v in known_answers
+                        if v.key.rsplit(".", 1)[-1] in CAVEAT_METRICS and v.verdict != "sees"]
     rows = known_behaviour_verdicts(checks, alpha)
     primary = family_verdict(checks, rows, alpha, "primary", "TAS, CAS and their components", "crs_checks",
-                             primary=True, confirmatory=True, depends_on=blind_to_nothing)
+                             primary=True, confirmatory=True, depends_on=unseen_known_answers)
     matcher_checks = tables["crs_checks_matcher"]
     by_matcher = family_verdict(matcher_checks, known_behaviour_verdicts(
         matcher_checks, alpha, "crs_checks_matcher", "known_behaviour_matcher", " (matcher)"), alpha,

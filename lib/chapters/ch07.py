@@ -361,7 +361,7 @@ EARLIER: dict[str, str] = {
 class Findings:
     """Every verdict chapter 07 states, with the plans of its two declared questions (their outcomes set).
 
-    ``primary``: the declared relevance reading against κ_w ≥ the target over the DL19 queries (confirmatory),
+    ``primary``: the declared relevance reading against κ_w ≥ the target over the DL19 queries,
     qualified by ``outside_pilot`` (the same on the queries the pilot did not see), the other readings of the same
     calls (``readings``) and the primary against the argmax and against MiniLM (``versus``). ``geval`` /
     ``geval_system``: G-Eval as declared at summary and system level. ``carried``: chapters 05's and 06's judges
@@ -522,8 +522,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     ``known_answer_margin`` (the pairwise judge's combined reading) and the two
     plans (``relevance_plan``, ``geval_plan``), whose outcomes are set from their verdicts.
 
-    The primary is confirmatory (reading, target and method declared before the run; the pilot's 10 queries were
-    seen and stay in the sample, hence ``outside_pilot`` among its caveats). G-Eval is not: its further documents
+    The primary is not confirmatory: reading, target and method were declared before the run, but the pilot's 10
+    queries were seen first and stay in the sample; ``outside_pilot``, on the queries the pilot did not see, is the
+    confirmatory row and among its caveats. Neither is G-Eval: its further documents
     were added in two draws after earlier draws' results were seen."""
     card, target = tables["report_card"], float(params["relevance_target"])
     primary_name = str(params["primary_reading"])
@@ -546,7 +547,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                                int(rest["units"]), "relevance agreement (chapter 07)", confirmatory=True)
     primary = _card_verdict(card, "primary", primary_name + rc.CHOSEN, f"grades passages as NIST does "
                             f"(κ_w ≥ {target:.2f})", kappa, "relevance", rc.WEIGHTED_KAPPA, "item", primary=True,
-                            confirmatory=True, depends_on=(readings[0].key, versus[1].key, outside.key))
+                            # its pilot's queries, seen before the reading was declared, stay in the sample: only
+                            # the queries outside the pilot confirm it
+                            confirmatory=False, depends_on=(readings[0].key, versus[1].key, outside.key))
     dimension, rho = str(params["summeval_dimension"]), Claim("human labels", float(params["summeval_target"]))
     geval = _card_verdict(card, f"geval.{dimension}", rc.GEVAL_WEIGHTED, f"rates SummEval {dimension} as experts do "
                           f"(summary-level ρ ≥ {rho.threshold:.2f})", rho, dimension, rc.SPEARMAN, "summary")
@@ -561,8 +564,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                              "other (separation margin > 0)", Claim("known behaviour", 0.0), "overall", rc.MARGIN,
                              "day"),
                *(_card_verdict(card, f"crs_judge.{metric}", CONVERSATION_JUDGE, f"rates conversations as "
-                               f"{metric.upper()} does within a system (convergent; TAS orders the systems of known "
-                               f"behaviour)", Claim("known behaviour", float(params["rho_target"])), metric,
+                               f"{metric.upper()} does within a system (convergent; {metric.upper()} orders the "
+                               f"systems of known behaviour)", Claim("known behaviour", float(params["rho_target"])),
+                               metric,
                                rc.SPEARMAN, "session, within systems") for metric in ("tas", "cas")))
     alpha = float(params["alpha"])
     from lib.judges.bias import uniform_modal_share

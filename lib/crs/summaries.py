@@ -479,7 +479,7 @@ def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EX
         wins, losses = int((high > low).sum()), int((high < low).sum())
         holds = operator.gt if e.strict else operator.ge
         interval = (binomtest(wins, wins + losses).proportion_ci(0.95, method="exact")
-                    if wins + losses and len(per_session) >= MIN_CI_UNITS else None)
+                    if wins + losses >= MIN_CI_UNITS else None)  # the share's units: the users not tied
         out.append({"expectation": e.text, "metric": e.metric, "above": ", ".join(above), "below": ", ".join(below),
                     "mean_above": means[above].min(), "mean_below": means[below].max(),
                     "sessions_holding": int(holds(high, low).sum()), "sessions": len(per_session),
