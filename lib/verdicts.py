@@ -251,9 +251,10 @@ def sentence(v: Verdict, digits: int | None = None) -> str:
 
 def headline(v: Verdict, all_verdicts: Mapping[str, Verdict]) -> str:
     """A verdict as a front-page headline with the caveats that decide how to read it: the verdicts it depends
-    on, each in a clause ("but: …")."""
-    caveats = [all_verdicts[key] for key in v.depends_on if key in all_verdicts]
-    caveat = "".join(f" Caveat: {sentence(c)}" for c in caveats)
+    on, each as a "Caveat: …" sentence; a caveat missing from ``all_verdicts`` is named as missing, never dropped
+    (a headline without the caveat that decides it would read as a finding)."""
+    caveat = "".join(f" Caveat: {sentence(all_verdicts[key])}" if key in all_verdicts else
+                     f" Caveat: {key} (not in the verdicts table; run its chapter)." for key in v.depends_on)
     return sentence(v) + caveat
 
 

@@ -107,6 +107,9 @@ def test_formatters_only_format_the_record():
     headline = verdicts.headline(b, {a.key: a})
     assert headline.startswith(text) and "Caveat: **judge (E[g])**" in headline
     assert "**sees** [confirmatory]" in headline
+    # a caveat whose chapter has not run is named, not silently dropped
+    assert verdicts.headline(b, {}).endswith(" Caveat: 03.known_answer.tone (not in the verdicts table; run its "
+                                             "chapter).")
     assert "no interval: 4 queries" in verdicts.evidence_text(
         verdict("07", "x", "s", "c", Claim("human labels", 0.4), "κ_w", 0.5, NAN, NAN, "queries", 4, "t"))
 
