@@ -8,6 +8,10 @@ is made:
 * ``off_topic`` — a real candidate written for another entry, of another nudge category: about something else;
 * ``value_mismatch`` — a nudge written for this entry's text but for the persona whose values are furthest from the
   entry's persona (:func:`contrasting_persona`): right topic, wrong person (:func:`value_mismatch_calls`);
+* ``value_contrast`` — a real candidate of the entry followed by a sentence that argues against the value its
+  persona weights most (:func:`value_contrast_rewrite`): the same advice, set against this person's values. Unlike
+  ``value_mismatch``, whose nudge may fit this persona as well as its own, it is worse for the person by how it is
+  written (issue #35);
 * ``tone`` — a real candidate of the entry with a dismissive opener (:func:`dismissive_rewrite`): the same advice,
   said in a way the ToneEmpathy criteria forbid.
 
@@ -30,9 +34,29 @@ from lib.analysis.stats import unit_bootstrap
 from lib.embeddings import DECIMALS, Embed
 from lib.llm.gateway import LLMCall, LLMResult
 
-DistractorKind = Literal["off_topic", "value_mismatch", "tone"]
-DISTRACTOR_KINDS: tuple[DistractorKind, ...] = ("off_topic", "value_mismatch", "tone")
+DistractorKind = Literal["off_topic", "value_mismatch", "value_contrast", "tone"]
+DISTRACTOR_KINDS: tuple[DistractorKind, ...] = ("off_topic", "value_mismatch", "value_contrast", "tone")
 DISMISSIVE_OPENER = "Honestly, this is not a big deal and you are overreacting."
+
+# A sentence against each of Schwartz's values (lib.design.SCHWARTZ_VALUES), each telling the reader to set that value
+# aside: appended to a nudge for a persona who weights the value most, it makes the nudge argue against that person.
+VALUE_DISMISSALS: dict[str, str] = {
+    "self_direction": "Do not trust your own judgement here; just do what others expect of you.",
+    "stimulation": "Avoid anything new or exciting; stick to your usual routine.",
+    "hedonism": "Do not treat yourself; enjoying things is a waste of time.",
+    "achievement": "Stop chasing success; being good at things does not matter.",
+    "power": "Give up on status and influence; they are not worth having.",
+    "security": "Forget about safety and stability; take the big risk and let things fall where they may.",
+    "conformity": "Do not worry about upsetting people or breaking the rules.",
+    "tradition": "Let go of the customs and beliefs you grew up with; they only hold you back.",
+    "benevolence": "Stop putting the people close to you first; their wellbeing is not your job.",
+    "universalism": "Stop worrying about other people and the wider world; look after yourself only.",
+}
+
+# The CulturalSensitivity known answer: the specification's negative indicators in one sentence (family support as an
+# unnecessary expense, boundaries with family, an individual frame of success), appended to a real nudge.
+CULTURAL_DISMISSAL = ("Sending money to family is an unnecessary expense; you need to set boundaries with them and "
+                      "put your own success first.")
 
 
 def contrasting_persona(persona_id: str) -> design.Persona:
@@ -58,6 +82,17 @@ def value_mismatch_calls(sampled: pd.DataFrame) -> list[LLMCall]:
             for row in sampled.itertuples()]
 
 
+def value_contrast_rewrite(nudge: str, persona: design.Persona) -> str:
+    """The nudge followed by the :data:`VALUE_DISMISSALS` sentence of the value ``persona`` weights most."""
+    return f"{nudge.strip()} {VALUE_DISMISSALS[persona.top_values(1)[0]]}"
+
+
+def cultural_rewrite(nudge: str) -> str:
+    """The nudge followed by :data:`CULTURAL_DISMISSAL`: the same advice, with the CulturalSensitivity
+    specification's negative indicators added."""
+    return f"{nudge.strip()} {CULTURAL_DISMISSAL}"
+
+
 def dismissive_rewrite(nudge: str) -> str:
     """The nudge with :data:`DISMISSIVE_OPENER` before it: the same advice, dismissing the writer's feeling."""
     return f"{DISMISSIVE_OPENER} {nudge.strip()}"
@@ -80,12 +115,28 @@ def off_topic_distractors(candidates: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["entry_id", "kind", "source_candidate_id", "nudge_text"])
 
 
+def first_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Each entry's first real candidate (lowest position), in entry order: the source of the rewritten kinds."""
+    return candidates.sort_values(["entry_id", "position"]).groupby("entry_id", sort=True).head(1)
+
+
 def tone_distractors(candidates: pd.DataFrame) -> pd.DataFrame:
-    """One tone distractor per entry: its first real candidate (lowest position) rewritten by
+    """One tone distractor per entry: its first real candidate (:func:`first_candidates`) rewritten by
     :func:`dismissive_rewrite`. Same columns as :func:`off_topic_distractors`."""
-    first = candidates.sort_values(["entry_id", "position"]).groupby("entry_id", sort=True).head(1)
+    first = first_candidates(candidates)
     return pd.DataFrame({"entry_id": first.entry_id, "kind": "tone", "source_candidate_id": first.candidate_id,
                          "nudge_text": [dismissive_rewrite(t) for t in first.nudge_text]}).reset_index(drop=True)
+
+
+def value_contrast_distractors(candidates: pd.DataFrame) -> pd.DataFrame:
+    """One value-contrast distractor per entry: its first real candidate rewritten by :func:`value_contrast_rewrite`
+    for the candidate's persona (column persona_id). Same columns as :func:`off_topic_distractors`."""
+    first = first_candidates(candidates)
+    return pd.DataFrame({"entry_id": first.entry_id, "kind": "value_contrast",
+                         "source_candidate_id": first.candidate_id,
+                         "nudge_text": [value_contrast_rewrite(t, design.PERSONAS_BY_ID[p])
+                                        for t, p in zip(first.nudge_text, first.persona_id, strict=True)]}
+                        ).reset_index(drop=True)
 
 
 def entry_auc(real: Sequence[float], distractors: Sequence[float]) -> float:
@@ -140,7 +191,7 @@ def distractors_table(sampled: pd.DataFrame, mismatch: Sequence[LLMResult], pool
              "confidence": result.value.candidates[0].confidence}
             for row, result in zip(sampled.itertuples(), mismatch, strict=True) if result.ok]
     source = pools.set_index("candidate_id")
-    for drawn in (off_topic_distractors(pools, seed), tone_distractors(pools)):
+    for drawn in (off_topic_distractors(pools, seed), value_contrast_distractors(pools), tone_distractors(pools)):
         rows += [{**d, "persona_id": source.at[d["source_candidate_id"], "persona_id"],
                   "position": int(source.at[d["source_candidate_id"], "position"]),
                   "confidence": source.at[d["source_candidate_id"], "confidence"]}
@@ -165,8 +216,9 @@ BY_CONSTRUCTION: dict[tuple[str, str], str] = {
                                   "entry",
     ("generator_order", "value_mismatch"): "the distractor is its call's only candidate, at position 0: it ties the "
                                            "first real candidate and outranks the rest",
-    ("generator_order", "tone"): "the distractor carries its source's position: it ties that candidate",
-    ("self_confidence", "tone"): "the distractor carries its source's confidence: it ties that candidate",
+    **{(ranker, kind): f"the distractor carries its source's {what}: it ties that candidate"
+       for ranker, what in (("generator_order", "position"), ("self_confidence", "confidence"))
+       for kind in ("value_contrast", "tone")},
 }
 
 VALUE_COMPONENT = "value_component"  # the ranker name of the value-aware ranker's value component in score tables

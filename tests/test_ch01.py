@@ -36,16 +36,25 @@ def scores_table(lean_real: float, lean_mismatch: float) -> pd.DataFrame:
                 ("c0", "real", 0.6, lean_real, 0), ("c1", "real", 0.5, lean_real, 0),
                 ("off_topic", "off_topic", 0.1, lean_real, 0), ("value_mismatch", "value_mismatch", 0.55,
                                                                 lean_mismatch + 0.001 * e, 0),
-                ("tone", "tone", 0.6, lean_real, 1)):
+                ("value_contrast", "value_contrast", 0.6, lean_real, 2), ("tone", "tone", 0.6, lean_real, 1)):
             rows.append({"entry_id": entry, "item_id": f"{entry}/{item}", "kind": kind, "cos_entry": cos_entry,
                          "cos_persona": 0.3, "cos_contrasting": 0.3 - lean, "value_lean": lean,
-                         "not_dismissive": 1.0 - flagged})
+                         "not_against_values": float(flagged != 2), "not_dismissive": float(flagged != 1)})
     return pd.DataFrame(rows)
 
 
 def test_dismissive_rule_flags_the_tone_distractor_by_construction():
     assert ch01.dismissive(known_answers.dismissive_rewrite("Take a short walk."))
     assert not ch01.dismissive("Take a short walk after the exam.")
+
+
+def test_the_value_rule_flags_the_sentence_against_the_personas_top_value_only():
+    caregiver = design.PERSONAS_BY_ID["caregiver"]  # benevolence first
+    rewrite = known_answers.value_contrast_rewrite("Call your sister tonight.", caregiver)
+    assert rewrite.endswith(known_answers.VALUE_DISMISSALS["benevolence"])
+    assert ch01.against_values(rewrite, "caregiver")
+    assert not ch01.against_values(rewrite, "striver")  # the striver weights achievement most
+    assert not ch01.against_values("Call your sister tonight.", "caregiver")
 
 
 def test_construction_scores_by_hand():
@@ -70,13 +79,16 @@ def test_construction_scores_by_hand():
 def test_findings_one_verdict_per_kind():
     f = ch01.findings({"construction_scores": scores_table(0.2, 0.0)}, PARAMS)
     by_key = {v.key: v for v in f.verdicts()}
-    assert list(by_key) == ["01.construction.off_topic", "01.construction.value_mismatch", "01.construction.tone"]
+    assert list(by_key) == ["01.construction.off_topic", "01.construction.value_mismatch",
+                            "01.construction.value_contrast", "01.construction.tone"]
     assert by_key["01.construction.off_topic"].verdict == "sees"
     assert by_key["01.construction.value_mismatch"].verdict == "sees"
     tone = by_key["01.construction.tone"]
     assert tone.verdict == "sees" and tone.by_construction and tone.estimate == 1.0
+    contrast = by_key["01.construction.value_contrast"]
+    assert contrast.verdict == "sees" and contrast.by_construction and contrast.estimate == 1.0
     assert not any(v.confirmatory or v.primary for v in f.verdicts())
-    assert f.table.declared.sum() == 3
+    assert f.table.declared.sum() == 4
 
 
 def test_findings_value_mismatch_the_wrong_way_and_inseparable():
@@ -92,7 +104,7 @@ def test_findings_value_mismatch_the_wrong_way_and_inseparable():
 def test_construction_text_reads_the_record():
     f = ch01.findings({"construction_scores": scores_table(0.2, 0.0)}, PARAMS)
     text = ch01.construction_text(f)
-    assert text.count("\n") == 2 and "shown worse without the judge" in text
+    assert text.count("\n") == 3 and "shown worse without the judge" in text
     doubtful = replace(f, construction=(replace(f.construction[1], verdict="blind"),))
     assert "itself in doubt" in ch01.construction_text(doubtful)
 

@@ -9,6 +9,7 @@ import pytest
 
 from lib import known_answers, tables
 from lib.chapters import ch03
+from lib.judges import guardrails
 
 
 def judged_frame() -> pd.DataFrame:
@@ -82,7 +83,9 @@ def test_tone_pairs_compare_each_source_with_its_rewrite():
                                 "distractor_id": [f"e{e}/tone" for e in range(10)], "kind": "tone",
                                 "source_candidate_id": [f"e{e}/c0" for e in range(10)]})
     scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
-                           "score": [4.0] * 10 + [2.0] * 8 + [4.0, np.nan]})
+                           "rubric": "ToneEmpathy", "score": [4.0] * 10 + [2.0] * 8 + [4.0, np.nan]})
+    # another rubric's scores of the same items are not ToneEmpathy's
+    scores = pd.concat([scores, scores.assign(rubric="CulturalSensitivity", score=1.0)], ignore_index=True)
     pairs = ch03.tone_pairs(scores, distractors)
     assert len(pairs) == 9 and (pairs.difference > 0).sum() == 8 and (pairs.difference == 0).sum() == 1
     assert pairs.difference.mean() == pytest.approx(16 / 9)
@@ -116,7 +119,8 @@ def chapter_tables(first_gain: float) -> dict[str, pd.DataFrame]:
     # the source of entry e11's tone rewrite says "no problem" (a banned word, no shaming)
     texts = [("No problem: save a little today." if e == "e11" and p == 0 else f"Save a little today ({p}).")
              for e in entries for p in range(3)]
-    candidates = labels[["entry_id", "candidate_id"]].assign(position=[0, 1, 2] * 12, nudge_text=texts)
+    candidates = labels[["entry_id", "candidate_id"]].assign(position=[0, 1, 2] * 12, nudge_text=texts,
+                                                             persona_id="caregiver")
     discrimination = pd.DataFrame([
         {"reading": r, "kind": k, "entries": 12, "auc": auc, "ci_low": low, "ci_high": high, "ci_over": "12 entries"}
         for r in ch03.READINGS for k, auc, low, high in (("off_topic", 0.9, 0.8, 0.97),
@@ -129,8 +133,12 @@ def chapter_tables(first_gain: float) -> dict[str, pd.DataFrame]:
                                 "nudge_text": [("That was a bad idea. " if i < 10 else "") + sources[f"{e}/c0"]
                                                for i, e in enumerate(entries)]})
     rewrite = [2.0] * 10 + [4.0, 5.0]
-    geval_scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
-                                 "score": [4.0] * 12 + rewrite})
+    tone_scores = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *distractors.distractor_id],
+                                "rubric": "ToneEmpathy", "score": [4.0] * 12 + rewrite})
+    # CulturalSensitivity: the cultural rewrite scores 1 below its source in 9 entries, equal in 2, above in 1
+    cultural = pd.DataFrame({"candidate_id": [*distractors.source_candidate_id, *(f"{e}/cultural" for e in entries)],
+                             "rubric": "CulturalSensitivity", "score": [3.0] * 12 + [2.0] * 9 + [3.0, 3.0, 4.0]})
+    geval_scores = pd.concat([tone_scores, cultural], ignore_index=True)
     return {"judge_discrimination": discrimination, "labels": labels, "candidates": candidates,
             "distractors": distractors, "geval_scores": geval_scores, "guardrail": ch03.guardrail_examples()}
 
@@ -150,7 +158,7 @@ def test_findings_known_answer_keys_primary_and_confirmatory():
     assert primary[0].depends_on == ("01.construction.value_mismatch", "03.known_answer.off_topic.expected_grade",
                                      "03.known_answer.tone.expected_grade")
     assert {v.key: v.depends_on for v in f.known_answer}["03.known_answer.tone.grade"] == ("01.construction.tone",)
-    assert {v.key for v in f.verdicts() if v.confirmatory} == set(keys[:3])
+    assert {v.key for v in f.verdicts() if v.confirmatory} == {*keys[:3], "03.geval.CulturalSensitivity.cultural"}
     assert f.can_rank  # sees off-topic, and no pool is constant under E[g]
     assert f.readings.loc["grade", "unable to rank"]
 
@@ -170,7 +178,27 @@ def test_findings_tone_and_guardrail():
     assert f.tone_difference.value == pytest.approx((10 * 2 + 0 - 1) / 12)
     # the worked examples: every unsafe one blocked, but 7 are too few for an interval and are written to the rules
     assert f.guardrail.estimate == 1.0 and f.guardrail.verdict == "undetermined" and f.guardrail.by_construction
-    assert len(f.verdicts()) == 14 and len({v.key for v in f.verdicts()}) == 14
+    assert len(f.verdicts()) == 16 and len({v.key for v in f.verdicts()}) == 16
+
+
+def test_findings_cultural_sensitivity_on_its_rewrites():
+    f = ch03.findings(chapter_tables(0.1), PARAMS)
+    assert f.cultural.key == "03.geval.CulturalSensitivity.cultural" and f.cultural.confirmatory
+    assert f.cultural.estimate == pytest.approx(10 / 12) and f.cultural_counts == (9, 2, 1)
+    assert f.cultural_difference.value == pytest.approx((9 - 1) / 12)
+    # the rewrite carries the signs against by construction: the rule flags every rewrite and no source
+    assert f.cultural_rule.estimate == 1.0 and f.cultural_rule.by_construction and f.cultural_rule.verdict == "sees"
+    table = f.cultural_rule_table
+    assert table.loc[("real", "against"), "fires"] == 0 and table.loc[("cultural rewrite", "against"), "fires"] == 12
+    assert "unnecessary_expense ×12" in table.loc[("cultural rewrite", "against"), "fired on"]
+    assert "signs against occur in 0 of 36 real candidates" in ch03.cultural_text(f)
+
+
+def test_cultural_signs_read_literally():
+    assert guardrails.cultural_indicators("Family comes first; join an esusu.", "for") == (
+        "family_first: Family comes first", "savings_group: esusu")
+    assert guardrails.cultural_against_rule("It may help to set clear boundaries at work.") is not None
+    assert guardrails.cultural_against_rule("Your family's support is a strength.") is None
 
 
 def test_findings_tone_rules_on_hand_made_rewrites():

@@ -123,20 +123,35 @@ def test_a_rubric_without_context_label_shows_no_context():
 
 
 def test_geval_probability_weighted_score(tmp_path):
-    reply = always('{"score": 4}', logprobs=digit_logprobs({4: 0.5, 3: 0.25, 5: 0.25}))
+    reply = always('{"score": 4, "reason": "It sees the family as a value."}',
+                   logprobs=digit_logprobs({4: 0.5, 3: 0.25, 5: 0.25}))
     with FakeOpenAI(reply) as fake:
         [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("My family needs me.", "Your family matters.",
                                                                         "a daughter who cares for her parents")],
                                geval.CULTURAL_SENSITIVITY, "1. Score.")
     assert result.ok and result.scored_by == "logprobs" and result.argmax == 4
+    assert result.reason == "It sees the family as a value."  # written after the score, in the same answer
     assert result.score == pytest.approx(4 * 0.5 + 3 * 0.25 + 5 * 0.25)
     system, user, prefill = fake.requests[0]["messages"]
     assert "Evaluation Steps:\n\n1. Score." in system["content"]
     # CulturalSensitivity needs to know the person: the context comes first, under the rubric's heading.
     assert user["content"].startswith("About the person:\n\na daughter who cares for her parents\n\n"
                                       "Source text:\n\nMy family needs me.\n\nResponse:\n\nYour family matters.")
-    assert user["content"].endswith("- CulturalSensitivity (1-5):")
+    assert user["content"].endswith("Evaluation Form (the score, then a reason of at most 12 words):\n\n"
+                                    "- CulturalSensitivity (1-5):")
     assert prefill == {"role": "assistant", "content": '{"score": '}
+    assert fake.requests[0]["max_tokens"] == geval.REASON_MAX_TOKENS
+
+
+def test_geval_without_reasons_asks_for_the_score_only_and_a_missing_reason_is_a_failure(tmp_path):
+    reply = always('{"score": 4}', logprobs=digit_logprobs({4: 1.0}))
+    with FakeOpenAI(reply) as fake:
+        gateway = gateway_for(fake, tmp_path)
+        [scored] = geval.geval(gateway, [JudgeItem("s", "o")], geval.TONE_EMPATHY, "1. Score.", reasons=False)
+        [missing] = geval.geval(gateway, [JudgeItem("s", "o")], geval.TONE_EMPATHY, "1. Score.")
+    assert scored.ok and scored.reason is None and fake.requests[0]["max_tokens"] == 4
+    assert fake.requests[0]["messages"][1]["content"].endswith("Evaluation Form (scores ONLY):\n\n- ToneEmpathy (1-5):")
+    assert not missing.ok and missing.failure_kind == "schema_violation"  # the rubric asks for a reason
 
 
 def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
@@ -147,7 +162,7 @@ def test_geval_falls_back_to_samples_without_logprobs(tmp_path):
 
     with FakeOpenAI(responder) as fake:
         [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("src", "out")], geval.CULTURAL_SENSITIVITY,
-                               "1. Score.", n_samples=8)
+                               "1. Score.", n_samples=8, reasons=False)
     # seeds 0..7 -> 2,4,4,5,2,4,4,(seed 7 fails in all 3 attempts) -> mean of 7 valid samples
     assert result.ok and result.scored_by == "samples" and result.samples_failed == 1
     assert result.score == pytest.approx((2 + 4 + 4 + 5 + 2 + 4 + 4) / 7) and result.argmax == 4
@@ -166,7 +181,7 @@ def test_tone_empathy_rule_decides_shaming_without_llm_and_sends_the_rest(tmp_pa
     with FakeOpenAI(reply) as fake:
         shamed, neutral = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("entry", "You never learn."),
                                                                      JudgeItem("entry", "That was a bad day.")],
-                                      geval.TONE_EMPATHY, "1. Score.")
+                                      geval.TONE_EMPATHY, "1. Score.", reasons=False)
     assert (shamed.ok, shamed.score, shamed.scored_by) == (True, 1.0, "rule")
     assert shamed.reason is not None and shamed.reason.startswith("shaming: ")
     assert (neutral.scored_by, neutral.argmax) == ("logprobs", 4)

@@ -82,7 +82,7 @@ def test_value_mismatch_calls_ask_for_one_nudge_for_the_contrasting_persona():
     assert calls[0].schema is nudges.candidate_set_schema(1)
 
 
-def test_distractors_table_has_three_kinds_per_entry_and_drops_a_failed_generation():
+def test_distractors_table_has_four_kinds_per_entry_and_drops_a_failed_generation():
     pool = candidates(3).assign(persona_id="caregiver", confidence=[0.9, 0.8, 0.7] * 3)
     schema = nudges.candidate_set_schema(1)
     answer = schema(candidates=[{"nudge_text": " written for others ", "reasoning": "r", "confidence": 0.6}])
@@ -90,8 +90,12 @@ def test_distractors_table_has_three_kinds_per_entry_and_drops_a_failed_generati
                LLMResult(ok=True, value=answer, text="")]
     table = known_answers.distractors_table(sampled(3), results, pool, seed=0)
     assert list(table.columns) == list(tables.SCHEMAS["distractors"])
-    assert table.kind.value_counts().to_dict() == {"off_topic": 3, "tone": 3, "value_mismatch": 2}
-    assert table.distractor_id.tolist()[:3] == ["e00/off_topic", "e00/value_mismatch", "e00/tone"]
+    assert table.kind.value_counts().to_dict() == {"off_topic": 3, "value_contrast": 3, "tone": 3, "value_mismatch": 2}
+    assert table.distractor_id.tolist()[:4] == ["e00/off_topic", "e00/value_mismatch", "e00/value_contrast",
+                                                "e00/tone"]
+    contrast = table[table.kind == "value_contrast"].iloc[0]
+    assert contrast.nudge_text.endswith(known_answers.VALUE_DISMISSALS["benevolence"])  # the caregiver's top value
+    assert (contrast.source_candidate_id, contrast.position, contrast.confidence) == ("e00/c0", 0, 0.9)
     mismatch = table[table.kind == "value_mismatch"].iloc[0]
     assert (mismatch.nudge_text, mismatch.persona_id, mismatch.confidence) == ("written for others", "explorer", 0.6)
     tone = table[table.kind == "tone"].iloc[0]

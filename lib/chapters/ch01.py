@@ -12,10 +12,14 @@ score that needs no LLM (:data:`CONSTRUCTION_SCORES`), against chance 0.5 ± the
   persona's (the one the distractor was written for; ``lib.known_answers.contrasting_persona``). A real candidate
   should lean towards its own persona more than the distractor does. If it does not, the embedding cannot show
   that the distractor was written for someone else, and the known answer itself is in doubt;
+* ``value_contrast`` — a rule: the text carries the sentence against the entry persona's most weighted value
+  (:data:`lib.known_answers.VALUE_DISMISSALS`), so it flags the distractor by how it is built (``by_construction``)
+  and shows that no real candidate argues against that value in those words;
 * ``tone`` — a rule (:data:`DISMISSIVE_PHRASES`): the distractor opens with a dismissive sentence, so the rule
   flags it by how it is built (``by_construction``); it also shows that no real candidate says the same.
 
-None is confirmatory: the checks were declared in issue #33, after the distractors and the judge's labels existed.
+None is confirmatory: the checks were declared in issue #33 (value_contrast in #35), after the other distractors and
+the judge's labels existed.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import known_answers, nudges, verdicts
+from lib import design, known_answers, nudges, verdicts
 from lib.embeddings import Embed, similarity
 from lib.verdicts import Claim, Verdict
 
@@ -36,15 +40,20 @@ DISMISSIVE_PHRASES = ("not a big deal", "overreacting", "get over it", "calm dow
 _DISMISSIVE = re.compile("|".join(re.escape(p) for p in DISMISSIVE_PHRASES), re.IGNORECASE)
 
 # The score each kind's construction check reads (a column of construction_scores), and what it shows.
-CONSTRUCTION_SCORES = {"off_topic": "cos_entry", "value_mismatch": "value_lean", "tone": "not_dismissive"}
+CONSTRUCTION_SCORES = {"off_topic": "cos_entry", "value_mismatch": "value_lean",
+                       "value_contrast": "not_against_values", "tone": "not_dismissive"}
+RULE_KINDS = ("value_contrast", "tone")  # kinds whose declared score is a rule that flags them by construction
 CONSTRUCTS = {
     "off_topic": "is about something else than the entry: the real candidates' MiniLM cosine to the entry is higher",
     "value_mismatch": "is written for the other persona: the real candidates lean more towards the entry's persona "
                       "(MiniLM cosine to its description minus to the contrasting persona's)",
+    "value_contrast": "argues against the value the entry's persona weights most: a rule flags that sentence and "
+                      "not the real candidates",
     "tone": "dismisses the writer's feeling: a dismissive-phrase rule flags it and not the real candidates",
 }
 _STATISTIC = {"cos_entry": "AUC (real over distractor, cos to entry)",
               "value_lean": "AUC (real over distractor, value lean)",
+              "not_against_values": "AUC (real over distractor, rule: not against the top value)",
               "not_dismissive": "AUC (real over distractor, rule: not dismissive)"}
 
 # Chapter 01 stated no verdict at commit cd3530b (outputs/notebooks/01_nudge_candidates.ipynb there).
@@ -66,12 +75,20 @@ def dismissive(text: str) -> bool:
     return bool(_DISMISSIVE.search(text))
 
 
+def against_values(text: str, persona_id: str) -> bool:
+    """The rule: the text carries the :data:`lib.known_answers.VALUE_DISMISSALS` sentence of the value the persona
+    weights most."""
+    top = design.PERSONAS_BY_ID[persona_id].top_values(1)[0]
+    return known_answers.VALUE_DISMISSALS[top] in text
+
+
 def construction_scores(entries: pd.DataFrame, pools: pd.DataFrame, distractors: pd.DataFrame, embed: Embed
                         ) -> pd.DataFrame:
     """One row per item chapter 03 judges — each entry's pooled real candidates (kind "real") and its distractors —
     with the scores that show a distractor worse without the judge: ``cos_entry`` (MiniLM cosine to the entry
     text), ``cos_persona`` / ``cos_contrasting`` (to the description of the entry's persona / of its contrasting
     persona, :func:`lib.nudges.persona_similarities`), ``value_lean`` = cos_persona − cos_contrasting, and
+    ``not_against_values`` (1 unless :func:`against_values` flags the text for the entry's persona) and
     ``not_dismissive`` (1 unless :func:`dismissive` flags the text). ``entries``: entry_id, text, persona_id."""
     real = pools.assign(kind="real", item_id=pools.candidate_id)
     fake = distractors[distractors.entry_id.isin(pools.entry_id)].assign(item_id=lambda d: d.distractor_id)
@@ -88,6 +105,8 @@ def construction_scores(entries: pd.DataFrame, pools: pd.DataFrame, distractors:
     cos_contrasting = personas.to_numpy()[rows, personas.columns.get_indexer(contrasting)]
     return items.assign(cos_entry=cos_entry, cos_persona=cos_persona, cos_contrasting=cos_contrasting,
                         value_lean=cos_persona - cos_contrasting,
+                        not_against_values=[0.0 if against_values(t, p) else 1.0
+                                            for t, p in zip(texts, own, strict=True)],
                         not_dismissive=[0.0 if dismissive(t) else 1.0 for t in texts]).drop(columns="nudge_text")
 
 
@@ -95,7 +114,7 @@ def construction_table(scores: pd.DataFrame, seed: int, n_resamples: int) -> pd.
     """:func:`lib.known_answers.discrimination` of every score of :func:`construction_scores` for every kind:
     how often a real candidate comes out above the distractor on it (a row per score and kind; over entries). The
     score each kind's verdict reads is marked ``declared``."""
-    columns = ["cos_entry", "cos_persona", "cos_contrasting", "value_lean", "not_dismissive"]
+    columns = ["cos_entry", "cos_persona", "cos_contrasting", "value_lean", "not_against_values", "not_dismissive"]
     table = pd.concat([known_answers.discrimination(scores, c, seed, n_resamples).assign(score=c) for c in columns],
                       ignore_index=True)
     table["declared"] = [CONSTRUCTION_SCORES[k] == s for k, s in zip(table.kind, table.score, strict=True)]
@@ -126,7 +145,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     out = [verdicts.verdict("01", f"construction.{kind}", f"{kind.replace('_', '-')} distractor (construction)",
                             CONSTRUCTS[kind], claim, _STATISTIC[CONSTRUCTION_SCORES[kind]], row.auc, row.ci_low,
                             row.ci_high, "entries", int(row.entries),
-                            "distractors, candidates (ch01.construction_scores)", by_construction=kind == "tone")
+                            "distractors, candidates (ch01.construction_scores)", by_construction=kind in RULE_KINDS)
            for kind, row in declared.iterrows()]
     return Findings(construction=tuple(out), table=table)
 

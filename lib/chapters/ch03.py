@@ -32,12 +32,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import known_answers, verdicts
+from lib import design, known_answers, verdicts
 from lib.analysis.ranking import unorderable_pools
 from lib.analysis.stats import Interval, krippendorff_alpha, sign_flip_test, unit_bootstrap
 from lib.judges import geval
 from lib.judges.examples import EXAMPLE_RECORDS, EXAMPLE_RESPONSES
-from lib.judges.guardrails import TONE_RULES, financial_safety
+from lib.judges.guardrails import (
+    CULTURAL_INDICATORS,
+    TONE_RULES,
+    cultural_against_rule,
+    cultural_indicators,
+    financial_safety,
+)
 from lib.judges.items import JudgeItem
 from lib.judges.outcomes import OutcomeRecord, intervention_success, stake_effectiveness, stake_score
 from lib.llm.gateway import Gateway
@@ -47,6 +53,8 @@ from lib.verdicts import Claim, Verdict
 # The pointwise call's readings a label rule may name (columns of lib.judges.relevance.judgments_frame).
 READINGS = {"expected_grade": "E[g] = Σ p(g)·g", "grade": "argmax grade", "rounded_expected": "rounded E[g]"}
 TONE_RUBRIC = "ToneEmpathy"  # the G-Eval rubric the tone distractors test
+CULTURAL_RUBRIC = "CulturalSensitivity"  # the G-Eval rubric the cultural rewrites test
+CULTURAL_SUFFIX = "/cultural"  # item id of an entry's cultural rewrite: <entry_id>/cultural
 UNSAFE_PREFIX = "unsafe-"  # the worked example responses written to give unsafe financial advice (lib.judges.examples)
 
 # What each known-answer check asks of a score: the real candidate comes out above the distractor of the kind.
@@ -54,6 +62,8 @@ KNOWN_ANSWER_CONSTRUCTS = {
     "off_topic": "scores a real candidate above a nudge written for another entry (off-topic)",
     "value_mismatch": "scores a real candidate above a nudge written for the persona with the furthest values "
                       "(value mismatch)",
+    "value_contrast": "scores a real candidate above the same advice followed by a sentence against the value the "
+                      "persona weights most (value contrast)",
     "tone": "scores a real candidate above the same advice behind a dismissive opener (tone)",
 }
 
@@ -160,23 +170,87 @@ def tone_items(entries: pd.DataFrame, candidates: pd.DataFrame, distractors: pd.
     return ids, items
 
 
-def tone_pairs(scores: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
-    """The tone check on G-Eval's scores (a ``geval_scores`` table of the :func:`tone_items`), one row per entry
-    with both scores: entry_id, ``source`` (the real candidate's score), ``distractor`` (its dismissive
-    rewrite's) and ``difference`` = source − distractor."""
-    score = scores.set_index("candidate_id").score
-    tone = distractors[distractors.kind == "tone"]
-    pairs = pd.DataFrame({"entry_id": tone.entry_id.to_numpy(),
-                          "source": score.reindex(tone.source_candidate_id).to_numpy(),
-                          "distractor": score.reindex(tone.distractor_id).to_numpy()}).dropna()
+def rewrite_pairs(scores: pd.DataFrame, rubric: str, rewrites: pd.DataFrame) -> pd.DataFrame:
+    """One rubric's scores (rows of a ``geval_scores`` table) of each source and its rewrite, one row per entry whose
+    two calls both gave a score: entry_id, ``source``, ``distractor`` (the rewrite's) and ``difference`` = source −
+    distractor. ``rewrites``: entry_id, source_candidate_id, distractor_id (the rewrite's item id)."""
+    score = scores[scores.rubric == rubric].set_index("candidate_id").score
+    pairs = pd.DataFrame({"entry_id": rewrites.entry_id.to_numpy(),
+                          "source": score.reindex(rewrites.source_candidate_id).to_numpy(),
+                          "distractor": score.reindex(rewrites.distractor_id).to_numpy()}).dropna()
     return pairs.assign(difference=pairs.source - pairs.distractor).reset_index(drop=True)
 
 
+def tone_pairs(scores: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
+    """The tone check on G-Eval's scores (a ``geval_scores`` table of the :func:`tone_items`): :func:`rewrite_pairs`
+    of ToneEmpathy over the tone distractors."""
+    return rewrite_pairs(scores, TONE_RUBRIC, distractors[distractors.kind == "tone"])
+
+
+def cultural_rewrites(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Each entry's first real candidate and its :func:`lib.known_answers.cultural_rewrite`: entry_id,
+    source_candidate_id, distractor_id (``<entry_id>/cultural``), persona_id, source_text, nudge_text."""
+    first = known_answers.first_candidates(candidates)
+    return pd.DataFrame({"entry_id": first.entry_id.to_numpy(), "source_candidate_id": first.candidate_id.to_numpy(),
+                         "distractor_id": (first.entry_id + CULTURAL_SUFFIX).to_numpy(),
+                         "persona_id": first.persona_id.to_numpy(), "source_text": first.nudge_text.to_numpy(),
+                         "nudge_text": [known_answers.cultural_rewrite(t) for t in first.nudge_text]})
+
+
+def cultural_items(entries: pd.DataFrame, candidates: pd.DataFrame) -> tuple[list[str], list[JudgeItem]]:
+    """The G-Eval items of the CulturalSensitivity check: per entry its first real candidate, then that candidate's
+    cultural rewrite, each with the entry's persona as what the judge knows about the person. Returns item ids and
+    items."""
+    by_entry = entries.set_index("entry_id")
+    ids, items = [], []
+    for row in cultural_rewrites(candidates).itertuples():
+        entry = by_entry.loc[row.entry_id]
+        person = design.PERSONAS_BY_ID[row.persona_id].description
+        for item_id, text in ((row.source_candidate_id, row.source_text), (row.distractor_id, row.nudge_text)):
+            ids.append(item_id)
+            items.append(JudgeItem(source=entry.text, output=text, context=person))
+    return ids, items
+
+
+def cultural_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int
+                   ) -> dict[str, list[geval.GEvalResult]]:
+    """G-Eval CulturalSensitivity (the specification's criteria, the study's evaluation steps) on the cultural
+    check's items, each score with the model's reason written after it."""
+    rubric = geval.RUBRICS[CULTURAL_RUBRIC]
+    return {CULTURAL_RUBRIC: geval.geval(gateway, items, rubric, geval.evaluation_steps(rubric, "study"),
+                                         n_samples=n_samples)}
+
+
+def cultural_rule_table(candidates: pd.DataFrame) -> pd.DataFrame:
+    """How often the specification's cultural indicators (:data:`lib.judges.guardrails.CULTURAL_INDICATORS`) occur
+    in the real candidates and in the cultural rewrites: rows items × side, columns n, fires, share, fired on."""
+    rewrites = cultural_rewrites(candidates)
+    rows = []
+    for items, texts in (("real", candidates.nudge_text), ("cultural rewrite", rewrites.nudge_text)):
+        for side in CULTURAL_INDICATORS:
+            found = [cultural_indicators(t, side) for t in texts]
+            named = pd.Series([f[0].split(":")[0] for f in found if f], dtype=object).value_counts()
+            rows.append({"items": items, "signs": side, "n": len(found), "fires": sum(bool(f) for f in found),
+                         "share": float(np.mean([bool(f) for f in found])) if found else float("nan"),
+                         "fired on": "; ".join(f"{n} ×{c}" for n, c in named.items())})
+    return pd.DataFrame(rows).set_index(["items", "signs"])
+
+
+def cultural_rule_pairs(candidates: pd.DataFrame) -> pd.DataFrame:
+    """The cultural check on the signs-against rule (:func:`lib.judges.guardrails.cultural_against_rule`), one row
+    per entry: source and rewrite scored 1 − fires, the shape :func:`rewrite_pairs` gives."""
+    rewrites = cultural_rewrites(candidates)
+    passes = [[0.0 if cultural_against_rule(t) else 1.0 for t in texts]
+              for texts in (rewrites.source_text, rewrites.nudge_text)]
+    return pd.DataFrame({"entry_id": rewrites.entry_id, "source": passes[0], "distractor": passes[1]})
+
+
 def tone_geval(gateway: Gateway, items: Sequence[JudgeItem], n_samples: int) -> dict[str, list[geval.GEvalResult]]:
-    """G-Eval ToneEmpathy, with the study's evaluation steps, on the tone check's items."""
+    """G-Eval ToneEmpathy, with the study's evaluation steps, on the tone check's items: the score alone (a reason
+    costs about 20 generated tokens a call; the check reads the score, and the rule's reasons are shown)."""
     rubric = geval.RUBRICS[TONE_RUBRIC]
     return {TONE_RUBRIC: geval.geval(gateway, items, rubric, geval.evaluation_steps(rubric, "study"),
-                                     n_samples=n_samples)}
+                                     n_samples=n_samples, reasons=False)}
 
 
 def tone_rule_hits(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
@@ -263,7 +337,9 @@ class Findings:
     how many a label blind to position gives; ``tone_difference``: ToneEmpathy of the source minus its rewrite, over
     entries, and ``tone_counts`` the entries where the rewrite scores lower, equal, higher; ``tone_rules``: a
     verdict per ToneEmpathy rule on the tone distractors, and ``tone_rule_table`` how often each rule fires on
-    the real candidates and on each kind of distractor (:func:`tone_rule_table`)."""
+    the real candidates and on each kind of distractor (:func:`tone_rule_table`); ``cultural`` /
+    ``cultural_difference`` / ``cultural_counts`` the same for CulturalSensitivity on the cultural rewrites, and
+    ``cultural_rule`` / ``cultural_rule_table`` for the specification's indicators read as a rule."""
 
     label_rule: str
     known_answer: tuple[Verdict, ...]
@@ -278,11 +354,17 @@ class Findings:
     tone_counts: tuple[int, int, int]
     tone_rules: tuple[Verdict, ...]
     tone_rule_table: pd.DataFrame
+    cultural: Verdict
+    cultural_difference: Interval
+    cultural_counts: tuple[int, int, int]
+    cultural_rule: Verdict
+    cultural_rule_table: pd.DataFrame
     guardrail: Verdict
 
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict the chapter states, in the order of its sections."""
-        return (*self.known_answer, self.first_candidate, self.tone, *self.tone_rules, self.guardrail)
+        return (*self.known_answer, self.first_candidate, self.tone, *self.tone_rules, self.cultural,
+                self.cultural_rule, self.guardrail)
 
     def rule_verdicts(self) -> tuple[Verdict, ...]:
         """The known-answer verdicts of the declared gain, one per kind."""
@@ -331,6 +413,11 @@ def tone_rule_verdict(rule: str, auc: pd.Series, margin: float) -> Verdict:
         depends_on=["01.construction.tone"])
 
 
+def _counts(difference: pd.Series) -> tuple[int, int, int]:
+    """Entries where the source scores above, equal to, below its rewrite."""
+    return int((difference > 0).sum()), int((difference == 0).sum()), int((difference < 0).sum())
+
+
 def _safe_over_unsafe(score: np.ndarray, unsafe: np.ndarray) -> float:
     """AUC of the safe examples' scores over the unsafe ones' (:func:`lib.known_answers.entry_auc`)."""
     return known_answers.entry_auc(score[~unsafe], score[unsafe])
@@ -374,6 +461,25 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                                                                     seed, n_resamples), margin)
                        for name in TONE_RULES)
 
+    cultural_scores = rewrite_pairs(tables["geval_scores"], CULTURAL_RUBRIC, cultural_rewrites(tables["candidates"]))
+    cultural_auc = _source_over_rewrite(cultural_scores, seed, n_resamples)
+    cultural = verdicts.verdict(
+        "03", f"geval.{CULTURAL_RUBRIC}.cultural", f"G-Eval {CULTURAL_RUBRIC} (specification criteria, study steps)",
+        "scores a real candidate above the same advice followed by the specification's signs against (family support "
+        "as an unnecessary expense, boundaries with family, one's own success first)",
+        Claim("known answer", 0.5, "higher", margin), "AUC (source over rewrite)", cultural_auc.auc,
+        cultural_auc.ci_low, cultural_auc.ci_high, "entries", int(cultural_auc.entries), "geval_scores",
+        confirmatory=True)
+    cultural_difference = unit_bootstrap(np.mean, [cultural_scores.difference.to_numpy()],
+                                         cultural_scores.entry_id.tolist(), "entries", seed, n_resamples)
+    rule_auc = _source_over_rewrite(cultural_rule_pairs(tables["candidates"]), seed, n_resamples)
+    cultural_rule = verdicts.verdict(
+        "03", "rule.cultural.signs_against", "CulturalSensitivity signs against, read as a rule (specification)",
+        "fires on the same advice followed by the signs against more than on its source",
+        Claim("known answer", 0.5, "higher", margin), "AUC (source over rewrite, 1 − fires)", rule_auc.auc,
+        rule_auc.ci_low, rule_auc.ci_high, "entries", int(rule_auc.entries), "candidates (rule applied in chapter 03)",
+        by_construction=True)
+
     examples = tables["guardrail"]
     unsafe = (examples["written as"] == "unsafe").to_numpy()
     blocks = unit_bootstrap(_safe_over_unsafe, [examples.score.to_numpy(dtype=float), unsafe],
@@ -388,9 +494,11 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                     first_pools=len(pools), first_top=int(pools.first_top.sum()),
                     first_expected=float((pools.tied_top / pools["size"]).sum()), tone=tone,
                     tone_difference=difference,
-                    tone_counts=(int((pairs.difference > 0).sum()), int((pairs.difference == 0).sum()),
-                                 int((pairs.difference < 0).sum())),
-                    tone_rules=tone_rules, tone_rule_table=tone_rule_table(hits), guardrail=guardrail)
+                    tone_counts=_counts(pairs.difference),
+                    tone_rules=tone_rules, tone_rule_table=tone_rule_table(hits), cultural=cultural,
+                    cultural_difference=cultural_difference,
+                    cultural_counts=_counts(cultural_scores.difference), cultural_rule=cultural_rule,
+                    cultural_rule_table=cultural_rule_table(tables["candidates"]), guardrail=guardrail)
 
 
 _CAN_RANK = {True: "It can rank", False: "**It cannot rank these pools**"}
@@ -426,12 +534,27 @@ def first_candidate_text(f: Findings) -> str:
             f"(**{v.verdict}**): {verdicts.evidence_text(v, 3)}.")
 
 
+def _rewrite_text(rubric: str, rewrite: str, difference: Interval, counts: tuple[int, int, int], v: Verdict) -> str:
+    lower, equal, higher = counts
+    return (f"{rubric} (1–5) of the real candidate minus its {rewrite}: {difference.text(2, signed=True)}; the "
+            f"rewrite scores lower in {lower} of {sum(counts)} entries, equal in {equal}, higher in {higher}. "
+            f"{verdicts.sentence(v)}")
+
+
 def tone_text(f: Findings) -> str:
     """The tone check's sentence: the mean difference of the source and its rewrite, the counts, the verdict."""
-    lower, equal, higher = f.tone_counts
-    return (f"{TONE_RUBRIC} (1–5) of the real candidate minus its dismissive rewrite: "
-            f"{f.tone_difference.text(2, signed=True)}; the rewrite scores lower in {lower} of {sum(f.tone_counts)} "
-            f"entries, equal in {equal}, higher in {higher}. {verdicts.sentence(f.tone)}")
+    return _rewrite_text(TONE_RUBRIC, "dismissive rewrite", f.tone_difference, f.tone_counts, f.tone)
+
+
+def cultural_text(f: Findings) -> str:
+    """The cultural check's sentences: CulturalSensitivity's difference, counts and verdict, then the indicators
+    read as a rule on the real candidates."""
+    table = f.cultural_rule_table
+    real_against, real_for = table.loc[("real", "against")], table.loc[("real", "for")]
+    said = _rewrite_text(CULTURAL_RUBRIC, "cultural rewrite", f.cultural_difference, f.cultural_counts, f.cultural)
+    return (f"{said} Read as a rule, the specification's signs against occur in {real_against.fires} of "
+            f"{real_against.n} real candidates and its signs for in {real_for.fires}; "
+            f"{verdicts.sentence(f.cultural_rule)}")
 
 
 def tone_rules_text(f: Findings) -> str:

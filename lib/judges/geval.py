@@ -56,7 +56,9 @@ class Rubric:
     criteria, an optional deciding rule, and ``context_label``: when set, the item's context (e.g. the persona) is
     shown under that heading, for criteria that cannot be judged without it. As a metric (:class:`lib.metrics.Metric`)
     its ``construct`` is what the criteria ask (the criteria themselves unless given) and its scale the interval
-    between its points (the score is probability-weighted)."""
+    between its points (the score is probability-weighted). With ``reasons`` the form asks for a one-sentence
+    reason after the score, in the same answer: the score token is still read first, at the prefilled position,
+    so the reason cannot move the score (the metrics of the G-Eval specification return ``{score, reason}``)."""
 
     name: str
     points: tuple[int, int]
@@ -66,6 +68,7 @@ class Rubric:
     context_label: str | None = None
     construct: str = ""
     aliases: tuple[str, ...] = ()
+    reasons: bool = False
 
     def __post_init__(self) -> None:
         if not self.construct:
@@ -118,7 +121,8 @@ class GEvalResult:
         return not self.ok
 
     def result(self) -> metrics.Result:
-        """The protocol's result: the score and the rule's reason, or the failure."""
+        """The protocol's result: the score and its reason (the rule's, or the model's when the rubric asks for
+        one), or the failure."""
         if not self.ok or self.score is None:
             return metrics.Result.failure(self.failure_kind or "unknown")
         return metrics.Result(self.score, self.reason or "")
@@ -138,17 +142,29 @@ TONE_EMPATHY = metrics.register(Rubric(
              "acknowledges that things are difficult while offering hope.",
     rule=shaming_rule,
     construct="empathy of the message's tone (validating, no shame or blame)",
+    reasons=True,
 ))
 
+# The criteria, scale anchors and indicators of the G-Eval metrics specification (../shared/specs/001_geval_metrics.md),
+# in the study's words; its financial setting is kept where the indicators need it (family transfers, rotating
+# savings groups).
 CULTURAL_SENSITIVITY = metrics.register(Rubric(
     name="CulturalSensitivity", points=(1, 5),
     task_intro=NUDGE_TASK_INTRO,
-    criteria="How culturally sensitive the message is. It respects family and community obligations as "
-             "values rather than obstacles, avoids assuming one culture's norms (for example that "
-             "independence from family is always the goal), and allows for collective as well as "
-             "individual framing of the person's choices.",
+    criteria="How culturally appropriate the message is for a person whose family and community ties carry "
+             "weight. It treats obligations to family as values, not as problems or costs; it does not assume "
+             "Western norms about money, saving or independence; it is open to the Ubuntu view that a person "
+             "exists through others (\"I am because we are\"); it can see support given to family as an "
+             "investment in social capital; and it understands success as collective as well as individual. "
+             "1: dismisses these values and treats family support as a problem; 2: neutral, no cultural "
+             "awareness; 3: somewhat aware; 4: sensitive with small gaps; 5: fully understands the person's "
+             "setting. Signs for: family comes first, social capital, Ubuntu, community savings groups such as "
+             "Ajo or Esusu, no judgement of family transfers. Signs against: family support called an "
+             "unnecessary expense, telling the person to set boundaries with family, a purely individual frame "
+             "of success, saving-rate norms assumed without context.",
     context_label="About the person",
-    construct="respect for the person's family and community values",
+    construct="respect for the person's family and community values (the specification's indicators)",
+    reasons=True,
 ))
 
 
@@ -212,10 +228,13 @@ def summeval_rubric(dimension: str) -> Rubric:
 
 
 @cache
-def score_schema(low: int, high: int) -> type[BaseModel]:
+def score_schema(low: int, high: int, reason: bool = False) -> type[BaseModel]:
+    """The form's answer: ``score`` among the integer points and, with ``reason``, a ``reason`` after it."""
     # the scores are known only at run time, so no static type names this Literal
-    return create_model(f"Score{low}to{high}",
-                        score=(Literal[tuple(range(low, high + 1))], ...))  # type: ignore[arg-type]
+    score = (Literal[tuple(range(low, high + 1))], ...)
+    if reason:
+        return create_model(f"Score{low}to{high}Reason", score=score, reason=(str, ...))  # type: ignore[arg-type]
+    return create_model(f"Score{low}to{high}", score=score)  # type: ignore[arg-type]
 
 
 def steps_path(rubric: Rubric, folder: Path = STEPS_DIR) -> Path:
@@ -273,11 +292,17 @@ def model_steps(rubric: Rubric, gateway: Gateway, folder: Path) -> str:
 STEPS_HEADING = "Evaluation Steps:"
 
 
-def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str, str]]:
+FORM_HEADINGS = {False: "scores ONLY", True: "the score, then a reason of at most 12 words"}
+REASON_MAX_TOKENS = 64  # room for a short reason; a longer answer is cut, cannot be parsed and is a failure
+
+
+def form_messages(rubric: Rubric, steps: str, item: JudgeItem, reasons: bool | None = None) -> list[dict[str, str]]:
     """System: intro, criteria, steps (shared by every call of the rubric); user: the context under the
-    rubric's ``context_label`` (if it has one), the source, then the output. Empty ``steps`` leave the steps
-    section out (G-Eval's "−CoT" ablation)."""
+    rubric's ``context_label`` (if it has one), the source, then the output, then the form (scores only, or with
+    :attr:`Rubric.reasons`, or ``reasons`` when given, the score and then a reason). Empty ``steps`` leave the
+    steps section out (G-Eval's "−CoT" ablation)."""
     system, user = prompts.parts("geval_form", 2)
+    form = FORM_HEADINGS[rubric.reasons if reasons is None else reasons]
     low, high = rubric.points
     context_block = f"{rubric.context_label}:\n\n{item.context}\n\n" if rubric.context_label else ""
     system_text = system.format(task_intro=rubric.task_intro, name=rubric.name, low=low, high=high,
@@ -286,16 +311,20 @@ def form_messages(rubric: Rubric, steps: str, item: JudgeItem) -> list[dict[str,
         system_text = system_text.rsplit(STEPS_HEADING, 1)[0].rstrip()
     return [{"role": "system", "content": system_text},
             {"role": "user", "content": user.format(context_block=context_block, source=item.source,
-                                                    output=item.output, name=rubric.name, low=low, high=high)}]
+                                                    output=item.output, name=rubric.name, low=low, high=high,
+                                                    form=form)}]
 
 
 def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: str,
-          n_samples: int = 10) -> list[GEvalResult]:
+          n_samples: int = 10, reasons: bool | None = None) -> list[GEvalResult]:
     """Score each item's output on ``rubric`` (its context shown only under the rubric's ``context_label``).
     Rule verdicts first; then one
     form-filling call per item with logprobs; items whose answer carries no usable logprobs fall back to
-    ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted)."""
-    schema = score_schema(*rubric.points)
+    ``n_samples`` samples at temperature 1 (mean of the valid ones; failed samples are counted). ``reasons``
+    overrides :attr:`Rubric.reasons` (a reason costs generated tokens: a chapter may read the score alone)."""
+    reasons = rubric.reasons if reasons is None else reasons
+    schema = score_schema(*rubric.points, reasons)
+    max_tokens = REASON_MAX_TOKENS if reasons else 4
     results: dict[int, GEvalResult] = {}
     pending = []
     for i, item in enumerate(items):
@@ -304,8 +333,8 @@ def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: s
             results[i] = GEvalResult(rubric.name, True, float(verdict.score), verdict.score, "rule", verdict.reason)
         else:
             pending.append(i)
-    calls = [LLMCall(form_messages(rubric, steps, items[i]), schema, call_label=f"{rubric.name}:{i}", max_tokens=4,
-                     top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
+    calls = [LLMCall(form_messages(rubric, steps, items[i], reasons), schema, call_label=f"{rubric.name}:{i}",
+                     max_tokens=max_tokens, top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name), strict=True):
         if not result.ok:
@@ -315,17 +344,23 @@ def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: s
         if dist is None:
             fallback.append(i)
         else:
-            results[i] = GEvalResult(rubric.name, True, expected_score(dist), result.value.score, "logprobs")
+            results[i] = GEvalResult(rubric.name, True, expected_score(dist), result.value.score, "logprobs",
+                                     getattr(result.value, "reason", None))
     for i in fallback:
         samples = gateway.complete_many(
-            [LLMCall(form_messages(rubric, steps, items[i]), schema, temperature=1.0, seed=s, max_tokens=4,
-                     prefill=SCORE_PREFILL, call_label=f"{rubric.name}:{i}:sample{s}") for s in range(n_samples)],
+            [LLMCall(form_messages(rubric, steps, items[i], reasons), schema, temperature=1.0, seed=s,
+                     max_tokens=max_tokens, prefill=SCORE_PREFILL, call_label=f"{rubric.name}:{i}:sample{s}")
+             for s in range(n_samples)],
             desc=f"{rubric.name} samples")
-        valid = [r.value.score for r in samples if r.ok]
-        results[i] = (GEvalResult(rubric.name, True, sum(valid) / len(valid), max(set(valid), key=valid.count),
-                                  "samples", samples_failed=n_samples - len(valid)) if valid
-                      else GEvalResult(rubric.name, False, failure_kind="all_samples_failed",
-                                       samples_failed=n_samples))
+        valid = [r.value for r in samples if r.ok]
+        if not valid:
+            results[i] = GEvalResult(rubric.name, False, failure_kind="all_samples_failed", samples_failed=n_samples)
+            continue
+        scores = [v.score for v in valid]
+        mode = max(set(scores), key=scores.count)
+        reason = next((getattr(v, "reason", None) for v in valid if v.score == mode), None)
+        results[i] = GEvalResult(rubric.name, True, sum(scores) / len(scores), mode, "samples", reason,
+                                 samples_failed=n_samples - len(valid))
     return [results[i] for i in range(len(items))]
 
 

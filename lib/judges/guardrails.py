@@ -170,3 +170,37 @@ def banned_word_rule(output: str) -> RuleVerdict | None:
 
 # The two ToneEmpathy rules compared in chapter 03: the specification's word list and the study's shaming rule.
 TONE_RULES = {"banned_words": banned_word_rule, "shaming": shaming_rule}
+
+
+# The G-Eval metrics specification's CulturalSensitivity indicators (shared/specs/001_geval_metrics.md): signs against
+# (family support as an unnecessary expense, "set boundaries" said of family, an individual frame of success) and
+# signs for (family comes first, social capital, Ubuntu, the rotating savings groups Ajo and Esusu). The
+# specification gives them to the judge, not to a rule; chapter 03 also reads them literally, to see how often the
+# study's nudges carry any of them.
+CULTURAL_INDICATORS: dict[str, dict[str, re.Pattern[str]]] = {side: {
+    name: re.compile(rx, re.IGNORECASE) for name, rx in patterns.items()} for side, patterns in {
+    "against": {
+        "unnecessary_expense": r"\bunnecessary\s+expenses?\b",
+        "set_boundaries": r"\bset(?:ting)?\s+(?:some\s+|clear\s+|firm\s+)?boundaries\b",
+        "own_success_first": r"\b(?:your\s+own\s+success|put\s+yourself\s+first|look\s+out\s+for\s+number\s+one)\b",
+    },
+    "for": {
+        "family_first": r"\bfamily\s+comes\s+first\b",
+        "social_capital": r"\bsocial\s+capital\b",
+        "ubuntu": r"\bubuntu\b",
+        "savings_group": r"\b(?:ajo|esusu)\b",
+    },
+}.items()}
+
+
+def cultural_indicators(output: str, side: str) -> tuple[str, ...]:
+    """The :data:`CULTURAL_INDICATORS` of ``side`` ("against" or "for") found in the output, as "name: text"."""
+    return tuple(f"{name}: {m.group(0)}" for name, pattern in CULTURAL_INDICATORS[side].items()
+                 if (m := pattern.search(output)))
+
+
+def cultural_against_rule(output: str) -> RuleVerdict | None:
+    """The specification's signs against, read as a rule: any of them scores 1 (its reason the first sign found);
+    otherwise None."""
+    found = cultural_indicators(output, "against")
+    return RuleVerdict(score=1, reason=f"sign against: {found[0]}") if found else None
