@@ -268,6 +268,21 @@ def label_importance(gateway: Gateway, query: str, nuggets: Sequence[str], *, wi
                              ("vital", "okay"), "importance", call_label, window)
 
 
+def relevance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
+    system, shared, tail = prompt_parts("nugget_relevance", 3)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": shared.format(query=query) + "\n"
+             + tail.format(nuggets=numbered(nuggets), n=len(nuggets))}]
+
+
+def label_relevance(gateway: Gateway, query: str, nuggets: Sequence[str], *, window: int = WINDOW,
+                    call_label: str = "nuggets") -> tuple[list[str | None], list[BatchFailure]]:
+    """``relevant`` / ``partly_relevant`` / ``not_relevant`` to ``query`` per nugget (None for the nuggets of a failed
+    batch): the nuggetized RAG triad's answer relevance of each nugget (:mod:`lib.triads`)."""
+    return _labelled_batches(gateway, len(nuggets), lambda s, e: relevance_messages(query, nuggets[s:e]),
+                             ("relevant", "partly_relevant", "not_relevant"), "relevance", call_label, window)
+
+
 def assignment_messages(query: str, answer: str, nuggets: Sequence[str], grades: int = 3) -> list[dict[str, str]]:
     system, shared, tail = prompt_parts("nugget_assignment", 3)
     return [{"role": "system", "content": system.format(label_definitions=_LABEL_DEFINITIONS[grades],

@@ -180,6 +180,15 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "weighted": "Σ w·s / Σ w, w(vital) 1, w(okay) 0.5 (this study's addition)",
         "model": "judge model identity",
     },
+    "triad_scores": {
+        "qid": "TREC RAG25 topic",
+        "variant": "the answer: clean, unsupported or irrelevant (lib.triads.VARIANTS)",
+        "triad": "traditional (one call, E[g] / 3) or nuggetized (importance-weighted nugget labels)",
+        "component": "groundedness or relevance",
+        "score": "0–1; NaN where the call failed or no nugget has every label",
+        "scored_by": "logprobs or argmax (traditional), labels (nuggetized)",
+        "failure_kind": "the traditional call's failure, if any",
+    },
     "monitor_days": {
         "day": "simulated day (YYYY-MM-DD)",
         "judged": "sampled queries judged successfully",

@@ -234,13 +234,23 @@ def _tables(**changes):
         "rag_assignment": _assignment(shown_with=2, shown_without=0, held_with=0, held_without=1),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
         "monitor_judgments": _judgments([0.02, -0.01] * 5),
-        "monitor_rules": rules, "monitor_plan": plan}
+        "monitor_rules": rules, "monitor_plan": plan,
+        # the triads: every clean answer above its defective copies on both triads (tests/test_triads.py varies it)
+        "triad_construction": pd.DataFrame([{"entry_id": str(t), "kind": k, "cos_query": q, "cos_notes": n}
+                                            for t in range(10) for k, q, n in (("real", 0.6, 0.8),
+                                                                               ("unsupported", 0.5, 0.3),
+                                                                               ("irrelevant", 0.1, 0.2))]),
+        "triad_scores": pd.DataFrame([{"qid": str(t), "variant": v, "triad": tr, "component": c,
+                                       "score": 0.9 - 0.2 * (v != "clean") - 0.01 * (tr == "traditional") * t}
+                                      for t in range(10) for v in ("clean", "unsupported", "irrelevant")
+                                      for tr in ("traditional", "nuggetized") for c in ("groundedness", "relevance")])}
     return tables | changes
 
 
 PARAMS = {"primary_score": "vital", "primary_rho": 0.3, "importance_kappa": 0.4, "vital_question_share": 0.5,
           "answers_per_question": 4, "alpha": 0.05, "power": 0.8, "embedding_threshold": 0.6, "monitor_drop": 0.05,
-          "degraded_day": "d3", "recheck_day": "d5", "logged_per_day": 2, "seed": 0, "bootstrap_resamples": 200}
+          "degraded_day": "d3", "recheck_day": "d5", "logged_per_day": 2, "triad_margin": 0.1, "seed": 0,
+          "bootstrap_resamples": 200}
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import embeddings, monitor, tables, verdicts
+from lib import embeddings, known_answers, monitor, rag, tables, triads, verdicts
 from lib import nuggets as nug
 from lib.analysis import validity
 from lib.analysis.comparisons import holm_both_directions
@@ -602,6 +602,107 @@ class MonitorEvidence:
     logged_per_day: int
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Both RAG triads on clean and defective answers (lib.triads): declared in issue #35 before their run.
+
+TRIAD_SYSTEMS = {"traditional": "traditional RAG triad (one call, E[g] of each grade)",
+                 "nuggetized": "nuggetized RAG triad (importance-weighted nugget labels)"}
+TRIAD_CONSTRUCTS = {"unsupported": "sentences stating facts absent from the context",
+                    "irrelevant": "sentences about another topic"}
+CONSTRUCTION_SCORE = {"unsupported": "cos_notes", "irrelevant": "cos_query"}  # the MiniLM reading of each defect
+
+
+def triad_topic_ids(all_qids: Sequence[str], answered: Sequence[str], n: int, seed: int) -> list[str]:
+    """The triad check's topics, nested on the answered ones: ``answered`` first, then a seeded draw
+    (:func:`lib.analysis.validity.sample_ids`) of the other topics up to ``n`` (all of them when n ≤ len(answered))."""
+    rest = sorted(set(all_qids) - set(answered), key=int)
+    extra = validity.sample_ids(rest, max(0, n - len(answered)), seed, key=int) if n > len(answered) else []
+    return [*answered, *extra]
+
+
+def triad_assessed(human: pd.DataFrame, answered: Sequence[str], assessed: pd.DataFrame, qids: Sequence[str],
+                   per_topic: int, seed: int) -> pd.DataFrame:
+    """The sampled NIST nuggets of the triad topics: the answered topics' sample as drawn for section B, the other
+    topics' drawn the same way (:func:`lib.rag.assessed_nuggets`) with its own generator, so section B's draw is
+    unchanged."""
+    extra = [q for q in qids if q not in set(answered)]
+    parts = [assessed[assessed.qid.isin(answered)].drop(columns="in_context", errors="ignore")]
+    if extra:
+        parts.append(rag.assessed_nuggets(human, extra, per_topic, seed))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _topic_auc(values: pd.DataFrame, score: str, seed: int, n_resamples: int) -> Interval:
+    """Mean over topics (``entry_id``) of the AUC of the ``real`` rows over the others on ``score``
+    (:func:`lib.known_answers.entry_auc`), with its interval over topics."""
+    per_topic = [(t, known_answers.entry_auc(p.loc[p.kind == "real", score], p.loc[p.kind != "real", score]))
+                 for t, p in values.groupby("entry_id", sort=False)]
+    per_topic = [(t, a) for t, a in per_topic if np.isfinite(a)]
+    return unit_bootstrap(np.mean, [np.array([a for _, a in per_topic])], [t for t, _ in per_topic], "topics", seed,
+                          n_resamples)
+
+
+def triad_construction_verdicts(construction: pd.DataFrame, margin: float, seed: int, n_resamples: int
+                                ) -> tuple[Verdict, ...]:
+    """Each defect shown worse without a judge (``05.triad.construction.<defect>``): AUC over topics of the clean
+    answer's sentences over the injected ones on MiniLM cosine to the notes (unsupported) or to the query
+    (irrelevant), against 0.5 ± ``margin``."""
+    out = []
+    for defect in triads.DEFECTS:
+        score = CONSTRUCTION_SCORE[defect]
+        auc = _topic_auc(construction[construction.kind.isin(["real", defect])], score, seed, n_resamples)
+        out.append(verdict(CHAPTER, f"triad.construction.{defect}", f"{defect} sentences (construction)",
+                           f"{TRIAD_CONSTRUCTS[defect]}: the answer's own sentences are closer (MiniLM, {score})",
+                           Claim("known answer", 0.5, "higher", margin), f"AUC (answer sentence over injected, "
+                           f"{score})", auc.value, auc.low, auc.high, "topics", auc.units, "triad_construction"))
+    return tuple(out)
+
+
+def triad_verdicts(drops: pd.DataFrame, margin: float, alpha: float, seed: int, n_resamples: int
+                   ) -> tuple[Verdict, ...]:
+    """The triads' known answers and their comparison (``drops``: :func:`lib.triads.drops`).
+
+    ``05.triad.<triad>.<component>.<defect>`` for the component each defect is built to lower
+    (:data:`lib.triads.DECLARED`): per topic 1 when the clean answer scores above the defective one, ½ when equal, 0
+    below; mean over topics against 0.5 ± ``margin``. ``05.triad.nuggetized.vs_traditional.<defect>``: per topic the
+    nuggetized triad's drop minus the traditional one's (both 0–1), mean over topics, exact sign-flip test over topics
+    in the declared direction (higher) and the opposite, Holm over both defects and both directions. All were
+    declared before the run, on topics no triad choice was made on: confirmatory."""
+    out = []
+    for triad in triads.TRIADS:
+        for defect, component in triads.DECLARED.items():
+            part = drops[(drops.triad == triad) & (drops.component == component) & (drops.defect == defect)]
+            wins = np.sign(part["drop"].to_numpy()) * 0.5 + 0.5
+            auc = unit_bootstrap(np.mean, [wins], part.qid.tolist(), "topics", seed, n_resamples)
+            out.append(verdict(
+                CHAPTER, f"triad.{triad}.{component}.{defect}", TRIAD_SYSTEMS[triad],
+                f"{component} lower for an answer with {TRIAD_CONSTRUCTS[defect]} than for the clean answer",
+                Claim("known answer", 0.5, "higher", margin), "AUC (clean over defective)", auc.value, auc.low,
+                auc.high, "topics", auc.units, "triad_scores", confirmatory=True,
+                depends_on=[f"05.triad.construction.{defect}"]))
+    differences, tests = {}, {}
+    for defect, component in triads.DECLARED.items():
+        wide = (drops[(drops.component == component) & (drops.defect == defect)]
+                .pivot(index="qid", columns="triad", values="drop").dropna())
+        differences[defect] = wide["nuggetized"] - wide["traditional"]
+        tests[defect] = [sign_flip_test(differences[defect].to_numpy(), seed, alternative=side)
+                         for side in ("greater", "less")]
+    p, p_against = holm_both_directions([tests[d][0].p for d in triads.DEFECTS],
+                                        [tests[d][1].p for d in triads.DEFECTS])
+    for i, defect in enumerate(triads.DEFECTS):
+        d = differences[defect]
+        mean = unit_bootstrap(np.mean, [d.to_numpy()], d.index.tolist(), "topics", seed, n_resamples)
+        out.append(verdict(
+            CHAPTER, f"triad.nuggetized.vs_traditional.{defect}", TRIAD_SYSTEMS["nuggetized"],
+            f"sees {TRIAD_CONSTRUCTS[defect]} better than the traditional triad: its {triads.DECLARED[defect]} drops "
+            f"more", Claim("comparison", 0.0, "higher", alpha=alpha),
+            "mean drop difference (nuggetized − traditional, 0–1)", mean.value, mean.low, mean.high, "topics",
+            mean.units, "triad_scores", test=f"{tests[defect][0].method}, Holm over both defects and directions",
+            p=p[i], p_against=p_against[i], confirmatory=True,
+            depends_on=[f"05.triad.{t}.{triads.DECLARED[defect]}.{defect}" for t in triads.TRIADS]))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Findings:
     """Chapter 05's decisions (:class:`lib.verdicts.Verdict`) and the evidence its prose states."""
@@ -617,6 +718,8 @@ class Findings:
     notes_held_out: Verdict
     release_overall: Verdict
     release_groundedness: Verdict
+    triad_construction: tuple[Verdict, ...]
+    triads: tuple[Verdict, ...]
     plan: Plan
     alce: AlceEvidence
     creation: CreationEvidence
@@ -627,7 +730,7 @@ class Findings:
         """Every verdict the chapter states, the primary first."""
         return (self.primary, self.vital_questions, self.ceiling, self.primary_pooled, self.secondary_within,
                 self.secondary_pooled, self.length_within, self.importance, self.notes_shown, self.notes_held_out,
-                self.release_overall, self.release_groundedness)
+                self.release_overall, self.release_groundedness, *self.triad_construction, *self.triads)
 
 
 def _correlation_verdict(key: str, system: str, construct: str, row: pd.Series, kind: str, claim: Claim,
@@ -651,9 +754,12 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     (:func:`creation_table`), ``recall`` (:func:`recall_summary`), ``evaluated`` (the NIST nuggets with matches and
     ``judge_importance``), ``importance`` (:meth:`ImportanceAgreement.table`), ``rag_assignment``
     (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
-    (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`).
+    (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
+    (:func:`lib.triads.construction_scores`), ``triad_scores`` (:func:`lib.triads.traditional` and
+    :func:`lib.triads.nuggetized`).
     ``params``: primary_score, primary_rho, importance_kappa, vital_question_share, answers_per_question, alpha,
-    power, embedding_threshold, monitor_drop, degraded_day, recheck_day, logged_per_day, seed, bootstrap_resamples.
+    power, embedding_threshold, monitor_drop, degraded_day, recheck_day, logged_per_day, triad_margin, seed,
+    bootstrap_resamples.
 
     The primary (declared before any run, so confirmatory; the pilot's questions set only the number of answers per
     question): the primary score's mean within-question ρ with ALCE utility on the non-empty answers, interval over
@@ -816,9 +922,14 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         items_a_day=int(declared["items a day at the default rate"]), per_item_sd=float(declared["per-item SD"]),
         items_judged=int(declared["items judged"]), logged_per_day=int(params["logged_per_day"]))
 
+    triad_margin = float(params["triad_margin"])
+    triad_construction = triad_construction_verdicts(tables["triad_construction"], triad_margin, seed, resamples)
+    triad_rows = triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
+                                resamples)
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
                     length_within, importance, notes_verdicts[0], notes_verdicts[1], release_verdicts[0],
-                    release_verdicts[1], plan, alce_evidence, creation, rag25, monitor_evidence)
+                    release_verdicts[1], triad_construction, triad_rows, plan, alce_evidence, creation, rag25,
+                    monitor_evidence)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -897,8 +1008,14 @@ def summary(f: Findings) -> str:
         f"be caught with probability {m.declared_power:.2f} (per-item SD {m.per_item_sd:.3f} over the "
         f"{m.items_judged} items of the normal days, the baseline taken as known: optimistic with a baseline this "
         f"short); " + measured,
+        "**Both RAG triads** (declared before their run, confirmatory): " + triads_text(f),
     ]
     return "\n".join(f"* {line}" for line in lines)
+
+
+def triads_text(f: Findings) -> str:
+    """The triad section's sentences: each defect's construction, each triad's known answer, the comparison."""
+    return " ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
 
 
 def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
