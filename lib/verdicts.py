@@ -29,10 +29,14 @@ A verdict is ``confirmatory`` when its question, threshold and method were decla
 the check are built (it then tests the code, not the metric). ``depends_on`` names the verdicts that qualify it
 (the caveat a headline must carry, e.g. a ranking comparison judged by a judge that is blind to the difference
 the ranker is about).
+
+Each seed system the study reproduces from a specification (:data:`SEED_SYSTEMS`) owns the verdict keys that judge
+it; :func:`matrix` sets every one of them against its verdicts, one without a row included.
 """
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -273,3 +277,100 @@ def table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                           "verdict": v.verdict, "evidence": evidence_text(v),
                           "by construction": "yes" if v.by_construction else "",
                           "confirmatory": "yes" if v.confirmatory else ""} for v in verdicts])
+
+
+@dataclass(frozen=True)
+class SeedSystem:
+    """One of the judge-based systems the study reproduces from a specification (``../shared/specs/<spec>``,
+    mapped to chapters by that folder's README), and the verdict keys that judge it: ``keys`` are
+    :func:`fnmatch.fnmatchcase` patterns over ``Verdict.key``; ``chapter`` is the chapter that runs it and shows it.
+    A key belongs to at most one seed system (:func:`seed_system`)."""
+
+    name: str
+    spec: str
+    chapter: str
+    keys: tuple[str, ...]
+
+    @property
+    def chapters(self) -> str:
+        """The chapters that state its verdicts or run it, from ``chapter`` and its key patterns: "05, 07"."""
+        return ", ".join(sorted({self.chapter, *(pattern[:2] for pattern in self.keys)}))
+
+
+# Every seed system of issue #35, in the order the front page lists them. Patterns name keys of rows the chapters
+# write today and of rows still to come (the triads, CulturalSensitivity, nugget creation): a system whose rows do
+# not exist yet shows "no verdict yet" in the matrix.
+SEED_SYSTEMS: tuple[SeedSystem, ...] = (
+    SeedSystem("nudge relevance judge", "000_nudge_ranking.md", "03", ("03.known_answer.*", "03.first_candidate")),
+    SeedSystem("rankers", "000_nudge_ranking.md", "04", ("02.*", "04.*")),
+    SeedSystem("ToneEmpathy", "001_geval_metrics.md", "03", ("03.geval.ToneEmpathy.*", "03.rule.tone.*")),
+    SeedSystem("CulturalSensitivity", "001_geval_metrics.md", "03",
+               ("03.geval.CulturalSensitivity.*", "03.rule.cultural.*")),
+    SeedSystem("FinancialSafety", "001_geval_metrics.md", "03", ("03.guardrail.FinancialSafety*",)),
+    SeedSystem("nugget creation", "002_nuggetized_feedback.md", "05", ("05.*creation*",)),
+    SeedSystem("nugget importance", "002_nuggetized_feedback.md", "05", ("05.*importance*",)),
+    SeedSystem("nugget assignment", "002_nuggetized_feedback.md", "05", ("05.rag25.notes.*", "05.*assignment*")),
+    # ALCE's importance row belongs to importance above, so the ALCE rows are named one reading at a time; the
+    # human ceiling and the length baseline are the references the scores are read against.
+    SeedSystem("nugget scores", "002_nuggetized_feedback.md", "05",
+               ("05.primary", "05.alce.vital.*", "05.alce.all.*", "05.alce.length.*", "05.alce.human_ceiling",
+                "07.nuggets.*")),
+    SeedSystem("traditional RAG triad", "002_nuggetized_feedback.md", "05", ("05.triad.traditional.*",)),
+    SeedSystem("nuggetized RAG triad", "002_nuggetized_feedback.md", "05", ("05.triad.nuggetized.*",)),
+    SeedSystem("nightly monitor", "003_nightly_evaluation.md", "05", ("05.monitor.*", "07.monitor*")),
+    # 06.judge_vs_tas judges the conversation judge, so TAS/CAS names its own rows of chapter 06.
+    SeedSystem("TAS/CAS", "004_crs_preference_shift.md", "06",
+               ("06.primary", "06.known_behaviour*", "06.known_answer.*", "07.construct.*")),
+    SeedSystem("conversation judge", "004_crs_preference_shift.md", "06", ("06.judge_vs_tas", "07.crs_judge.*")),
+    SeedSystem("relevance judge on DL19", "000_nudge_ranking.md", "07",
+               ("07.primary*", "07.relevance.*", "07.bias.*")),
+    SeedSystem("G-Eval on SummEval", "001_geval_metrics.md", "07", ("07.geval.*",)),
+)
+# Verdict keys that judge no seed system, each pattern with the reason.
+UNASSIGNED: tuple[tuple[str, str], ...] = (
+    ("01.construction.*", "they check the study's known answers (is each distractor worse by construction, seen "
+                          "without the judge), which qualify chapter 03's rows; they judge no seed system"),
+)
+NO_VERDICT_YET = "no verdict yet"
+NO_SEED_SYSTEM = "no pattern of a seed system or of UNASSIGNED names them"
+
+
+def seed_system(key: str) -> str | None:
+    """The name of the seed system whose patterns match verdict ``key`` (None: no seed system's); a key that
+    matches two systems is an error in :data:`SEED_SYSTEMS`, never resolved by their order."""
+    names = [s.name for s in SEED_SYSTEMS if any(fnmatch.fnmatchcase(key, pattern) for pattern in s.keys)]
+    if len(names) > 1:
+        raise ValueError(f"verdict key {key!r} matches more than one seed system: {names}")
+    return names[0] if names else None
+
+
+def unassigned(keys: Iterable[str]) -> dict[str, list[str]]:
+    """The ``keys`` of no seed system by the reason they are left out (:data:`UNASSIGNED`); a key that no pattern
+    there names is under :data:`NO_SEED_SYSTEM` (a new row whose system :data:`SEED_SYSTEMS` does not name yet)."""
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        if seed_system(key) is None:
+            reason = next((why for pattern, why in UNASSIGNED if fnmatch.fnmatchcase(key, pattern)), NO_SEED_SYSTEM)
+            out.setdefault(reason, []).append(key)
+    return out
+
+
+def matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """The seed systems against their verdicts, from a ``verdicts`` table: one row per :data:`SEED_SYSTEMS` entry
+    in order with its spec, chapters, number of rows, the count of each word of :data:`VERDICTS`, its lead verdict
+    (its first primary row, else its first row, in table order, as :func:`sentence`; :data:`NO_VERDICT_YET` when
+    it has none) and whether any of its rows is confirmatory. Rows of no seed system are not counted."""
+    by_system: dict[str | None, list[Verdict]] = {}
+    for v in records(table):
+        by_system.setdefault(seed_system(v.key), []).append(v)
+    rows = []
+    for system in SEED_SYSTEMS:
+        found = by_system.get(system.name, [])
+        lead = next((v for v in found if v.primary), found[0] if found else None)
+        rows.append({"seed system": system.name, "spec": system.spec, "chapter(s)": system.chapters,
+                     "rows": len(found),
+                     **{word: sum(v.verdict == word for v in found) for word in VERDICTS},
+                     "lead verdict": NO_VERDICT_YET if lead is None else sentence(lead),
+                     "confirmatory": any(v.confirmatory for v in found)})
+    return pd.DataFrame(rows, columns=["seed system", "spec", "chapter(s)", "rows", *VERDICTS, "lead verdict",
+                                       "confirmatory"])

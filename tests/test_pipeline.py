@@ -194,6 +194,31 @@ def test_front_page(tmp_path: Path) -> None:
     assert "| 05\\_new | 3 | 4 | 3,000 | 30 | 2.5 |" in text
     assert "| **total** | 5 | 7 | 5,000 | 50 | 3.8 |" in text
     assert front_page.render(chapters, notebooks, {"01_nudge_candidates"}, tables, ledgers).count("](") == 1
+    # the seed-system matrix after the chapters' headlines and before every verdict, with its legend
+    assert text.index("## Chapters") < text.index("## Seed systems") < text.index("## Every verdict")
+    assert front_page.legend() in text and all(f"**{word}** — " in front_page.legend() for word in verdicts.VERDICTS)
+    section = text[text.index("## Seed systems"):text.index("## Every verdict")]
+    matrix_rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in section.splitlines()[2:]
+                   if line.startswith("| ") and not line.startswith("| seed system |")}
+    assert list(matrix_rows) == [front_page.markdown_text(s.name) for s in verdicts.SEED_SYSTEMS]
+    judge = matrix_rows["nudge relevance judge"]
+    assert judge[1:10] == ["`000_nudge_ranking.md`", "03", "2", "1", "0", "0", "0", "0", "1"]
+    assert judge[10] == items["[03 · Labels](03_judge_labeling.ipynb)"].split(" Caveat: ")[0]  # the primary row
+    assert judge[11] == "yes |"
+    assert matrix_rows["CulturalSensitivity"][3:] == ["0"] * 7 + [verdicts.NO_VERDICT_YET, " |"]
+
+
+def test_front_page_seed_matrix_names_rows_of_no_seed_system_and_needs_no_table(tmp_path: Path) -> None:
+    before = front_page.seed_matrix(tmp_path)  # no chapter has run: every seed system, none with a verdict
+    assert before.count(verdicts.NO_VERDICT_YET) == len(verdicts.SEED_SYSTEMS) and "Not in the matrix" not in before
+    construction = verdicts.verdict("01", "construction.tone", "tone distractor (construction)", "is dismissive",
+                                    verdicts.Claim("known answer", 0.5, margin=0.1), "AUC", 1.0, 0.9, 1.0, "entries",
+                                    40, "construction_scores")
+    verdicts.frame([construction]).to_parquet(tmp_path / "verdicts.parquet")
+    after = front_page.seed_matrix(tmp_path)
+    assert after.count(verdicts.NO_VERDICT_YET) == len(verdicts.SEED_SYSTEMS)
+    assert after.endswith(f"Not in the matrix: `01.construction.tone`: "
+                          f"{front_page.markdown_text(verdicts.UNASSIGNED[0][1])}.")
 
 
 def test_committed_report_has_no_machine_paths() -> None:

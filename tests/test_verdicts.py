@@ -1,10 +1,11 @@
 """The decision rule of every verdict (lib.verdicts.decide), the records' table round trip and the formatters."""
+import fnmatch
 import math
 
 import pandas as pd
 import pytest
 
-from lib import tables, verdicts
+from lib import paths, tables, verdicts
 from lib.verdicts import Claim, decide, verdict
 
 NAN = math.nan
@@ -121,3 +122,101 @@ def test_changes_against_an_earlier_run():
                                            "claims to measure": "ranks better than embedding on NDCG@3",
                                            "earlier": "undetermined", "now": "ruled out"}]
     assert isinstance(verdicts.table([a, b]), pd.DataFrame)
+
+
+# The verdicts table as committed (not STUDY_OUTPUT_DIR's): the rows the report states.
+COMMITTED = paths.ROOT / "outputs" / "tables" / "verdicts.parquet"
+SPECS = paths.ROOT.parent / "shared" / "specs"
+
+
+def _row(key: str, outcome: str, *, primary: bool = False, confirmatory: bool = False) -> verdicts.Verdict:
+    """A verdict with key ``key`` whose claim decides ``outcome`` (a known-answer word for a known answer)."""
+    low, high = {"sees": (0.7, 0.9), "holds": (0.7, 0.9), "blind": (0.45, 0.55), "ruled out": (0.45, 0.55),
+                 "fails": (0.1, 0.3), "undetermined": (0.3, 0.7)}[outcome]
+    check: verdicts.Check = "known answer" if outcome in ("sees", "blind") else "comparison"
+    chapter, name = key.split(".", 1)
+    return verdict(chapter, name, f"system of {key}", "claims", Claim(check, 0.5, margin=0.1), "AUC",
+                   (low + high) / 2, low, high, "entries", 40, "t", primary=primary, confirmatory=confirmatory)
+
+
+@pytest.mark.parametrize("key, system", [
+    ("03.known_answer.value_mismatch.expected_grade", "nudge relevance judge"),
+    ("02.self_confidence_restates_order", "rankers"),
+    ("05.alce.importance.vital_questions", "nugget importance"),  # an ALCE row that is not a nugget score
+    ("05.alce.vital.pooled", "nugget scores"),
+    ("06.judge_vs_tas", "conversation judge"),  # a chapter-06 row that is not TAS/CAS
+    ("06.known_behaviour_by_matcher", "TAS/CAS"),
+    ("07.monitor", "nightly monitor"),
+    ("07.primary.outside_pilot", "relevance judge on DL19"),
+    ("05.triad.nuggetized.groundedness.unsupported", "nuggetized RAG triad"),  # rows still to come
+    ("03.geval.CulturalSensitivity.negative_indicators", "CulturalSensitivity"),
+    ("01.construction.tone", None),
+])
+def test_seed_system_of_a_key(key, system):
+    assert verdicts.seed_system(key) == system
+
+
+def test_a_key_matching_two_seed_systems_is_an_error(monkeypatch):
+    monkeypatch.setattr(verdicts, "SEED_SYSTEMS", (verdicts.SeedSystem("a", "s.md", "05", ("05.*",)),
+                                                   verdicts.SeedSystem("b", "s.md", "05", ("05.primary",))))
+    with pytest.raises(ValueError, match="more than one seed system"):
+        verdicts.seed_system("05.primary")
+    assert verdicts.seed_system("05.other") == "a"
+
+
+def test_seed_systems_are_named_once_with_their_chapters_and_specs():
+    names = [s.name for s in verdicts.SEED_SYSTEMS]
+    assert len(names) == len(set(names)) == 16
+    chapters = {s.name: s.chapters for s in verdicts.SEED_SYSTEMS}
+    assert (chapters["rankers"], chapters["nugget scores"], chapters["FinancialSafety"]) == ("02, 04", "05, 07", "03")
+    if SPECS.is_dir():  # the specifications sit beside the repository, not in it
+        assert {s.spec for s in verdicts.SEED_SYSTEMS} == {p.name for p in SPECS.glob("0*.md")}
+
+
+def test_every_committed_verdict_key_has_one_seed_system_or_a_reason():
+    keys = pd.read_parquet(COMMITTED)["key"].tolist()
+    systems = {key: verdicts.seed_system(key) for key in keys}  # raises on a key of two systems
+    reasons = {key: [p for p, _ in verdicts.UNASSIGNED if fnmatch.fnmatchcase(key, p)] for key in keys}
+    assert [k for k in keys if systems[k] is None and len(reasons[k]) != 1] == []
+    assert [k for k in keys if systems[k] is not None and reasons[k]] == []  # a key is either assigned or not
+    assert verdicts.NO_SEED_SYSTEM not in verdicts.unassigned(keys)
+
+
+def test_unassigned_keys_by_reason():
+    reason = verdicts.UNASSIGNED[0][1]
+    assert verdicts.unassigned(["01.construction.tone", "05.primary", "99.new"]) == {
+        reason: ["01.construction.tone"], verdicts.NO_SEED_SYSTEM: ["99.new"]}
+
+
+def test_matrix_counts_outcomes_and_leads_with_the_primary_row():
+    rows = [_row("04.secondary.a", "undetermined"), _row("04.primary", "ruled out", primary=True),
+            _row("02.restates", "holds"),
+            _row("03.known_answer.b", "blind"), _row("03.known_answer.a", "sees", confirmatory=True),
+            _row("03.guardrail.FinancialSafety", "fails"),
+            _row("01.construction.tone", "sees")]  # of no seed system: not counted
+    table = verdicts.matrix(verdicts.frame(rows)).set_index("seed system")
+    assert list(table.index) == [s.name for s in verdicts.SEED_SYSTEMS]
+    assert list(table.columns) == ["spec", "chapter(s)", "rows", *verdicts.VERDICTS, "lead verdict", "confirmatory"]
+    assert table["rows"].sum() == 6
+    rankers = table.loc["rankers"]
+    assert (rankers["rows"], rankers["ruled out"], rankers["holds"], rankers["undetermined"], rankers["sees"]) == (
+        3, 1, 1, 1, 0)
+    assert rankers["lead verdict"] == verdicts.sentence(rows[1])  # the primary, though not the first row
+    judge = table.loc["nudge relevance judge"]
+    assert judge["lead verdict"] == verdicts.sentence(rows[3])  # no primary: the first row in table order
+    assert (judge["blind"], judge["sees"], judge["confirmatory"]) == (1, 1, True)
+    assert (table.loc["FinancialSafety", "fails"], table.loc["FinancialSafety", "confirmatory"]) == (1, False)
+    tone = table.loc["ToneEmpathy"]
+    assert (tone["rows"], tone["lead verdict"], tone["confirmatory"]) == (0, verdicts.NO_VERDICT_YET, False)
+    assert (tone[list(verdicts.VERDICTS)] == 0).all()
+
+
+def test_matrix_of_an_empty_table_lists_every_seed_system():
+    table = verdicts.matrix(verdicts.frame([]))
+    assert len(table) == len(verdicts.SEED_SYSTEMS) and (table["lead verdict"] == verdicts.NO_VERDICT_YET).all()
+
+
+def test_every_seed_system_has_a_verdict():
+    """Issue #35's "done when": the committed verdicts table has a row for every seed system."""
+    table = verdicts.matrix(pd.read_parquet(COMMITTED))
+    assert table.loc[table["rows"] == 0, "seed system"].tolist() == []

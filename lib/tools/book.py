@@ -17,8 +17,8 @@ are; only the book's copies change):
   figure's own title — nothing typed by hand.
 * **plotly.js once**: the figures' HTML carries no plotly.js (:func:`lib.plots.show`); the book ships one copy
   from the installed plotly package as a static file loaded by every page.
-* **The front page** (:mod:`lib.tools.front_page`) is the book's first page, with each chapter's primary verdict
-  and every verdict of the study.
+* **The front page** (:mod:`lib.tools.front_page`) is the book's first page, with each chapter's primary verdict,
+  the seed systems against their verdicts and every verdict of the study.
 
 Byte-stable: the source is rebuilt from scratch each time (no incremental state), the build runs in a fresh
 folder, and only the HTML site is kept (no pickled doctrees, no ``_sources`` copies of the notebooks, no

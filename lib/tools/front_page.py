@@ -1,6 +1,6 @@
 """The report's front page, the book's first page (:mod:`lib.tools.book`): the chapters in order with their
-titles, headlines and links, every verdict of the study, and the LLM work summed over every ledger, as MyST
-Markdown.
+titles, headlines and links, the seed systems against their verdicts (:func:`lib.verdicts.matrix`), every verdict of
+the study, and the LLM work summed over every ledger, as MyST Markdown.
 
 Titles come from each notebook's first markdown heading. A chapter's headline is its declared primary verdict
 with the verdicts that qualify it (the ``verdicts`` table, :func:`lib.verdicts.headline`); a chapter without a
@@ -115,6 +115,30 @@ def verdict_table(tables: Path) -> str:
     return "\n".join(lines)
 
 
+def legend() -> str:
+    """The words of :data:`lib.verdicts.VERDICTS` with their meanings, on one line."""
+    return "Verdicts: " + "; ".join(f"**{word}** — {meaning}" for word, meaning in verdicts.VERDICTS.items()) + "."
+
+
+def seed_matrix(tables: Path) -> str:
+    """Every seed system of :data:`lib.verdicts.SEED_SYSTEMS` against its verdicts as a Markdown table
+    (:func:`lib.verdicts.matrix`; a system without a row says so), then the verdict keys of no seed system with
+    the reason they are left out (:func:`lib.verdicts.unassigned`)."""
+    path = tables / "verdicts.parquet"
+    found = verdicts.frame(map(shown, verdicts.records(pd.read_parquet(path)) if path.exists() else []))
+    table = verdicts.matrix(found)
+    words = list(verdicts.VERDICTS)
+    lines = [f"| seed system | spec | chapters | rows | {' | '.join(words)} | lead verdict | confirmatory |",
+             f"|---|---|---|---:|{'---:|' * len(words)}---|---|"]
+    for row in table.to_dict("records"):
+        counts = " | ".join(str(row[word]) for word in words)
+        lines.append(f"| {markdown_text(row['seed system'])} | `{row['spec']}` | {row['chapter(s)']} | "
+                     f"{row['rows']} | {counts} | {row['lead verdict']} | {'yes' if row['confirmatory'] else ''} |")
+    left_out = [f"{', '.join(f'`{key}`' for key in keys)}: {markdown_text(reason)}."
+                for reason, keys in verdicts.unassigned(found["key"]).items()]
+    return "\n".join(lines) + "".join(f"\n\nNot in the matrix: {text}" for text in left_out)
+
+
 def ledger_rows(ledgers: Path) -> dict[str, dict[str, float]]:
     """``LEDGER_COLUMNS`` of every ``*.json`` ledger, by file stem in name order (a fixed summation order,
     so the float total is the same on every run)."""
@@ -155,11 +179,18 @@ folded: a chapter's "show code" toggles open it, and its parameters are listed w
 
 {chr(10).join(items)}
 
+## Seed systems
+
+Each judge-based system the study reproduces from its specification, with the count of its verdicts by outcome
+and its lead verdict: its primary question where it has one, else its first verdict.
+
+{legend()}
+
+{seed_matrix(tables)}
+
 ## Every verdict
 
-Verdicts: sees / blind (known answers), holds / fails / ruled out (equivalence within the smallest effect of
-interest) / undetermined. Evidence: the estimate with its 95% interval over the independent unit and the
-threshold of the claim.
+Evidence: the estimate with its 95% interval over the independent unit and the threshold of the claim.
 
 {verdict_table(tables)}
 
