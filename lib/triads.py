@@ -157,6 +157,22 @@ def nugget_labels(gateway: Gateway, answers: pd.DataFrame, notes: dict[str, list
     return pd.DataFrame(rows, columns=["qid", "nugget", "origin", "importance", "support", "relevance"])
 
 
+def creation_recall(labels: pd.DataFrame, answers: pd.DataFrame, notes: dict[str, list[str]], embed: Embed,
+                    threshold: float) -> pd.DataFrame:
+    """Step 1 on its own: the share of each topic's notes that some nugget created from its clean answer states
+    (MiniLM cosine ≥ ``threshold``, the chapter's embedding match), beside the share the query alone reaches (a
+    creator that only restated the query). Columns qid, created, notes, recall_created, recall_query."""
+    rows = []
+    for qid, part in answers[answers.variant == "clean"].groupby("qid", sort=False):
+        created = labels[(labels.qid == qid) & (labels.origin == "answer")].nugget.tolist()
+        note_vectors = embed(notes[qid])
+        query_hits = similarity(embed([part.query.iloc[0]]), note_vectors)[0] >= threshold
+        hits = (similarity(embed(created), note_vectors) >= threshold).any(axis=0) if created else query_hits & False
+        rows.append({"qid": qid, "created": len(created), "notes": len(notes[qid]),
+                     "recall_created": float(hits.mean()), "recall_query": float(query_hits.mean())})
+    return pd.DataFrame(rows, columns=["qid", "created", "notes", "recall_created", "recall_query"])
+
+
 def weighted_score(importance: Sequence[str | None], values: Sequence[float | None]) -> float:
     """Σ_i w_i·v_i / Σ_i w_i over the nuggets with both labels (w: 1 vital, :data:`OKAY_WEIGHT` okay); NaN when
     none has both."""

@@ -330,6 +330,8 @@ SEED_SYSTEMS: tuple[SeedSystem, ...] = (
 UNASSIGNED: tuple[tuple[str, str], ...] = (
     ("01.construction.*", "they check the study's known answers (is each distractor worse by construction, seen "
                           "without the judge), which qualify chapter 03's rows; they judge no seed system"),
+    ("05.triad.construction.*", "they check the triads' known answers (is each injected defect worse, seen by "
+                                "MiniLM without a judge), which qualify chapter 05's triad rows"),
 )
 NO_VERDICT_YET = "no verdict yet"
 NO_SEED_SYSTEM = "no pattern of a seed system or of UNASSIGNED names them"

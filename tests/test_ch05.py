@@ -240,6 +240,8 @@ def _tables(**changes):
                                             for t in range(10) for k, q, n in (("real", 0.6, 0.8),
                                                                                ("unsupported", 0.5, 0.3),
                                                                                ("irrelevant", 0.1, 0.2))]),
+        "triad_creation": pd.DataFrame({"qid": [str(t) for t in range(10)], "created": 5, "notes": 10,
+                                        "recall_created": 0.6, "recall_query": [0.1 * (t % 3) for t in range(10)]}),
         "triad_scores": pd.DataFrame([{"qid": str(t), "variant": v, "triad": tr, "component": c,
                                        "score": 0.9 - 0.2 * (v != "clean") - 0.01 * (tr == "traditional") * t}
                                       for t in range(10) for v in ("clean", "unsupported", "irrelevant")

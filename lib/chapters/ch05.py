@@ -658,6 +658,21 @@ def triad_construction_verdicts(construction: pd.DataFrame, margin: float, seed:
     return tuple(out)
 
 
+def creation_verdict(recall: pd.DataFrame, alpha: float, seed: int, n_resamples: int) -> Verdict:
+    """``05.triad.creation.notes_recall``: do the nuggets created from an answer written from the notes state more of
+    the notes than the query alone does (``recall``: :func:`lib.triads.creation_recall`)? Mean over topics of the
+    difference, exact sign-flip test over topics, declared before the run (confirmatory)."""
+    d = (recall.recall_created - recall.recall_query).to_numpy()
+    mean = unit_bootstrap(np.mean, [d], recall.qid.tolist(), "topics", seed, n_resamples)
+    above, below = (sign_flip_test(d, seed, alternative=side) for side in ("greater", "less"))
+    return verdict(CHAPTER, "triad.creation.notes_recall", "nugget creation (from the answer, one pass)",
+                   "the nuggets of an answer written from the notes state more of the notes than the query alone",
+                   Claim("known behaviour", 0.0, "higher", alpha=alpha),
+                   "mean share of notes matched (created nuggets − query alone)", mean.value, mean.low, mean.high,
+                   "topics", mean.units, "triad_creation", test=above.method, p=above.p, p_against=below.p,
+                   confirmatory=True)
+
+
 def triad_verdicts(drops: pd.DataFrame, margin: float, alpha: float, seed: int, n_resamples: int
                    ) -> tuple[Verdict, ...]:
     """The triads' known answers and their comparison (``drops``: :func:`lib.triads.drops`).
@@ -755,8 +770,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     ``judge_importance``), ``importance`` (:meth:`ImportanceAgreement.table`), ``rag_assignment``
     (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
     (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
-    (:func:`lib.triads.construction_scores`), ``triad_scores`` (:func:`lib.triads.traditional` and
-    :func:`lib.triads.nuggetized`).
+    (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
+    ``triad_scores`` (:func:`lib.triads.traditional` and :func:`lib.triads.nuggetized`).
     ``params``: primary_score, primary_rho, importance_kappa, vital_question_share, answers_per_question, alpha,
     power, embedding_threshold, monitor_drop, degraded_day, recheck_day, logged_per_day, triad_margin, seed,
     bootstrap_resamples.
@@ -924,8 +939,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     triad_margin = float(params["triad_margin"])
     triad_construction = triad_construction_verdicts(tables["triad_construction"], triad_margin, seed, resamples)
-    triad_rows = triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
-                                resamples)
+    triad_rows = (creation_verdict(tables["triad_creation"], float(params["alpha"]), seed, resamples),
+                  *triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
+                                  resamples))
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
                     length_within, importance, notes_verdicts[0], notes_verdicts[1], release_verdicts[0],
                     release_verdicts[1], triad_construction, triad_rows, plan, alce_evidence, creation, rag25,
