@@ -320,7 +320,7 @@ SEED_SYSTEMS: tuple[SeedSystem, ...] = (
     SeedSystem("nightly monitor", "003_nightly_evaluation.md", "05", ("05.monitor.*", "07.monitor*")),
     # 06.judge_vs_tas judges the conversation judge, so TAS/CAS names its own rows of chapter 06.
     SeedSystem("TAS/CAS", "004_crs_preference_shift.md", "06",
-               ("06.primary", "06.known_behaviour*", "06.known_answer.*", "07.construct.*")),
+               ("06.primary", "06.known_behaviour*", "06.confirmatory*", "06.known_answer.*", "07.construct.*")),
     SeedSystem("conversation judge", "004_crs_preference_shift.md", "06", ("06.judge_vs_tas", "07.crs_judge.*")),
     SeedSystem("relevance judge on DL19", "000_nudge_ranking.md", "07",
                ("07.primary*", "07.relevance.*", "07.bias.*")),

@@ -46,7 +46,11 @@ def test_known_behaviour_rows_tested_by_holm_the_rest_by_their_interval_and_flag
     assert [v.verdict for v in rows] == ["holds"] * 4
     assert [v.by_construction for v in rows] == [False, False, True, False]
     assert [bool(v.test) for v in rows] == [True, True, False, False]
-    assert [v.confirmatory for v in rows] == [True, True, False, False]
+    assert not any(v.confirmatory for v in rows)  # the first users' run chose things: exploratory
+    fresh = ch06.known_behaviour_verdicts(checks_table(), 0.05, "crs_checks_confirm", "confirmatory",
+                                          confirmatory=True)
+    assert [v.confirmatory for v in fresh] == [True, True, False, False]  # only the tested ones, on fresh users
+    assert fresh[0].key == "06.confirmatory.tas_the_template_above_the_stale_template"
     assert rows[1].p == 0.02 and np.isnan(rows[2].p) and rows[0].units == 12 and rows[0].unit == "users not tied"
 
 
@@ -110,6 +114,7 @@ def hand_tables() -> dict[str, pd.DataFrame]:
                                 "target_success": [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]},
                                index=[*SYSTEMS, *summaries_counterfactuals()])
     return {"crs_sessions": sessions, "crs_checks": checks_table(), "crs_checks_matcher": checks_table(),
+            "crs_checks_confirm": checks_table(p_holm=(0.006, 0.2), p_against_holm=(1.0, 1.0)),
             "crs_known_answers": known_answers_table(), "crs_reply_means": reply_means, "crs_recovery": recovery,
             "crs_shifts": shifts, "crs_ablation_orders": orders, "crs_judge_levels": levels,
             "crs_judge_correlations": pd.DataFrame([_correlation(0.26, 6)], index=["reply_words"]),
@@ -138,13 +143,16 @@ def test_findings_carry_the_caveat_that_decides_the_primary_verdict():
     assert all(v.verdict in VERDICTS for v in f.verdicts())
     # CAS prefers the reply that recommends nothing and TAS cannot tell: both qualify the primary verdict
     assert f.primary.verdict == "holds"
-    assert f.primary.depends_on == ("06.known_answer.nothing.tas", "06.known_answer.nothing.cas")
+    assert f.primary.depends_on == ("06.known_answer.nothing.tas", "06.known_answer.nothing.cas",
+                                    "06.confirmatory")
+    assert not f.primary.confirmatory and f.confirmed.confirmatory
+    assert f.confirmed.verdict == "undetermined"  # one of the fresh users' tested differences is not significant
     assert f.by_matcher.key == "06.known_behaviour_by_matcher" and not f.by_matcher.confirmatory
     assert f.judge_vs_tas.verdict == "undetermined" and np.isnan(f.judge_vs_tas.ci_low)  # 6 users, no interval
     # a metric that sees the reply that recommends nothing is no caveat
     seeing = hand_tables()
     seeing["crs_known_answers"] = known_answers_table().assign(auc=0.8, ci_low=0.7, ci_high=0.9)
-    assert ch06.findings(seeing, PARAMS).primary.depends_on == ()
+    assert ch06.findings(seeing, PARAMS).primary.depends_on == ("06.confirmatory",)
     # the descriptive evidence
     assert (f.users, f.shifts_per_system, f.schedules, f.censored) == (2, 4, 2, 2)
     assert f.target_ceiling == ("llm", "retrieval_template") and f.order_by["cas"] == "retrieval_template > llm > echo"
@@ -162,8 +170,11 @@ def test_every_earlier_verdict_is_one_the_chapter_states():
 def test_summary_formats_the_record_and_decides_nothing():
     f = ch06.findings(hand_tables(), PARAMS)
     text = ch06.summary(f)
-    assert text.startswith("* **Known behaviour** (the primary question): **TAS, CAS and their components** — orders "
-                           "the systems of known behaviour as they were built (every tested difference): **holds**")
+    assert text.startswith("* **Known behaviour** (the primary question, exploratory on these users): **TAS, CAS and "
+                           "their components** — orders the systems of known behaviour as they were built (every "
+                           "tested difference): **holds**")
+    assert "**Confirmatory run** on fresh users, the systems without an LLM" in text
+    assert "on fresh users (the systems without an LLM)** — orders the systems" in text
     assert "Caveat: **CAS** — scores the real recommenders' replies (llm and retrieval_template) above a reply that " \
            "notes the user's last wish and recommends nothing: **fails**" in text
     assert "Not counted (2):" in text and "[holds by construction]" in text

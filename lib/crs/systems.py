@@ -246,6 +246,11 @@ def memoryless_llm_crs(gateway: Gateway, universe: ItemUniverse, k: int = 3) -> 
     return llm_crs(gateway, universe, policy="last_turn", name="memoryless_llm", k=k)
 
 
+def rule_systems(universe: ItemUniverse) -> list[CRS]:
+    """The chapter's systems that call no LLM, in the order of :func:`default_systems`."""
+    return [retrieval_template_crs(universe), stale_template_crs(universe), echo_crs()]
+
+
 def default_systems(gateway: Gateway, universe: ItemUniverse) -> list[CRS]:
     """The five systems of the chapter, in the order of every table."""
     return [llm_crs(gateway, universe), retrieval_template_crs(universe), memoryless_llm_crs(gateway, universe),
