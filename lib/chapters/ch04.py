@@ -69,8 +69,12 @@ EARLIER: dict[str, str] = {
 KNOWN_ANSWER_CONSTRUCTS: dict[str, str] = {
     "off_topic": "scores a real nudge above one written for another entry",
     "value_mismatch": "prefers the nudge written for the entry's values over one written for the opposite values",
+    "value_contrast": "scores a real nudge above the same nudge followed by a sentence against the persona's top value",
     "tone": "scores a real nudge above the same nudge with a dismissive opener",
 }
+# The known answer built worse by construction for the same question (issue #35): a nudge written for another
+# persona may fit this one as well, a nudge that argues against the person's top value cannot.
+CONTRAST_KIND = "value_contrast"
 
 # The phrases the formatters put beside a verdict, by its word (the verdict is decided in findings, never here).
 PRIMARY_ANSWER: dict[str, str] = {
@@ -248,6 +252,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     by_key = {v.key: v for v in earlier}
     if any(v.chapter == "03" for v in earlier) and depends_on[0] not in by_key:
         raise ValueError(f"chapter 03 wrote verdicts but none with key {depends_on[0]!r}: the keys disagree")
+    if kind == "value_mismatch" and judge_key(CONTRAST_KIND, gain) in by_key:  # the contrast qualifies it too
+        primary = replace(primary, depends_on=(*primary.depends_on, judge_key(CONTRAST_KIND, gain)))
     judge = tuple(by_key[judge_key(k, gain)] for k in known_answers.DISTRACTOR_KINDS if judge_key(k, gain) in by_key)
 
     ranges = value_range(tables["labels"])
@@ -417,7 +423,7 @@ def _caveat(f: Findings, key: str, verdicts_by_key: Mapping[str, Verdict]) -> st
     if v is None:
         return f"- {_missing_judge(f)}."
     if v.chapter == "03":
-        reading = JUDGE_READING[v.verdict].format(kind=_kind(f.required_kind))
+        reading = JUDGE_READING[v.verdict].format(kind=_kind(v.key.split(".")[2]))
     elif v.check == "comparison":
         reading = RANDOM_READING[v.verdict]
     else:
