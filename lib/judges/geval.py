@@ -293,7 +293,7 @@ STEPS_HEADING = "Evaluation Steps:"
 
 
 FORM_HEADINGS = {False: "scores ONLY", True: "the score, then a reason of at most 12 words"}
-REASON_MAX_TOKENS = 64  # room for a short reason; a longer answer is cut, cannot be parsed and is a failure
+REASON_MAX_TOKENS = 128  # the reasons asked for run 20–60 tokens; a cut answer cannot be parsed and is a failure
 
 
 def form_messages(rubric: Rubric, steps: str, item: JudgeItem, reasons: bool | None = None) -> list[dict[str, str]]:
