@@ -96,3 +96,17 @@ def test_construction_verdicts_read_minilm_per_defect():
     found = {v.key: v for v in ch05.triad_construction_verdicts(pd.DataFrame(rows), 0.1, 0, 300)}
     assert found["05.triad.construction.unsupported"].estimate == 1.0  # further from every note
     assert found["05.triad.construction.irrelevant"].verdict == "sees"
+
+
+def test_the_monitor_plan_reads_each_triads_drop_and_spread():
+    from lib.analysis.power import control_limit_power
+    rows = [{"qid": str(t), "variant": v, "triad": tr, "component": c,
+             "score": (0.8 + 0.02 * (t % 2)) - (0.3 if v == "unsupported" and tr == "nuggetized" else 0.0)}
+            for t in range(10) for v in triads.VARIANTS for tr in triads.TRIADS for c in triads.COMPONENTS]
+    plan = ch05.triad_monitor_plan(pd.DataFrame(rows), logged_per_day=20).set_index(["triad", "defect"])
+    seen = plan.loc[("nuggetized", "unsupported")]
+    sd = float(np.std([0.8, 0.82] * 5, ddof=1))
+    assert seen["mean drop"] == pytest.approx(0.3) and seen["per-item SD"] == pytest.approx(sd)
+    assert seen["items a day at the default rate"] == 2  # 10% of 20 queries
+    assert seen.power == pytest.approx(control_limit_power(0.3, sd, 2))
+    assert np.isnan(plan.loc[("traditional", "unsupported")].power)  # no drop: nothing to catch

@@ -632,6 +632,31 @@ def triad_assessed(human: pd.DataFrame, answered: Sequence[str], assessed: pd.Da
     return pd.concat(parts, ignore_index=True)
 
 
+def triad_monitor_plan(scores: pd.DataFrame, logged_per_day: int, rate: float = monitor.DEFAULT_SAMPLE_RATE,
+                       limit_sds: float = monitor.LIMIT_SDS, target_power: float = 0.8) -> pd.DataFrame:
+    """Each triad's reading of each defect as a monitor would use it: the mean drop over topics of the component the
+    defect is built to lower (clean − defective), the per-item SD of the clean answers' scores over topics, and the
+    control-limit rule's power to catch that drop at sample rate ``rate`` of ``logged_per_day`` queries
+    (:func:`lib.analysis.power.control_limit_power`), with the items a day ``target_power`` needs. A broken release
+    that adds unsupported sentences is what the unsupported row's drop stands for."""
+    table = triads.drops(scores)
+    clean = scores[scores.variant == "clean"]
+    items = math.ceil(rate * logged_per_day)
+    rows = []
+    for triad in triads.TRIADS:
+        for defect, component in triads.DECLARED.items():
+            part = table[(table.triad == triad) & (table.defect == defect) & (table.component == component)]
+            sd = float(clean[(clean.triad == triad) & (clean.component == component)].score.std(ddof=1))
+            drop = float(part["drop"].mean())
+            usable = drop > 0 and sd > 0
+            rows.append({"triad": triad, "defect": defect, "component": component, "topics": len(part),
+                         "mean drop": drop, "per-item SD": sd, "items a day at the default rate": items,
+                         "power": control_limit_power(drop, sd, items, limit_sds) if usable else np.nan,
+                         f"items a day for power {target_power:g}":
+                             items_for_control_limit(drop, sd, limit_sds, target_power) if usable else np.nan})
+    return pd.DataFrame(rows)
+
+
 def _topic_auc(values: pd.DataFrame, score: str, seed: int, n_resamples: int) -> Interval:
     """Mean over topics (``entry_id``) of the AUC of the ``real`` rows over the others on ``score``
     (:func:`lib.known_answers.entry_auc`), with its interval over topics."""
@@ -735,6 +760,7 @@ class Findings:
     release_groundedness: Verdict
     triad_construction: tuple[Verdict, ...]
     triads: tuple[Verdict, ...]
+    triad_monitor: pd.DataFrame
     plan: Plan
     alce: AlceEvidence
     creation: CreationEvidence
@@ -944,8 +970,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                                   resamples))
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
                     length_within, importance, notes_verdicts[0], notes_verdicts[1], release_verdicts[0],
-                    release_verdicts[1], triad_construction, triad_rows, plan, alce_evidence, creation, rag25,
-                    monitor_evidence)
+                    release_verdicts[1], triad_construction, triad_rows,
+                    triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan, alce_evidence,
+                    creation, rag25, monitor_evidence)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1030,8 +1057,15 @@ def summary(f: Findings) -> str:
 
 
 def triads_text(f: Findings) -> str:
-    """The triad section's sentences: each defect's construction, each triad's known answer, the comparison."""
-    return " ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
+    """The triad section's sentences: each defect's construction, each triad's known answer, the comparison, and
+    what each triad's drop on unsupported sentences would give a monitor at the command's default rate."""
+    plan = f.triad_monitor[f.triad_monitor.defect == "unsupported"]
+    monitor_line = "; ".join(
+        f"{row.triad} mean drop {number_text(row['mean drop'])} (per-item SD {number_text(row['per-item SD'])}): power "
+        f"{number_text(row.power)} with {row['items a day at the default rate']} item(s) a day"
+        for _, row in plan.iterrows())
+    return (" ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
+            + f" As a nightly monitor's groundedness, for a release that adds unsupported sentences: {monitor_line}.")
 
 
 def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
