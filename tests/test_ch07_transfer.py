@@ -122,16 +122,26 @@ def test_the_words_say_whether_the_primary_is_confirmed_on_held_out_queries():
     assert "cuts 2.0402, 2.2203, 2.2935" in lines[0] and "decides nothing" in lines[1]
     assert "Not run" in lines[2] and "0 → 0, 1 → 2, 2 → 3" in lines[2]
     assert "The primary's DL19 result is not confirmed on held-out queries." in lines[3]
-    assert "the order of E[g] within each query, which survives the transfer" in lines[3]
-    assert "MiniLM's cuts carried over: undetermined" in lines[3]
+    assert "the order of E[g] within each query for ranking its passages, which survives the transfer" in lines[3]
+    assert "neither E[g]'s cuts (fails) nor MiniLM's (undetermined) hold" in lines[3]
     threat = ch07.transfer_threat(f)
     assert threat.startswith("- **Cuts fit on DL19's queries.**") and "their agreement is **fails** against" in threat
     # cuts that hold: the same words say so, and recommend them
     held = make_findings(transfer=transfer_rows(cuts=(0.55, 0.45, 0.65)))
     text = ch07.transfer_bullets(held, transfer_rows(cuts=(0.55, 0.45, 0.65)), {0: 0, 1: 2, 2: 3})[3]
     assert "is confirmed on held-out queries" in text and "the grades through the E[g] cuts" in text
-    # neither the cuts nor the order survive: nothing is recommended from the judge
-    lost = make_findings(transfer=transfer_rows(order=(0.02, -0.08, 0.12)))
-    assert "nor its order within a query, whose transfer is undetermined" in ch07.preferred_reading(lost)
+    # the order undecided on the held-out queries: still the reading with nothing carried over, said with its outcome
+    undecided = ch07.preferred_reading(make_findings(transfer=transfer_rows(order=(0.02, -0.08, 0.12))))
+    assert "it carries no cuts over, though on the held-out queries its τ-b is undetermined too" in undecided
+    # the order the wrong way: nothing is recommended from the judge; MiniLM's cuts that hold are, for grades
+    lost = ch07.preferred_reading(make_findings(transfer=transfer_rows(minilm=(0.55, 0.45, 0.65),
+                                                                       order=(-0.20, -0.30, -0.10))))
+    assert lost.startswith("no reading of the judge") and "MiniLM's cuts, which hold" in lost
     headline = verdicts.headline(f.primary, f.by_key())
     assert "Caveat: **pointwise, E[g] thresholds cross-fitted** — grades held-out DL19 queries as NIST does" in headline
+
+
+def test_noveleval_is_off_by_default_and_then_asks_the_judge_nothing():
+    noveleval = pd.DataFrame({"qid": ["0"], "docid": ["0-0"], "query": ["q"], "passage": ["p"], "human_grade": [2]})
+    assert ch07.noveleval_judged(None, noveleval, 0, seed=0, grades={0: 0, 1: 2, 2: 3}) is None  # type: ignore[arg-type]
+    assert [r.name for r in ch07.transfer_readings(PRIMARY)] == [PRIMARY.name, ch07.MINILM]

@@ -30,7 +30,7 @@ from lib.crs import summaries as crs_summaries
 from lib.crs import validity as crs_validity
 from lib.data import load_dl19
 from lib.judges import bias as judge_bias
-from lib.judges import geval
+from lib.judges import geval, methods
 from lib.judges import relevance as judge_relevance
 from lib.judges.items import JudgeItem
 from lib.llm.gateway import Gateway
@@ -922,15 +922,18 @@ def held_out_rows(held: pd.DataFrame, frozen: Sequence[calibration.Frozen], orde
                   n_resamples: int) -> list[dict[str, Any]]:
     """What carries over to ``held`` (rows with ``qid`` and a 0–3 ``human_grade``, none used to fit ``frozen``):
     for each frozen reading, its cuts applied unchanged (:meth:`lib.analysis.calibration.Frozen.grades`) and
-    quadratic-weighted κ with the human grades (:func:`lib.analysis.validity.relevance_agreement`); and, with
+    quadratic-weighted κ with the human grades (:func:`lib.analysis.validity.agreement`, its interval by
+    :func:`lib.analysis.validity.agreement_ci`); and, with
     nothing to carry over, the mean over queries of Kendall's τ-b of ``order_score`` with the human grade inside
     each query (:func:`lib.analysis.validity.within_unit_correlation`; queries whose passages share one human grade
     have no τ-b and are left out). Every interval resamples the held-out queries (none under ``MIN_CI_UNITS``)."""
     rows: list[dict[str, Any]] = []
     for f in frozen:
-        graded = held.assign(transferred=f.grades(held, SCALE))
-        agreement = validity.relevance_agreement(graded, "transferred", "qid", expected=None, scale=SCALE,
-                                                 seed=seed, n_resamples=n_resamples)
+        grades = f.grades(held, SCALE)
+        both = grades.notna() & held.human_grade.notna()
+        a, b = held.loc[both, "human_grade"].astype(int), grades[both].astype(int)
+        agreement = validity.agreement(a, b, SCALE) | validity.agreement_ci(a, b, held.loc[both, "qid"], seed,
+                                                                            n_resamples, categories=SCALE)
         rows.append({"reading": f.method.name, "statistic": rc.WEIGHTED_KAPPA,
                      "cuts": ", ".join(f"{c:.4f}" for c in f.cuts or ()), "value": agreement["weighted_kappa"],
                      "ci_low": agreement["weighted_kappa_ci_low"], "ci_high": agreement["weighted_kappa_ci_high"],
@@ -972,6 +975,23 @@ def noveleval_sample(noveleval: pd.DataFrame, queries: int, seed: int, grades: M
     return rows.assign(noveleval_grade=rows.human_grade, human_grade=rows.human_grade.map(grades).astype(int))
 
 
+def noveleval_judged(judge: Gateway, noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int, int]
+                     ) -> pd.DataFrame | None:
+    """NovelEval's sample (:func:`noveleval_sample`) with each passage's MiniLM cosine to its query and its pointwise
+    0–3 call (the request DL19's passages get, :func:`lib.judges.methods.judge_passages`); None when ``queries`` is 0
+    (off: those calls are not in the committed cache, so a replay of them would miss)."""
+    if not queries:
+        return None
+    rows = noveleval_sample(noveleval, queries, seed, grades)
+    rows = rows.assign(cosine=baselines.cosine_scores(rows["query"].tolist(), rows["passage"].tolist()))
+    return rows.join(methods.judge_passages(judge, rows, ["pointwise"], call_label="noveleval-pointwise"))
+
+
+def transfer_readings(primary: calibration.Method) -> list[calibration.Method]:
+    """The fitted readings whose cuts are carried over: the primary and the MiniLM cosine with its own cuts."""
+    return [primary, next(r for r in baselines.RELEVANCE_BASELINES if r.name == MINILM)]
+
+
 def transfer_verdicts(table: pd.DataFrame, direction: str, key: str, where: str, primary_name: str,
                       target: float) -> tuple[Verdict, ...]:
     """The verdicts of one ``direction`` of a :func:`transfer_table`: the primary's cuts (``<key>.cuts``) and
@@ -999,21 +1019,24 @@ def transfer_status(v: Verdict) -> str:
 
 
 def preferred_reading(f: Findings) -> str:
-    """Which reading of the relevance calls a user moving to new queries should prefer, as the transfer verdicts
-    of ``f`` say (the declared split-half rows; formatting only): grades through the E[g] cuts when their row holds;
-    otherwise the within-query order of E[g] when its row holds, and MiniLM's cuts for grades when theirs holds."""
+    """Which reading of the relevance calls a user moving to new queries should prefer, as the transfer verdicts of
+    ``f`` say (the declared split-half rows; formatting only): the grades through the E[g] cuts when their row
+    holds; otherwise, for ranking, the order of E[g] within a query — it carries nothing fitted over — unless its
+    row goes the wrong way, and for grades MiniLM's cuts when their row holds, else cuts fit on the new set."""
     cuts, minilm, order = f.transfer
     if cuts.verdict == "holds":
-        return (f"the grades through the E[g] cuts: carried to queries they were not fit on they still hold "
-                f"(κ_w ≥ {cuts.threshold:.2f})")
-    advice = (f"not the grades through the DL19 cuts on E[g] ({transfer_status(cuts)}: {cuts.verdict}); "
-              + ("the order of E[g] within each query, which survives the transfer (Kendall τ-b above 0), for "
-                 "ranking passages of one query (the use chapter 04 relies on)" if order.verdict == "holds" else
-                 f"nor its order within a query, whose transfer is {order.verdict}"))
-    grades = ("; for grades, MiniLM's cuts hold on the held-out queries" if minilm.verdict == "holds" else
-              f"; grades on a new set need cuts fit on labelled queries of that set (MiniLM's cuts carried over: "
-              f"{minilm.verdict})")
-    return advice + grades
+        return "the grades through the E[g] cuts, which hold on queries they were not fit on"
+    grades = ("for grades, MiniLM's cuts, which hold on the held-out queries" if minilm.verdict == "holds" else
+              f"for grades, cuts fit on labelled queries of the new set (carried over, neither E[g]'s cuts "
+              f"({cuts.verdict}) nor MiniLM's ({minilm.verdict}) hold)")
+    if order.verdict == "fails":
+        return (f"no reading of the judge: even its order within a query goes the wrong way on held-out queries; "
+                f"{grades}")
+    ranking = ("the order of E[g] within each query for ranking its passages, which survives the transfer (Kendall "
+               "τ-b above 0)" if order.verdict == "holds" else
+               f"the order of E[g] within each query for ranking its passages: it carries no cuts over, though on the "
+               f"held-out queries its τ-b is {order.verdict} too")
+    return f"{ranking}; {grades}"
 
 
 def transfer_bullets(f: Findings, table: pd.DataFrame, noveleval_grades: Mapping[int, int]) -> list[str]:
