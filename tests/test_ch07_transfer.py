@@ -126,6 +126,7 @@ def test_the_words_say_whether_the_primary_is_confirmed_on_held_out_queries():
     assert "neither E[g]'s cuts (fails) nor MiniLM's (undetermined) hold" in lines[3]
     threat = ch07.transfer_threat(f)
     assert threat.startswith("- **Cuts fit on DL19's queries.**") and "their agreement is **fails** against" in threat
+    assert "not to another query set (NovelEval, which would, was not judged in this run)" in threat
     # cuts that hold: the same words say so, and recommend them
     held = make_findings(transfer=transfer_rows(cuts=(0.55, 0.45, 0.65)))
     text = ch07.transfer_bullets(held, transfer_rows(cuts=(0.55, 0.45, 0.65)), {0: 0, 1: 2, 2: 3})[3]

@@ -847,7 +847,8 @@ def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
 
 def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[str]:
     """The DL19 bullets: the declared primary reading's verdict with the verdicts that qualify it
-    (:func:`lib.verdicts.headline`) and its plan (from the findings ``f``); then, each figure from ``result``'s
+    (:func:`lib.verdicts.headline`), whether it is confirmed on held-out queries (:func:`transfer_status`) and its
+    plan (from the findings ``f``); then, each figure from ``result``'s
     tables, every other reading of the same calls and the baselines (κ_w and the primary minus each), κ and binary
     κ beside the anchors that use them, ranking within a query (Kendall τ), and α read as agreement including
     calibration."""
@@ -873,7 +874,8 @@ def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[
     return [
         f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
         f"folds of queries for each query; {passages} passages of {queries} queries; the pilot was seen before the "
-        f"declaration): {verdicts.headline(f.primary, f.by_key())} {f.plans[0].text()}",
+        f"declaration): {verdicts.headline(f.primary, f.by_key())} Its DL19 result is "
+        f"{transfer_status(f.transfer[0])}. {f.plans[0].text()}",
         "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
         + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
         + ". The primary minus each: "
@@ -1079,5 +1081,7 @@ def transfer_threat(f: Findings) -> str:
     return (f"- **Cuts fit on DL19's queries.** The primary reads grades through cuts on E[g] fit on DL19's queries; "
             f"carried unchanged to held-out queries their agreement is **{cuts.verdict}** against the target "
             f"({verdicts.evidence_text(cuts)}), the order of E[g] within a query **{order.verdict}** "
-            f"({verdicts.evidence_text(order)}). On new queries prefer "
-            f"{preferred_reading(f)}.")
+            f"({verdicts.evidence_text(order)}). Both halves share DL19's collection, BM25 pool and NIST assessors, "
+            f"so the split tests transfer to other queries of the same kind, not to another query set"
+            + ("" if f.noveleval else " (NovelEval, which would, was not judged in this run)")
+            + f". On new queries prefer {preferred_reading(f)}.")
