@@ -924,11 +924,12 @@ def held_out_rows(held: pd.DataFrame, frozen: Sequence[calibration.Frozen], orde
                   n_resamples: int) -> list[dict[str, Any]]:
     """What carries over to ``held`` (rows with ``qid`` and a 0–3 ``human_grade``, none used to fit ``frozen``):
     for each frozen reading, its cuts applied unchanged (:meth:`lib.analysis.calibration.Frozen.grades`) and
-    quadratic-weighted κ with the human grades (:func:`lib.analysis.validity.agreement`, its interval by
-    :func:`lib.analysis.validity.agreement_ci`); and, with
-    nothing to carry over, the mean over queries of Kendall's τ-b of ``order_score`` with the human grade inside
-    each query (:func:`lib.analysis.validity.within_unit_correlation`; queries whose passages share one human grade
-    have no τ-b and are left out). Every interval resamples the held-out queries (none under ``MIN_CI_UNITS``)."""
+    quadratic-weighted κ with the human grades (Cohen 1968; :func:`lib.analysis.validity.agreement`, its interval by
+    :func:`lib.analysis.validity.agreement_ci`); and, with nothing to carry over, the mean over queries of Kendall's
+    τ-b = (C − D) / √((C + D + T_x)(C + D + T_y)) (concordant, discordant pairs, ties in one variable only; Kendall
+    1945) of ``order_score`` with the human grade inside each query
+    (:func:`lib.analysis.validity.within_unit_correlation`; queries whose passages share one human grade have no
+    τ-b and are left out). Every interval resamples the held-out queries (none under ``MIN_CI_UNITS``)."""
     rows: list[dict[str, Any]] = []
     for f in frozen:
         grades = f.grades(held, SCALE)
