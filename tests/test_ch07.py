@@ -145,7 +145,21 @@ def construct_tables():
             crs_validity.paired_tests(segments, crs_validity.SEGMENT_TESTS, n_resamples=200))
 
 
-def make_findings(card=None, minilm=(0.04, -0.12, 0.20), **battery_args):
+def transfer_rows(cuts=(0.20, 0.05, 0.36), minilm=(0.39, 0.22, 0.53), order=(0.24, 0.10, 0.36),
+                  directions=(ch07.DECLARED, ch07.REVERSE)) -> pd.DataFrame:
+    """A hand-made ``relevance_transfer`` table: κ_w of the primary's and MiniLM's cuts and the within-query τ-b of
+    E[g] on 22 held-out queries, the same numbers in each of ``directions`` (the default: the reviewer's held-out
+    set, whose cuts fell below the target while the order held)."""
+    readings = {"pointwise, E[g] thresholds cross-fitted": (rc.WEIGHTED_KAPPA, "2.0402, 2.2203, 2.2935", cuts),
+                ch07.MINILM: (rc.WEIGHTED_KAPPA, "0.4012, 0.5521, 0.6630", minilm),
+                ch07.ORDER_READING: (ch07.TRANSFER_TAU, "", order)}
+    return pd.DataFrame([{"direction": d, "fit_queries": 21, "held_out_queries": 22, "reading": name,
+                          "statistic": statistic, "cuts": cut_text, "value": v, "ci_low": low, "ci_high": high,
+                          "units": 22, "ci_over": "22 queries"}
+                         for d in directions for name, (statistic, cut_text, (v, low, high)) in readings.items()])
+
+
+def make_findings(card=None, minilm=(0.04, -0.12, 0.20), transfer=None, **battery_args):
     shift, segments = construct_tables()
     differences = pd.DataFrame({"difference": [0.29, minilm[0]], "ci_low": [0.18, minilm[1]],
                                 "ci_high": [0.38, minilm[2]], "units": [43, 43]},
@@ -153,7 +167,8 @@ def make_findings(card=None, minilm=(0.04, -0.12, 0.20), **battery_args):
     outside = pd.DataFrame([{"weighted_kappa": 0.41, "weighted_kappa_ci_low": 0.26, "weighted_kappa_ci_high": 0.53,
                              "units": 33}])
     tables = {"report_card": card_for_findings() if card is None else card, "relevance_differences": differences,
-              "outside_pilot": outside, "bias_battery": battery(**battery_args), "shift_tests": shift,
+              "outside_pilot": outside, "relevance_transfer": transfer_rows() if transfer is None else transfer,
+              "bias_battery": battery(**battery_args), "shift_tests": shift,
               "segment_tests": segments}
     params = {"primary_reading": "pointwise, E[g] thresholds cross-fitted", "relevance_target": 0.40,
               "summeval_target": 0.30, "summeval_dimension": "coherence", "rho_target": 0.30, "alpha": 0.05,
@@ -170,7 +185,8 @@ def test_findings_decide_the_primary_and_carry_its_caveats():
     assert f.primary.verdict == "undetermined" and (f.primary.units, f.primary.unit) == (43, "queries")
     assert f.primary.system == "pointwise, E[g] thresholds cross-fitted"  # the card's "(declared primary)" dropped
     assert f.primary.depends_on == ("07.relevance.argmax", "07.relevance.primary_vs_minilm",
-                                    "07.primary.outside_pilot")
+                                    "07.primary.outside_pilot", "07.relevance.transfer.cuts",
+                                    "07.relevance.transfer.minilm", "07.relevance.transfer.order")
     keys = f.by_key()
     assert keys["07.relevance.argmax"].verdict == "fails" and keys["07.relevance.rounded"].verdict == "fails"
     assert keys["07.relevance.primary_vs_argmax"].verdict == "holds"

@@ -115,6 +115,7 @@ def test_the_relevance_section_and_its_bullets_are_written_from_the_tables():
     assert f"**{primary.name}** — grades as NIST does: **{primary_verdict.verdict}**" in lines[0]
     assert f"quadratic-weighted κ {row.weighted_kappa:.2f} (" in lines[0] and "12 queries" in lines[0]
     assert "needs 30 queries" in lines[0] and f"({primary_verdict.verdict})." in lines[0]
+    assert "Its DL19 result is not confirmed on held-out queries." in lines[0]  # make_findings' transfer fails
     assert "Caveat: **pointwise, E[g] thresholds cross-fitted** — grades as NIST does outside the pilot" in lines[0]
     assert "The primary minus each: pointwise, argmax" in lines[1] and "MS MARCO" in lines[1]
     assert f"κ {row.kappa:.2f} (95% CI" in lines[2] and "12 queries) and binary κ" in lines[2]

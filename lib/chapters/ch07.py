@@ -30,7 +30,7 @@ from lib.crs import summaries as crs_summaries
 from lib.crs import validity as crs_validity
 from lib.data import load_dl19
 from lib.judges import bias as judge_bias
-from lib.judges import geval
+from lib.judges import geval, methods
 from lib.judges import relevance as judge_relevance
 from lib.judges.items import JudgeItem
 from lib.llm.gateway import Gateway
@@ -363,7 +363,9 @@ class Findings:
 
     ``primary``: the declared relevance reading against κ_w ≥ the target over the DL19 queries,
     qualified by ``outside_pilot`` (the same on the queries the pilot did not see), the other readings of the same
-    calls (``readings``) and the primary against the argmax and against MiniLM (``versus``). ``geval`` /
+    calls (``readings``), the primary against the argmax and against MiniLM (``versus``), and the transfer to
+    queries the cuts were not fit on (:func:`transfer_verdicts`): ``transfer`` from one declared half of the DL19
+    queries to the other, ``noveleval`` from DL19 to NovelEval (empty when its calls were not made). ``geval`` /
     ``geval_system``: G-Eval as declared at summary and system level. ``carried``: chapters 05's and 06's judges
     as the card carries them. ``bias``: the bias battery's claims; ``shift`` and ``segments``: the CRS construct
     tests, one verdict per (system, test) with a declared direction."""
@@ -372,6 +374,8 @@ class Findings:
     outside_pilot: Verdict
     readings: tuple[Verdict, ...]
     versus: tuple[Verdict, ...]
+    transfer: tuple[Verdict, ...]
+    noveleval: tuple[Verdict, ...]
     geval: Verdict
     geval_system: Verdict
     carried: tuple[Verdict, ...]
@@ -382,7 +386,8 @@ class Findings:
 
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict of the chapter, the primary first."""
-        return (self.primary, self.outside_pilot, *self.readings, *self.versus, self.geval, self.geval_system,
+        return (self.primary, self.outside_pilot, *self.readings, *self.versus, *self.transfer, *self.noveleval,
+                self.geval, self.geval_system,
                 *self.carried, *self.bias, *self.shift, *self.segments)
 
     def by_key(self) -> dict[str, Verdict]:
@@ -516,7 +521,8 @@ def construct_verdicts(tests: pd.DataFrame, alpha: float) -> tuple[Verdict, ...]
 def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> Findings:
     """Every decision of chapter 07 from its tables — ``report_card``, ``relevance_differences``
     (:class:`RelevanceResult` ``differences``), ``outside_pilot`` (one row: the primary's agreement on the
-    queries outside the pilot), ``bias_battery``, ``shift_tests`` and ``segment_tests``
+    queries outside the pilot), ``relevance_transfer`` (:func:`transfer_table`; its NovelEval rows only when
+    NovelEval was judged), ``bias_battery``, ``shift_tests`` and ``segment_tests``
     (:func:`lib.crs.validity.paired_tests`) — and ``params``: ``primary_reading``, ``relevance_target``,
     ``summeval_target``, ``summeval_dimension``, ``rho_target``, ``alpha``, ``self_consistency_samples``,
     ``known_answer_margin`` (the pairwise judge's combined reading) and the two
@@ -524,8 +530,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     The primary is not confirmatory: reading, target and method were declared before the run, but the pilot's 10
     queries were seen first and stay in the sample; ``outside_pilot``, on the queries the pilot did not see, is the
-    confirmatory row and among its caveats. Neither is G-Eval: its further documents
-    were added in two draws after earlier draws' results were seen."""
+    confirmatory row and among its caveats, with the transfer rows (declared after the cross-fitted result was seen,
+    so not confirmatory either): a headline of the primary carries whether its cuts held on held-out queries.
+    Neither is G-Eval: its further documents were added in two draws after earlier draws' results were seen."""
     card, target = tables["report_card"], float(params["relevance_target"])
     primary_name = str(params["primary_reading"])
     kappa = Claim("human labels", target)
@@ -545,11 +552,18 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                                f"not see", kappa, rc.WEIGHTED_KAPPA, rest["weighted_kappa"],
                                rest["weighted_kappa_ci_low"], rest["weighted_kappa_ci_high"], "queries",
                                int(rest["units"]), "relevance agreement (chapter 07)", confirmatory=True)
+    transfer_rows = tables["relevance_transfer"]
+    transfer = transfer_verdicts(transfer_rows, DECLARED, "relevance.transfer", "held-out DL19 queries",
+                                 primary_name, target)
+    noveleval = (transfer_verdicts(transfer_rows, NOVELEVAL, "relevance.noveleval", "NovelEval's queries",
+                                   primary_name, target)
+                 if (transfer_rows.direction == NOVELEVAL).any() else ())
     primary = _card_verdict(card, "primary", primary_name + rc.CHOSEN, f"grades passages as NIST does "
                             f"(κ_w ≥ {target:.2f})", kappa, "relevance", rc.WEIGHTED_KAPPA, "item", primary=True,
                             # its pilot's queries, seen before the reading was declared, stay in the sample: only
                             # the queries outside the pilot confirm it
-                            confirmatory=False, depends_on=(readings[0].key, versus[1].key, outside.key))
+                            confirmatory=False, depends_on=(readings[0].key, versus[1].key, outside.key,
+                                                            *(v.key for v in (*transfer, *noveleval))))
     dimension, rho = str(params["summeval_dimension"]), Claim("human labels", float(params["summeval_target"]))
     geval = _card_verdict(card, f"geval.{dimension}", rc.GEVAL_WEIGHTED, f"rates SummEval {dimension} as experts do "
                           f"(summary-level ρ ≥ {rho.threshold:.2f})", rho, dimension, rc.SPEARMAN, "summary")
@@ -575,7 +589,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                                                                      int(params["self_consistency_samples"])),
                          float(params["known_answer_margin"]))
     plans = (params["relevance_plan"].with_outcome(primary.verdict), params["geval_plan"].with_outcome(geval.verdict))
-    return Findings(primary, outside, readings, versus, geval, geval_system, carried, bias,
+    return Findings(primary, outside, readings, versus, transfer, noveleval, geval, geval_system, carried, bias,
                     construct_verdicts(tables["shift_tests"], alpha),
                     construct_verdicts(tables["segment_tests"], alpha), plans)
 
@@ -833,7 +847,8 @@ def _interval(low: float, high: float, over: str, signed: bool = False) -> str:
 
 def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[str]:
     """The DL19 bullets: the declared primary reading's verdict with the verdicts that qualify it
-    (:func:`lib.verdicts.headline`) and its plan (from the findings ``f``); then, each figure from ``result``'s
+    (:func:`lib.verdicts.headline`), whether it is confirmed on held-out queries (:func:`transfer_status`) and its
+    plan (from the findings ``f``); then, each figure from ``result``'s
     tables, every other reading of the same calls and the baselines (κ_w and the primary minus each), κ and binary
     κ beside the anchors that use them, ranking within a query (Kendall τ), and α read as agreement including
     calibration."""
@@ -859,7 +874,8 @@ def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[
     return [
         f"**Primary question** (declared before the run, thresholds on E[g] fit on the other {folds - 1} of {folds} "
         f"folds of queries for each query; {passages} passages of {queries} queries; the pilot was seen before the "
-        f"declaration): {verdicts.headline(f.primary, f.by_key())} {f.plans[0].text()}",
+        f"declaration): {verdicts.headline(f.primary, f.by_key())} Its DL19 result is "
+        f"{transfer_status(f.transfer[0])}. {f.plans[0].text()}",
         "**Other readings of the same calls, and baselines** (the same passages; grade:passages): "
         + "; ".join(f"{name} {kappa_w(name)}, grades {grades_used(name)}" for name in others)
         + ". The primary minus each: "
@@ -884,3 +900,189 @@ def relevance_bullets(result: RelevanceResult, f: Findings, folds: int) -> list[
            + ", which put nearly every passage on one or two grades, score below 0 on α with κ_w above 0."
            if below_zero else "no other reading scores below 0 on α with κ_w above 0."),
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Transfer (issue #35): the relevance readings on queries their cuts were not fit on — one declared half of the DL19
+# queries applied to the other, and the cuts fit on every DL19 query applied to NovelEval when its calls exist.
+
+DECLARED = "declared: cuts fit on the declared half, applied to the other"
+REVERSE = "reverse: cuts fit on the held-out half, applied to the declared one"
+NOVELEVAL = "DL19 → NovelEval: cuts fit on every DL19 query, applied to NovelEval"
+ORDER_READING = "E[g], within-query order (no cuts)"
+TRANSFER_TAU = "mean within-query Kendall τ-b"
+
+
+def transfer_halves(judged: pd.DataFrame, fit_queries: int, seed: int) -> calibration.Split:
+    """The declared halves of the judged queries, drawn from the query ids alone
+    (:func:`lib.analysis.calibration.split_groups`): ``dev`` the ``fit_queries`` the cuts are fit on, ``test`` the
+    held-out rest."""
+    return calibration.split_groups(judged, "qid", fit_queries, seed)
+
+
+def held_out_rows(held: pd.DataFrame, frozen: Sequence[calibration.Frozen], order_score: str, seed: int,
+                  n_resamples: int) -> list[dict[str, Any]]:
+    """What carries over to ``held`` (rows with ``qid`` and a 0–3 ``human_grade``, none used to fit ``frozen``):
+    for each frozen reading, its cuts applied unchanged (:meth:`lib.analysis.calibration.Frozen.grades`) and
+    quadratic-weighted κ with the human grades (Cohen 1968; :func:`lib.analysis.validity.agreement`, its interval by
+    :func:`lib.analysis.validity.agreement_ci`); and, with nothing to carry over, the mean over queries of Kendall's
+    τ-b = (C − D) / √((C + D + T_x)(C + D + T_y)) (concordant, discordant pairs, ties in one variable only; Kendall
+    1945) of ``order_score`` with the human grade inside each query
+    (:func:`lib.analysis.validity.within_unit_correlation`; queries whose passages share one human grade have no
+    τ-b and are left out). Every interval resamples the held-out queries (none under ``MIN_CI_UNITS``)."""
+    rows: list[dict[str, Any]] = []
+    for f in frozen:
+        grades = f.grades(held, SCALE)
+        both = grades.notna() & held.human_grade.notna()
+        a, b = held.loc[both, "human_grade"].astype(int), grades[both].astype(int)
+        agreement = validity.agreement(a, b, SCALE) | validity.agreement_ci(a, b, held.loc[both, "qid"], seed,
+                                                                            n_resamples, categories=SCALE)
+        rows.append({"reading": f.method.name, "statistic": rc.WEIGHTED_KAPPA,
+                     "cuts": ", ".join(f"{c:.4f}" for c in f.cuts or ()), "value": agreement["weighted_kappa"],
+                     "ci_low": agreement["weighted_kappa_ci_low"], "ci_high": agreement["weighted_kappa_ci_high"],
+                     "units": int(agreement["units"]), "ci_over": agreement["ci_over"]})
+    within = validity.within_unit_correlation(held, "qid", order_score, "human_grade", "kendall", seed, n_resamples)
+    rows.append({"reading": ORDER_READING, "statistic": TRANSFER_TAU, "cuts": "", "value": within.value,
+                 "ci_low": within.low, "ci_high": within.high, "units": within.units, "ci_over": within.ci_over})
+    return rows
+
+
+def transfer_table(judged: pd.DataFrame, readings: Sequence[calibration.Method], order_score: str,
+                   halves: calibration.Split, seed: int, n_resamples: int,
+                   noveleval: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The split-half transfer on DL19 (:func:`held_out_rows`): each fitted reading frozen on one half
+    (:func:`lib.analysis.calibration.freeze`) and applied to the other, in the declared direction (fit on
+    ``halves.dev``) and the reverse; with ``noveleval`` (its judged rows, grades already on the 0–3 scale), every
+    reading frozen on all of ``judged`` and applied to it. One row per (direction, reading), with the queries fit
+    on and held out (the ``relevance_transfer`` table)."""
+    parts = [(DECLARED, halves.dev_rows(judged), halves.test_rows(judged)),
+             (REVERSE, halves.test_rows(judged), halves.dev_rows(judged))]
+    if noveleval is not None:
+        parts.append((NOVELEVAL, judged, noveleval))
+    rows = []
+    for direction, fit, held in parts:
+        frozen = [calibration.freeze(r, fit, "human_grade", SCALE) for r in readings]
+        rows += [{"direction": direction, "fit_queries": fit.qid.nunique(), "held_out_queries": held.qid.nunique(),
+                  **row} for row in held_out_rows(held, frozen, order_score, seed, n_resamples)]
+    return pd.DataFrame(rows)
+
+
+def noveleval_sample(noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int, int]) -> pd.DataFrame:
+    """The first ``queries`` NovelEval queries in a seeded nested order (:func:`lib.analysis.stats.nested_sample`,
+    so more queries only add), each with every passage it has judged; ``human_grade`` mapped from NovelEval's 0–2
+    onto TREC DL's 0–3 by ``grades`` (the original kept as ``noveleval_grade``). Rows in draw order."""
+    if set(noveleval.human_grade) - set(grades):
+        raise ValueError(f"no TREC DL grade for NovelEval grades {sorted(set(noveleval.human_grade) - set(grades))}")
+    order = nested_sample(noveleval.qid.unique(), queries, seed)
+    rows = pd.concat([noveleval[noveleval.qid == q] for q in order], ignore_index=True)
+    return rows.assign(noveleval_grade=rows.human_grade, human_grade=rows.human_grade.map(grades).astype(int))
+
+
+def noveleval_judged(judge: Gateway, noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int, int]
+                     ) -> pd.DataFrame | None:
+    """NovelEval's sample (:func:`noveleval_sample`) with each passage's MiniLM cosine to its query and its pointwise
+    0–3 call (the request DL19's passages get, :func:`lib.judges.methods.judge_passages`); None when ``queries`` is 0
+    (off: those calls are not in the committed cache, so a replay of them would miss)."""
+    if not queries:
+        return None
+    rows = noveleval_sample(noveleval, queries, seed, grades)
+    rows = rows.assign(cosine=baselines.cosine_scores(rows["query"].tolist(), rows["passage"].tolist()))
+    return rows.join(methods.judge_passages(judge, rows, ["pointwise"], call_label="noveleval-pointwise"))
+
+
+def transfer_readings(primary: calibration.Method) -> list[calibration.Method]:
+    """The fitted readings whose cuts are carried over: the primary and the MiniLM cosine with its own cuts."""
+    return [primary, next(r for r in baselines.RELEVANCE_BASELINES if r.name == MINILM)]
+
+
+def transfer_verdicts(table: pd.DataFrame, direction: str, key: str, where: str, primary_name: str,
+                      target: float) -> tuple[Verdict, ...]:
+    """The verdicts of one ``direction`` of a :func:`transfer_table`: the primary's cuts (``<key>.cuts``) and
+    MiniLM's (``<key>.minilm``) against κ_w ≥ ``target`` on ``where``, and the order of E[g] within its queries
+    (``<key>.order``) against τ-b > 0, each with its interval over the held-out queries. Never confirmatory: the
+    transfer was declared after the cross-fitted result was seen."""
+    rows = table[table.direction == direction].set_index("reading")
+    kappa = Claim("human labels", target)
+
+    def one(name: str, suffix: str, system: str, construct: str, claim: Claim) -> Verdict:
+        r = rows.loc[name]
+        return verdicts.verdict(CHAPTER, f"{key}.{suffix}", system, construct, claim, r.statistic, r.value,
+                                r.ci_low, r.ci_high, "held-out queries", int(r.units), "relevance_transfer")
+
+    carried = f"grades {where} as NIST does with cuts fit on other queries (κ_w ≥ {target:.2f})"
+    return (one(primary_name, "cuts", primary_name, carried, kappa),
+            one(MINILM, "minilm", MINILM, carried, kappa),
+            one(ORDER_READING, "order", POINTWISE_JUDGE, f"orders the passages of {where} as NIST does, with no cuts "
+                f"to carry over (mean within-query Kendall τ-b > 0)", Claim("human labels", 0.0)))
+
+
+def transfer_status(v: Verdict) -> str:
+    """"confirmed on held-out queries" when a transfer verdict holds, else "not confirmed on held-out queries"."""
+    return ("confirmed" if v.verdict == "holds" else "not confirmed") + " on held-out queries"
+
+
+def preferred_reading(f: Findings) -> str:
+    """Which reading of the relevance calls a user moving to new queries should prefer, as the transfer verdicts of
+    ``f`` say (the declared split-half rows; formatting only): the grades through the E[g] cuts when their row
+    holds; otherwise, for ranking, the order of E[g] within a query — it carries nothing fitted over — unless its
+    row goes the wrong way, and for grades MiniLM's cuts when their row holds, else cuts fit on the new set."""
+    cuts, minilm, order = f.transfer
+    if cuts.verdict == "holds":
+        return "the grades through the E[g] cuts, which hold on queries they were not fit on"
+    grades = ("for grades, MiniLM's cuts, which hold on the held-out queries" if minilm.verdict == "holds" else
+              f"for grades, cuts fit on labelled queries of the new set (carried over, neither E[g]'s cuts "
+              f"({cuts.verdict}) nor MiniLM's ({minilm.verdict}) hold)")
+    if order.verdict == "fails":
+        return (f"no reading of the judge: even its order within a query goes the wrong way on held-out queries; "
+                f"{grades}")
+    ranking = ("the order of E[g] within each query for ranking its passages, which survives the transfer (Kendall "
+               "τ-b above 0)" if order.verdict == "holds" else
+               f"the order of E[g] within each query for ranking its passages: it carries no cuts over, though on the "
+               f"held-out queries its τ-b is {order.verdict} too")
+    return f"{ranking}; {grades}"
+
+
+def transfer_bullets(f: Findings, table: pd.DataFrame, noveleval_grades: Mapping[int, int]) -> list[str]:
+    """The transfer section in words, from the findings ``f`` and the :func:`transfer_table` ``table``: the
+    declared split-half verdicts with the cuts that were carried over, the reverse direction as numbers (it decides
+    nothing), NovelEval's verdicts or why there are none (with its grade map ``noveleval_grades``), and the
+    reading to prefer on new queries (:func:`preferred_reading`)."""
+    declared = table[table.direction == DECLARED].set_index("reading")
+    reverse = table[table.direction == REVERSE].set_index("reading")
+    fit, held = int(declared.fit_queries.iloc[0]), int(declared.held_out_queries.iloc[0])
+
+    def carried(rows: pd.DataFrame) -> str:
+        return "; ".join(f"{name} {r.statistic} {r.value:.2f} ({_interval(r.ci_low, r.ci_high, r.ci_over)})"
+                         + (f", cuts {r.cuts}" if r.cuts else "") for name, r in rows.iterrows())
+
+    mapping = ", ".join(f"{k} → {v}" for k, v in noveleval_grades.items())
+    noveleval = (" ".join(verdicts.sentence(v) for v in f.noveleval) + f" NovelEval's grades 0–2 are mapped onto "
+                 f"0–3 as {mapping}; the order within a query does not depend on the map." if f.noveleval else
+                 f"Not run: NovelEval's pointwise 0–3 calls are not in the committed cache and this run makes no new "
+                 f"call (`noveleval_queries` = 0). A larger backend sets `noveleval_queries` (21: every query, 20 "
+                 f"judged passages each) and this section applies the cuts fit on every DL19 query to it, "
+                 f"NovelEval's grades 0–2 mapped onto 0–3 as {mapping}.")
+    return [
+        f"**Cuts carried to held-out queries** (declared in issue #35 after the cross-fitted result was seen, so not "
+        f"confirmatory; the queries split by a seeded rule on their ids alone: cuts fit on {fit} queries, applied "
+        f"unchanged to the other {held}): " + " ".join(verdicts.sentence(v) for v in f.transfer)
+        + f" Carried over: {carried(declared)}.",
+        f"**The reverse direction** (cuts fit on the held-out half, applied to the declared one; shown, decides "
+        f"nothing): {carried(reverse)}.",
+        f"**NovelEval** (a second judged set, 21 queries on its own 0–2 scale): {noveleval}",
+        f"**On new queries, prefer** {preferred_reading(f)}. The primary's DL19 result is "
+        f"{transfer_status(f.transfer[0])}.",
+    ]
+
+
+def transfer_threat(f: Findings) -> str:
+    """The threat the transfer rows name, as one Markdown list item: cuts fit on DL19's queries, whether they held
+    on held-out queries, and the reading to prefer on new ones."""
+    cuts, _, order = f.transfer
+    return (f"- **Cuts fit on DL19's queries.** The primary reads grades through cuts on E[g] fit on DL19's queries; "
+            f"carried unchanged to held-out queries their agreement is **{cuts.verdict}** against the target "
+            f"({verdicts.evidence_text(cuts)}), the order of E[g] within a query **{order.verdict}** "
+            f"({verdicts.evidence_text(order)}). Both halves share DL19's collection, BM25 pool and NIST assessors, "
+            f"so the split tests transfer to other queries of the same kind, not to another query set"
+            + ("" if f.noveleval else " (NovelEval, which would, was not judged in this run)")
+            + f". On new queries prefer {preferred_reading(f)}.")
