@@ -166,7 +166,7 @@ def creation_recall(labels: pd.DataFrame, answers: pd.DataFrame, notes: dict[str
     for qid, part in answers[answers.variant == "clean"].groupby("qid", sort=False):
         created = labels[(labels.qid == qid) & (labels.origin == "answer")].nugget.tolist()
         note_vectors = embed(notes[qid])
-        query_hits = similarity(embed([part.query.iloc[0]]), note_vectors)[0] >= threshold
+        query_hits = similarity(embed([part["query"].iloc[0]]), note_vectors)[0] >= threshold
         hits = (similarity(embed(created), note_vectors) >= threshold).any(axis=0) if created else query_hits & False
         rows.append({"qid": qid, "created": len(created), "notes": len(notes[qid]),
                      "recall_created": float(hits.mean()), "recall_query": float(query_hits.mean())})

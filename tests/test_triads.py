@@ -110,3 +110,18 @@ def test_the_monitor_plan_reads_each_triads_drop_and_spread():
     assert seen["items a day at the default rate"] == 2  # 10% of 20 queries
     assert seen.power == pytest.approx(control_limit_power(0.3, sd, 2))
     assert np.isnan(plan.loc[("traditional", "unsupported")].power)  # no drop: nothing to catch
+
+
+def test_creation_recall_counts_the_notes_some_created_nugget_states():
+    def embed(texts):  # a word is a direction: the same first word, cosine 1; another, 0
+        axes = ["cats", "dogs", "birds", "why"]
+        return np.array([[1.0 if t.lower().split()[0] == a else 0.0 for a in axes] for t in texts])
+
+    answers = pd.DataFrame({"qid": ["1"], "query": ["why purr"], "variant": ["clean"], "answer": ["x"]})
+    labels = pd.DataFrame({"qid": "1", "nugget": ["cats purr", "birds sing", "dogs bark"],
+                           "origin": ["answer", "answer", "irrelevant"]})
+    notes = {"1": ["cats are content", "dogs are loyal", "why not"]}
+    row = triads.creation_recall(labels, answers, notes, embed, 0.6).iloc[0]
+    # the created nuggets state the cats note only (the dogs nugget was injected, not created); the query, "why"
+    assert (row.created, row.notes) == (2, 3)
+    assert row.recall_created == pytest.approx(1 / 3) and row.recall_query == pytest.approx(1 / 3)
