@@ -1061,8 +1061,10 @@ def triads_text(f: Findings) -> str:
     what each triad's drop on unsupported sentences would give a monitor at the command's default rate."""
     plan = f.triad_monitor[f.triad_monitor.defect == "unsupported"]
     monitor_line = "; ".join(
-        f"{row.triad} mean drop {number_text(row['mean drop'])} (per-item SD {number_text(row['per-item SD'])}): power "
-        f"{number_text(row.power)} with {row['items a day at the default rate']} item(s) a day"
+        f"{row.triad} mean drop {number_text(row['mean drop'])} (per-item SD {number_text(row['per-item SD'])}): "
+        + (f"power {number_text(row.power)} with {count_text(row['items a day at the default rate'], 'item')} a day, "
+           f"{row['items a day for power 0.8']:.0f} a day for power 0.8" if np.isfinite(row.power)
+           else "no drop to catch")
         for _, row in plan.iterrows())
     return (" ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
             + f" As a nightly monitor's groundedness, for a release that adds unsupported sentences: {monitor_line}.")
