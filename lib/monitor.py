@@ -13,13 +13,13 @@ relevance (the retrieved documents against the query: the seed requirement), ans
 query), completeness and no-hallucination. Each metric's stored score is the probability-weighted score
 Σ_s p(s)·s / 3 from the score token's ``top_logprobs`` (G-Eval's reading, :mod:`lib.judges.logprobs`; chapter 03
 found the argmax grade of this model collapsing onto one value), or the written integer / 3 when the endpoint
-returns no logprobs (``scored_by`` says which); an item's ``overall`` is the mean of its five, stored with the
-time it was judged (``evaluated_at``, UTC). ``run`` stores the judgments in the same database and prints the
-day's report. ``report`` prints the trend over the last calendar days (a night without a run is shown as a gap)
-and the relative alert rule's power on the last day shown, at the sample rate that was run
-(:func:`alert_power_text`); ``sample-size`` prints the items a day that rule needs to catch a given drop. The five
-are metrics of the study (kind ``monitor``, :mod:`lib.metrics`):
-``score(gateway, rows)`` on :class:`LogRow` makes the nightly run's call for each row (:func:`judge_rows`).
+returns no logprobs (``scored_by`` says which); an item's ``overall`` is the mean of its five (of the metrics its
+judge measures: below), stored with the time it was judged (``evaluated_at``, UTC). ``run`` stores the judgments
+in the same database and prints the day's report. ``report`` prints the trend over the last calendar days (a
+night without a run is shown as a gap) and the relative alert rule's power on the last day shown, at the sample
+rate that was run (:func:`alert_power_text`); ``sample-size`` prints the items a day that rule needs to catch a
+given drop. The five are metrics of the study (kind ``monitor``, :mod:`lib.metrics`): ``score(gateway, rows)``
+on :class:`LogRow` makes the nightly run's call for each row (:func:`judge_rows`).
 
 * **Two alert rules.** Absolute: the day's overall mean below ``--alert-overall`` (0.7). Relative, a Shewhart
   control limit on the day's mean (:func:`control_limit`): below mean − ``--limit-sds`` (3) × SD / √m of the
@@ -27,7 +27,17 @@ are metrics of the study (kind ``monitor``, :mod:`lib.metrics`):
   the day's judged items. A judge that scores every answer near the top never crosses an absolute target; the
   relative rule asks only that a bad day fall below the judge's own recent days. Its power for a drop δ is
   Φ(δ√m/SD − 3) (:func:`lib.analysis.power.control_limit_power`).
-* Idempotent: a query judged successfully is never judged again; a failed judgment is retried and replaced.
+* **Three judges** (``run --judge``, :data:`JUDGES`; the judge of each judgment is stored in its ``judge``
+  column). ``monitor`` (the default): the one call above, five metrics. ``traditional-triad`` and
+  ``nuggetized-triad``: the RAG triads of :mod:`lib.triads` on the row's query, its retrieved documents as the
+  context and its answer (:func:`triad_judgments`); a triad measures groundedness and answer relevance (0–1), and
+  the monitor's other three metrics are stored as missing (NULL), never as a default. **An item's overall is the
+  mean of the metrics its judge measures** (:func:`overall_score`): the five for ``monitor``, the two for a triad.
+  Every day's summary, trend row, alert and control limit is per judge (:func:`daily_summary`), a day's mean of a
+  metric its judge does not measure is missing (shown ``n/a``, never marked against its target), and a judge's
+  baseline holds only its own judgments (the judges' scales differ).
+* Idempotent: a query judged successfully (by any judge: one judgment per query) is never judged again; a failed
+  judgment is retried, by the run's judge, and replaced.
 * The sample of a day is fixed by its first run that finds rows on the day (⌈rate·n⌉ of the n rows logged then,
   stored with its rate and seed in the ``samples`` table): a later run judges the same rows, whatever its
   ``--sample-rate`` and ``--seed``, and says how many rows were logged since; those are never sampled.
@@ -85,7 +95,7 @@ import socket
 import sqlite3
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -96,15 +106,21 @@ from typing import Any, Literal, NoReturn
 import pandas as pd
 from pydantic import BaseModel
 
-from lib import metrics
+from lib import embeddings, metrics, triads
 from lib.analysis import power
 from lib.analysis.text import count_text
+from lib.embeddings import Embed
 from lib.judges.logprobs import weighted_fields
 from lib.llm.cache import CorruptEntry
 from lib.llm.gateway import Gateway, LLMCall, LLMResult, RequestRefused
 from lib.prompts import parts as prompt_parts
 
 METRICS = ("groundedness", "context_relevance", "answer_relevance", "completeness", "no_hallucination")
+# The judges `run --judge` chooses from, each with the metrics it measures (the others it leaves missing)
+JUDGES: dict[str, tuple[str, ...]] = {"monitor": METRICS, "traditional-triad": ("groundedness", "answer_relevance"),
+                                      "nuggetized-triad": ("groundedness", "answer_relevance")}
+DEFAULT_JUDGE = "monitor"
+TRIAD_METRICS = {"groundedness": "groundedness", "relevance": "answer_relevance"}  # lib.triads' component -> metric
 DEFAULT_TARGETS: dict[str, float] = {"groundedness": 0.9, "context_relevance": 0.8, "answer_relevance": 0.8,
                                      "completeness": 0.7, "no_hallucination": 0.95}
 EXIT_OK, EXIT_ALERT, EXIT_USAGE, EXIT_MALFORMED, EXIT_JUDGE, EXIT_DATABASE = 0, 1, 2, 3, 4, 5
@@ -152,7 +168,8 @@ CREATE TABLE IF NOT EXISTS queries (
 CREATE TABLE IF NOT EXISTS judgments (
     query_id INTEGER PRIMARY KEY REFERENCES queries(id), day TEXT NOT NULL, ok INTEGER NOT NULL,
     groundedness REAL, context_relevance REAL, answer_relevance REAL, completeness REAL, no_hallucination REAL,
-    overall REAL, scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT, evaluated_at TEXT);
+    overall REAL, scored_by TEXT, failure_kind TEXT, error TEXT, judge_model TEXT, evaluated_at TEXT,
+    judge TEXT NOT NULL DEFAULT 'monitor');
 CREATE TABLE IF NOT EXISTS samples (
     day TEXT PRIMARY KEY, rate REAL NOT NULL, seed INTEGER NOT NULL, logged INTEGER NOT NULL,
     ids TEXT NOT NULL, fixed_at TEXT NOT NULL);
@@ -166,6 +183,9 @@ TABLES = ("queries", "judgments", "samples", "claims")
 # Judgment columns added since the first version: `init` adds them to an older database (its rows keep NULL there)
 ADDED_JUDGMENT_COLUMNS = {"context_relevance": "REAL", "answer_relevance": "REAL", "overall": "REAL",
                           "evaluated_at": "TEXT"}
+# Added by `init` too, but a database without them still opens: its judgments were all the monitor call's (the only
+# judge then), so they read as such, and the first `run` adds the column (:func:`add_optional_columns`)
+OPTIONAL_JUDGMENT_COLUMNS = {"judge": f"TEXT NOT NULL DEFAULT '{DEFAULT_JUDGE}'"}
 
 
 class MonitorScores(BaseModel):
@@ -224,12 +244,21 @@ def init_database(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         connection.executescript(SCHEMA_SQL)
         for name in _missing_judgment_columns(connection):
             connection.execute(f"ALTER TABLE judgments ADD COLUMN {name} {ADDED_JUDGMENT_COLUMNS[name]}")
+        add_optional_columns(connection)
         connection.commit()
 
 
-def _missing_judgment_columns(connection: sqlite3.Connection) -> list[str]:
+def _missing_judgment_columns(connection: sqlite3.Connection, columns: Mapping[str, str] = ADDED_JUDGMENT_COLUMNS
+                              ) -> list[str]:
     present = {row[1] for row in connection.execute("PRAGMA table_info(judgments)")}
-    return [name for name in ADDED_JUDGMENT_COLUMNS if name not in present]
+    return [name for name in columns if name not in present]
+
+
+def add_optional_columns(connection: sqlite3.Connection) -> None:
+    """Add the :data:`OPTIONAL_JUDGMENT_COLUMNS` the judgments table lacks (not committed: the caller's
+    transaction); the rows already stored take the column's default."""
+    for name in _missing_judgment_columns(connection, OPTIONAL_JUDGMENT_COLUMNS):
+        connection.execute(f"ALTER TABLE judgments ADD COLUMN {name} {OPTIONAL_JUDGMENT_COLUMNS[name]}")
 
 
 def connect(db: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
@@ -523,15 +552,100 @@ MONITOR_METRICS = tuple(metrics.register(_metric(name, construct)) for name, con
     ("no_hallucination", "absence of names, numbers, dates or facts the context does not give")))
 
 
-def _store(connection: sqlite3.Connection, query_id: int, day: str, ok: bool, scores: Mapping[str, float] | None,
-           scored_by: str | None, failure_kind: str | None, error: str | None, model: str | None) -> None:
-    values = [scores[m] if scores else None for m in METRICS]
-    overall = sum(values) / len(values) if scores else None  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class Judgment:
+    """One log row's judgment: ``scores`` on 0–1 of the metrics its judge measures (:data:`JUDGES`), None when it
+    failed (then ``failure_kind`` and ``error`` say why); ``scored_by``: how the scores were read."""
+
+    scores: Mapping[str, float] | None
+    scored_by: str | None = None
+    failure_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.scores is not None
+
+
+# A judge on a chunk of log rows: (rows, progress label) -> a judgment per row, in order
+JudgeRows = Callable[[Sequence[LogRow], str], list[Judgment]]
+
+
+def overall_score(scores: Mapping[str, float], judge: str) -> float:
+    """An item's overall score: the mean of the metrics its ``judge`` measures (:data:`JUDGES`), Σ_m s_m / |M_judge|
+    — the five for ``monitor``, groundedness and answer relevance for a triad. A metric the judge does not measure
+    is missing, not a 0 (nor a 1) in the mean."""
+    measured = [scores[m] for m in JUDGES[judge]]
+    return sum(measured) / len(measured)
+
+
+def monitor_judgment(result: LLMResult) -> Judgment:
+    """The monitor call's result as a judgment (:func:`read_scores`)."""
+    if not result.ok:
+        return Judgment(None, None, result.failure_kind, result.error)
+    scores, scored_by = read_scores(result.value, result.logprobs)
+    return Judgment(scores, scored_by)
+
+
+def triad_inputs(rows: Sequence[LogRow]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Log rows in :mod:`lib.triads`' shape: the answers (qid = the row id as text, query, variant ``clean``, answer,
+    no injected sentence) and the context of each qid (the row's retrieved documents, as a topic's notes)."""
+    answers = pd.DataFrame([{"qid": str(r.id), "query": r.query, "variant": "clean", "answer": r.answer,
+                             "injected": []} for r in rows], columns=["qid", "query", "variant", "answer", "injected"])
+    return answers, {str(r.id): list(r.contexts) for r in rows}
+
+
+def triad_judgments(gateway: Gateway, judge: str, rows: Sequence[LogRow], embed: Embed | None = None
+                    ) -> list[Judgment]:
+    """Each row's groundedness and answer relevance by the RAG triad ``judge`` (``traditional-triad``:
+    :func:`lib.triads.traditional`; ``nuggetized-triad``: :func:`lib.triads.nugget_labels` and
+    :func:`lib.triads.nuggetized`, nuggets created from the answer with ``embed``, default MiniLM). A row whose
+    triad gives no score for one of the two (a failed call; no nugget with every label) is a failure."""
+    answers, context = triad_inputs(rows)
+    if judge == "traditional-triad":
+        scores = triads.traditional(gateway, answers, context)
+    elif judge == "nuggetized-triad":
+        scores = triads.nuggetized(triads.nugget_labels(gateway, answers, context, embed or embeddings.embed))
+    else:
+        raise ValueError(f"not a triad judge: {judge!r}")
+    scores = scores.reindex(columns=["qid", "variant", "component", "score", "scored_by", "failure_kind"])
+    scores = scores[scores.variant == "clean"]
+    judged = []
+    for row in rows:
+        own = scores[scores.qid == str(row.id)]
+        values = {TRIAD_METRICS[c]: float(s) for c, s in zip(own.component, own.score, strict=True) if pd.notna(s)}
+        missing = [m for m in JUDGES[judge] if m not in values]
+        if not missing:
+            judged.append(Judgment(values, own.scored_by.iloc[0]))
+            continue
+        kinds = [k for k in own.failure_kind if isinstance(k, str)]
+        judged.append(Judgment(None, None, kinds[0] if kinds else "no_labelled_nugget",
+                               f"the {judge} gave no {' and no '.join(missing)}"))
+    return judged
+
+
+def judge_rows_of(gateway: Gateway, judge: str, day: str, embed: Embed | None = None) -> JudgeRows:
+    """The nightly run's ``judge`` on chunks of ``day``'s rows. ``monitor``: one :func:`judge_call` per row, labelled
+    ``monitor:<day>:<row id>``."""
+    if judge == DEFAULT_JUDGE:
+        return lambda rows, desc: [monitor_judgment(r) for r in gateway.complete_many(
+            [judge_call(row, f"monitor:{day}:{row.id}") for row in rows], desc=desc)]
+    if judge not in JUDGES:
+        raise ValueError(f"unknown judge {judge!r}: one of {', '.join(JUDGES)}")
+    return lambda rows, desc: triad_judgments(gateway, judge, rows, embed)
+
+
+def _store(connection: sqlite3.Connection, query_id: int, day: str, judgment: Judgment, model: str | None,
+           judge: str) -> None:
+    scores = judgment.scores
+    values = [scores.get(m) if scores else None for m in METRICS]  # a metric the judge does not measure: NULL
+    overall = overall_score(scores, judge) if scores else None
     columns = ["query_id", "day", "ok", *METRICS, "overall", "scored_by", "failure_kind", "error", "judge_model",
-               "evaluated_at"]
+               "evaluated_at", "judge"]
     connection.execute(
         f"INSERT OR REPLACE INTO judgments ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        (query_id, day, int(ok), *values, overall, scored_by, failure_kind, error, model, _now()))
+        (query_id, day, int(judgment.ok), *values, overall, judgment.scored_by, judgment.failure_kind, judgment.error,
+         model, _now(), judge))
 
 
 def _now() -> str:
@@ -622,22 +736,26 @@ def release_day(connection: sqlite3.Connection, day: str, token: str) -> None:
 
 
 def run_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
-            chunk_size: int = CHUNK_SIZE, claim_lapse_s: float = CLAIM_LAPSE_S) -> DayRun:
-    """Claim ``day`` (:func:`claim_day`) and judge the rows of its sample (:func:`fixed_sample`; ``rate`` and
-    ``seed`` fix it on the day's first run) that have no successful judgment (module docstring), storing the
-    results of every ``chunk_size`` calls as they come back; the claim is released at the end.
-    :class:`DayClaimed` when another run holds the day, :class:`JudgeUnavailable` when the judge stops the run,
-    :class:`sqlite3.Error` on a database error."""
+            chunk_size: int = CHUNK_SIZE, claim_lapse_s: float = CLAIM_LAPSE_S, judge: str = DEFAULT_JUDGE,
+            embed: Embed | None = None) -> DayRun:
+    """Claim ``day`` (:func:`claim_day`) and have ``judge`` (:data:`JUDGES`; ``embed``: the nuggetized triad's
+    sentence encoder, default MiniLM) judge the rows of its sample (:func:`fixed_sample`; ``rate`` and ``seed`` fix
+    it on the day's first run) that have no successful judgment (module docstring), storing the results of every
+    ``chunk_size`` rows as they come back; the claim is released at the end. :class:`DayClaimed` when another run
+    holds the day, :class:`JudgeUnavailable` when the judge stops the run, :class:`sqlite3.Error` on a database
+    error."""
+    judge_chunk = judge_rows_of(gateway, judge, day, embed)
     token = claim_day(connection, day, claim_lapse_s)
     try:
-        return _judge_claimed_day(connection, gateway, day, rate, seed, chunk_size, token)
+        return _judge_claimed_day(connection, gateway, judge, judge_chunk, day, rate, seed, chunk_size, token)
     finally:
         release_day(connection, day, token)
 
 
-def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: str, rate: float, seed: int,
-                       chunk_size: int, token: str) -> DayRun:
+def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, judge: str, judge_chunk: JudgeRows,
+                       day: str, rate: float, seed: int, chunk_size: int, token: str) -> DayRun:
     with _write(connection):
+        add_optional_columns(connection)  # a database made before the judge column (it opens without it)
         # the day's rows by a range of the index on ts, not a function of every row's ts
         raw = connection.execute("SELECT id, ts, system, query, contexts, answer FROM queries "
                                  f"WHERE ts BETWEEN ? AND ? AND {CANONICAL_TS} ORDER BY id",
@@ -658,58 +776,53 @@ def _judge_claimed_day(connection: sqlite3.Connection, gateway: Gateway, day: st
                 todo.append(parse_row(by_id[query_id]))
             except MalformedRow as bad:
                 malformed.append(str(bad))
-                _store(connection, query_id, day, False, None, None, "malformed_row", str(bad), None)
+                _store(connection, query_id, day, Judgment(None, None, "malformed_row", str(bad)), None, judge)
         undated = undated_rows(connection)
     chunks = [todo[start:start + chunk_size] for start in range(0, len(todo), chunk_size)]
     stored = failed = 0
     judge_model, judged_now = gateway.endpoint.identity, False
     for number, chunk in enumerate(chunks, start=1):
-        calls = [judge_call(row, f"monitor:{day}:{row.id}") for row in chunk]
         try:
             results = _judge_chunk(
-                gateway, calls, f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
+                judge_chunk, chunk, f"monitor {day}" if len(chunks) == 1 else f"monitor {day} ({number}/{len(chunks)})")
             refusals = [r for r in results if isinstance(r, RequestRefused)]
             # every request refused by a judge model that has judged nothing: its name, not the rows (module docstring)
             if len(refusals) == len(results) and not judged_now and not _has_judged(connection, judge_model):
-                raise RequestRefused(refusals[-1].status, f"{refusals[-1]}; all {len(calls)} requests were refused "
-                                     f"and the judge model {judge_model} has judged no row yet: check JUDGE_MODEL")
+                raise RequestRefused(refusals[-1].status, f"{refusals[-1]}; every request of the {len(chunk)} rows "
+                                     f"was refused and the judge model {judge_model} has judged no row yet: check "
+                                     "JUDGE_MODEL")
         # The gateway's run-stopping errors (a replay miss, an unreachable or hung endpoint, a 4xx answer) are
         # RuntimeErrors; a damaged cache entry in replay mode is a CorruptEntry. The next call would fail too.
         except (RuntimeError, CorruptEntry) as exc:
             raise JudgeUnavailable(f"{exc} ({stored} of the {len(todo)} judgments of {day} due were stored "
                                    "before; a rerun judges the rest)") from exc
-        judged_now = judged_now or any(isinstance(r, LLMResult) and r.ok for r in results)
+        judged_now = judged_now or any(isinstance(r, Judgment) and r.ok for r in results)
         with _write(connection):
             _renew_claim(connection, day, token)
             for row, result in zip(chunk, results, strict=True):
-                if isinstance(result, RequestRefused):
-                    failed += 1
-                    _store(connection, row.id, day, False, None, None, "refused", str(result), judge_model)
-                elif result.ok:
-                    scores, scored_by = read_scores(result.value, result.logprobs)
-                    _store(connection, row.id, day, True, scores, scored_by, None, None, judge_model)
-                else:
-                    failed += 1
-                    _store(connection, row.id, day, False, None, None, result.failure_kind, result.error,
-                           judge_model)
+                judgment = (Judgment(None, None, "refused", str(result)) if isinstance(result, RequestRefused)
+                            else result)
+                failed += not judgment.ok
+                _store(connection, row.id, day, judgment, judge_model, judge)
         stored += len(chunk)
     return DayRun(day, len(raw), sample, fixed_earlier, len(todo) - failed, len(chosen) - len(todo) - len(malformed),
                   failed, malformed + undated)
 
 
-def _judge_chunk(gateway: Gateway, calls: Sequence[LLMCall], desc: str) -> list[LLMResult | RequestRefused]:
-    """Each call's result, or its refusal when the judge refused it for what it holds (:data:`ROW_REFUSALS`): that
-    row's failure, so that one prompt past the context does not stop the night. Which call was refused the gateway
-    does not say, so the chunk is then asked call by call (what was answered comes from the cache)."""
+def _judge_chunk(judge_chunk: JudgeRows, rows: Sequence[LogRow], desc: str) -> list[Judgment | RequestRefused]:
+    """Each row's judgment, or its refusal when the judge refused a request of it for what it holds
+    (:data:`ROW_REFUSALS`): that row's failure, so that one prompt past the context does not stop the night. Which
+    request was refused the gateway does not say, so the chunk is then judged row by row (what was answered comes
+    from the cache)."""
     try:
-        return list(gateway.complete_many(calls, desc=desc))
+        return list(judge_chunk(rows, desc))
     except RequestRefused as refused:
         if refused.status not in ROW_REFUSALS:
             raise
-    results: list[LLMResult | RequestRefused] = []
-    for call in calls:
+    results: list[Judgment | RequestRefused] = []
+    for row in rows:
         try:
-            results.extend(gateway.complete_many([call], desc=f"{desc}, one by one"))
+            results.extend(judge_chunk([row], f"{desc}, one by one"))
         except RequestRefused as refused:
             if refused.status not in ROW_REFUSALS:
                 raise
@@ -726,10 +839,13 @@ def _has_judged(connection: sqlite3.Connection, model: str) -> bool:
 def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
     """Every stored judgment with its log row's system and query (one row per judged query). The log's text is read
     as bytes and decoded here, so that a malformed row's bytes that are not UTF-8 show as U+FFFD where pandas would
-    refuse the whole table."""
+    refuse the whole table. A database without the ``judge`` column (:data:`OPTIONAL_JUDGMENT_COLUMNS`) reads as
+    judged by the monitor call, the only judge before it."""
     frame = pd.read_sql_query("SELECT j.*, CAST(q.system AS BLOB) AS system, CAST(q.query AS BLOB) AS query "
                               "FROM judgments j JOIN queries q ON q.id = j.query_id ORDER BY j.day, j.query_id",
                               connection)
+    if "judge" not in frame:
+        frame["judge"] = DEFAULT_JUDGE
     for column in ("system", "query"):
         frame[column] = frame[column].map(lambda value: value.decode("utf-8", "replace")
                                           if isinstance(value, bytes) else value)
@@ -737,20 +853,29 @@ def judgments(connection: sqlite3.Connection) -> pd.DataFrame:
 
 
 def daily_summary(connection: sqlite3.Connection) -> pd.DataFrame:
-    """Per judged day: judged (ok) and failed counts, the mean of each metric over the successful judgments, and
-    ``overall`` = the mean over the day's items of their overall score (the mean of their five metrics)."""
+    """Per judged day and judge (one row a day when one judge judged it): judged (ok) and failed counts, the mean
+    of each metric over the successful judgments (missing for a metric the judge does not measure), and
+    ``overall`` = the mean over the day's items of their overall score (:func:`overall_score`: the mean of the
+    metrics their judge measures)."""
     frame = judgments(connection)
     if frame.empty:
-        return pd.DataFrame(columns=["day", "judged", "failed", *METRICS, "overall"])
+        return pd.DataFrame(columns=["day", "judge", "judged", "failed", *METRICS, "overall"])
     ok = frame[frame.ok == 1]
-    out = frame.groupby("day").agg(judged=("ok", "sum"), failed=("ok", lambda s: int((s == 0).sum())))
-    out = out.join(ok.groupby("day")[[*METRICS, "overall"]].mean())
+    out = frame.groupby(["day", "judge"]).agg(judged=("ok", "sum"), failed=("ok", lambda s: int((s == 0).sum())))
+    out = out.join(ok.groupby(["day", "judge"])[[*METRICS, "overall"]].mean())
     return out.reset_index()
+
+
+def judges_in(frame: pd.DataFrame) -> list[str]:
+    """The judges of a :func:`judgments` or :func:`daily_summary` frame, in :data:`JUDGES`' order."""
+    present = set(frame.judge.dropna())
+    return [judge for judge in JUDGES if judge in present]
 
 
 def calendar(summary: pd.DataFrame, end: str, days: int) -> pd.DataFrame:
     """The ``days`` calendar days ending at ``end``, from the first judged day on, with their :func:`daily_summary`
-    row; a day without judgments (a missed night) keeps its row, with no counts, so that a report shows the gap."""
+    rows (one per judge); a day without judgments (a missed night) keeps a row, with no counts, so that a report
+    shows the gap."""
     dates = [(Date.fromisoformat(end) - timedelta(days=k)).isoformat() for k in range(days - 1, -1, -1)]
     dates = [d for d in dates if d >= summary.day.min()]
     return pd.DataFrame({"day": dates}).merge(summary, on="day", how="left")
@@ -768,6 +893,7 @@ class ControlLimit:
     sd: float
     items: int
     limit_sds: float
+    judge: str | None = None  # whose judgments the baseline holds (None: every judgment given)
 
     @property
     def limit(self) -> float:
@@ -776,39 +902,46 @@ class ControlLimit:
     def text(self) -> str:
         return (f"control limit {self.limit:.3f}: baseline {self.mean:.3f} (SD {self.sd:.3f} over "
                 f"{self.baseline_items} items of {len(self.days)} judged days, {self.days[0]}..{self.days[-1]}) "
-                f"- {self.limit_sds:g} x SD / sqrt({self.items} items)")
+                f"- {self.limit_sds:g} x SD / sqrt({self.items} items)"
+                + (f" (judge {self.judge})" if self.judge else ""))
 
 
 MIN_BASELINE_ITEMS = 3  # fewer give no SD worth a limit
 
 
-def baseline(per_item: pd.DataFrame, day: str, baseline_days: int = BASELINE_DAYS) -> pd.DataFrame:
+def baseline(per_item: pd.DataFrame, day: str, baseline_days: int = BASELINE_DAYS, judge: str | None = None
+             ) -> pd.DataFrame:
     """The items ``day`` is compared with: the successfully judged items (:func:`judgments`) of the ``baseline_days``
-    calendar days before it, never of ``day`` itself (a broken day would widen its own limit)."""
+    calendar days before it, never of ``day`` itself (a broken day would widen its own limit); with ``judge``, only
+    that judge's (another judge's overall is on another scale)."""
     first = (Date.fromisoformat(day) - timedelta(days=baseline_days)).isoformat()
-    return per_item[(per_item.ok == 1) & (per_item.day >= first) & (per_item.day < day)]
+    chosen = (per_item.ok == 1) & (per_item.day >= first) & (per_item.day < day)
+    return per_item[chosen & (per_item.judge == judge)] if judge is not None else per_item[chosen]
 
 
 def control_limit(per_item: pd.DataFrame, day: str, items: int, baseline_days: int = BASELINE_DAYS,
-                  limit_sds: float = LIMIT_SDS) -> ControlLimit | None:
-    """The control limit of ``day`` (:class:`ControlLimit`) from :func:`judgments` and its :func:`baseline`, or None
-    while the baseline has fewer than :data:`MIN_BASELINE_ITEMS` judged items. A day that alerted stays in later
-    baselines: the rule has no memory of alerts, so a long outage widens the limit (read the trend)."""
-    baseline_items = baseline(per_item, day, baseline_days)
+                  limit_sds: float = LIMIT_SDS, judge: str | None = None) -> ControlLimit | None:
+    """The control limit of ``day`` (:class:`ControlLimit`) from :func:`judgments` and its :func:`baseline` (of
+    ``judge``'s judgments; None: of all given), or None while the baseline has fewer than :data:`MIN_BASELINE_ITEMS`
+    judged items. A day that alerted stays in later baselines: the rule has no memory of alerts, so a long outage
+    widens the limit (read the trend)."""
+    baseline_items = baseline(per_item, day, baseline_days, judge)
     if len(baseline_items) < MIN_BASELINE_ITEMS or items < 1:
         return None
     return ControlLimit(sorted(baseline_items.day.unique()), len(baseline_items), float(baseline_items.overall.mean()),
-                        float(baseline_items.overall.std(ddof=1)), items, limit_sds)
+                        float(baseline_items.overall.std(ddof=1)), items, limit_sds, judge)
 
 
 def alert_power_text(per_item: pd.DataFrame, samples: pd.DataFrame, drop: float, day: str,
-                     baseline_days: int = BASELINE_DAYS, limit_sds: float = LIMIT_SDS) -> str:
+                     baseline_days: int = BASELINE_DAYS, limit_sds: float = LIMIT_SDS, judge: str | None = None
+                     ) -> str:
     """What the relative rule can catch on ``day``: at the sample rate and size that were run (the sample of ``day``,
     else of the last day sampled before it: :func:`samples_table`), with the per-item SD of ``day``'s
-    :func:`baseline` (the days before it, not ``day``, which may be the broken day), the probability that a drop of
-    ``drop`` in the day's mean overall falls below the limit (:func:`lib.analysis.power.control_limit_power`), beside
-    the items a day needed for power 0.8 (:func:`lib.analysis.power.items_for_control_limit`)."""
-    items_before = baseline(per_item, day, baseline_days)
+    :func:`baseline` (the days before it, not ``day``, which may be the broken day; of ``judge``'s judgments when
+    given), the probability that a drop of ``drop`` in the day's mean overall falls below the limit
+    (:func:`lib.analysis.power.control_limit_power`), beside the items a day needed for power 0.8
+    (:func:`lib.analysis.power.items_for_control_limit`)."""
+    items_before = baseline(per_item, day, baseline_days, judge)
     scores = items_before.overall
     run = samples[samples.day <= day]
     if len(scores) < MIN_BASELINE_ITEMS or run.empty:
@@ -837,11 +970,15 @@ def samples_table(connection: sqlite3.Connection) -> pd.DataFrame:
 def release_comparison(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> tuple[pd.DataFrame, pd.Series]:
     """The same queries judged on ``broken_day`` (served by a broken release) and on ``fixed_day`` (served again
     after the fix), from :func:`judgments`: a table of each metric per query and release (only queries judged on
-    both days), and the mean over those queries of fixed − broken per metric. A judge that sees the fault gives
-    a clearly positive difference."""
+    both days; a metric the judge does not measure stays missing), and the mean over those queries of fixed − broken
+    per metric. A judge that sees the fault gives a clearly positive difference."""
     days = per_query[per_query["day"].isin([broken_day, fixed_day]) & (per_query["ok"] == 1)]
     days = days.assign(release=days["day"].map({broken_day: "broken", fixed_day: "fixed"}))
-    table = days.pivot_table(index="query", columns="release", values=list(METRICS)).dropna()
+    measured = [m for m in METRICS if days[m].notna().any()] or list(METRICS)
+    table = days.pivot_table(index="query", columns="release", values=measured).dropna()
+    # every metric kept, in pivot_table's (sorted) order, so that a judge's table has the columns of another's
+    table = table.reindex(columns=pd.MultiIndex.from_product([sorted(METRICS), ["broken", "fixed"]],
+                                                             names=table.columns.names))
     difference = table.xs("fixed", axis=1, level="release") - table.xs("broken", axis=1, level="release")
     return table, difference.mean()[list(METRICS)]
 
@@ -860,17 +997,18 @@ def _fmt(value: float | None) -> str:
 
 
 def trend_text(summary: pd.DataFrame, targets: Mapping[str, float]) -> str:
-    """The trend table as text; a metric mean that does not exceed its target (the header's "> target") carries
-    a ``!``; a day without judgments (:func:`calendar`) reads "not judged"."""
+    """The trend table as text, a row per day and judge (named last); a metric mean that does not exceed its target
+    (the header's "> target") carries a ``!``, one its judge does not measure reads ``n/a`` unmarked; a day without
+    judgments (:func:`calendar`) reads "not judged"."""
     header = (f"{'day':<10}  {'judged':>6}  {'failed':>6}  " + "  ".join(f"{m:>17}" for m in METRICS)
-              + f"  {'overall':>7}")
+              + f"  {'overall':>7}  judge")
     lines = [header, "targets" + " " * 21 + "  ".join(f"{'> ' + format(targets[m], '.2f'):>17}" for m in METRICS)]
     for r in summary.itertuples():
         if pd.isna(r.judged):
             lines.append(f"{r.day:<10}  not judged")
             continue
         cells = "  ".join(f"{_fmt(getattr(r, m)) + ('!' if getattr(r, m) <= targets[m] else ' '):>17}" for m in METRICS)
-        lines.append(f"{r.day:<10}  {int(r.judged):>6}  {int(r.failed):>6}  {cells}  {_fmt(r.overall):>7}")
+        lines.append(f"{r.day:<10}  {int(r.judged):>6}  {int(r.failed):>6}  {cells}  {_fmt(r.overall):>7}  {r.judge}")
     return "\n".join(lines)
 
 
@@ -975,6 +1113,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-rate", type=_rate, default=DEFAULT_SAMPLE_RATE,
                      help=f"share of the day's queries judged, in (0, 1] (default {DEFAULT_SAMPLE_RATE})")
     run.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    run.add_argument("--judge", choices=list(JUDGES), default=DEFAULT_JUDGE,
+                     help=f"who scores each sampled row (default {DEFAULT_JUDGE}: one call, five metrics); a RAG triad "
+                          "of lib.triads measures groundedness and answer relevance only, the other metrics are "
+                          "stored as missing; an item's overall is the mean of the metrics its judge measures")
     run.add_argument("--alert-overall", type=_share, default=ALERT_OVERALL,
                      help=f"alert when the day's overall mean is below ({ALERT_OVERALL})")
     run.add_argument("--alert-groundedness", type=_share, default=0.7, help="list items with groundedness below (0.7)")
@@ -1009,10 +1151,11 @@ def _fail(status: int, message: str) -> int:
     return status
 
 
-def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> int:
+def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None, embed: Embed | None = None) -> int:
     """Entry point of ``study-monitor``; returns the exit status (:data:`EXIT_HELP`), except for a usage error,
     which argparse raises as ``SystemExit(2)`` before any work. ``gateway``: the judge to use (default:
-    ``Gateway.from_env(notebook="monitor", role="judge")``)."""
+    ``Gateway.from_env(notebook="monitor", role="judge")``); ``embed``: the nuggetized triad's sentence encoder
+    (default MiniLM, :func:`lib.embeddings.embed`)."""
     args = parser().parse_args(argv)
     if args.command == "sample-size" and args.sd is not None:
         print(sample_size_text(args.drop, args.sd, args.limit_sds, args.power, None))
@@ -1039,7 +1182,7 @@ def main(argv: Sequence[str] | None = None, gateway: Gateway | None = None) -> i
                 return _report(connection, args)
             if args.command == "sample-size":
                 return _sample_size(connection, args)
-            return _run(connection, args, gateway)
+            return _run(connection, args, gateway, embed)
     except (sqlite3.Error, MissingDatabase, DayClaimed) as exc:
         return _fail(EXIT_DATABASE, f"database {args.db}: {exc}")
     except JudgeUnavailable as exc:
@@ -1067,8 +1210,10 @@ def _report(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
     missed = shown.day[shown.judged.isna()].tolist()
     if missed:
         print(f"not judged: {', '.join(missed)} (a missed run leaves a gap; `run --date` judges it later)")
-    print(alert_power_text(judgments(connection), samples_table(connection), args.drop, end, args.baseline_days,
-                           args.limit_sds))
+    per_item = judgments(connection)
+    for judge in judges_in(shown.dropna(subset=["judge"])) or judges_in(per_item):
+        print(alert_power_text(per_item, samples_table(connection), args.drop, end, args.baseline_days,
+                               args.limit_sds, judge) + f" (judge {judge})")
     return EXIT_OK
 
 
@@ -1088,15 +1233,20 @@ def sample_size_text(drop: float, sd: float, limit_sds: float, target_power: flo
 
 
 def _sample_size(connection: sqlite3.Connection, args: argparse.Namespace) -> int:
-    """Planned with the per-item SD that ``report`` states: of the baseline of the last judged day."""
+    """Planned with the per-item SD that ``report`` states: of the baseline of the last judged day, per judge."""
     per_item = judgments(connection)
     items_before = baseline(per_item, per_item.day.max(), args.baseline_days) if len(per_item) else per_item
-    scores = items_before.overall
-    if len(scores) < MIN_BASELINE_ITEMS or scores.std(ddof=1) == 0:
-        return _fail(EXIT_USAGE, f"{len(scores)} judged items before the last judged day give no per-item SD to plan "
-                                 "with; pass --sd")
-    print(sample_size_text(args.drop, float(scores.std(ddof=1)), args.limit_sds, args.power, samples_table(connection),
-                           f"from {len(scores)} judged items of {items_before.day.min()}..{items_before.day.max()}"))
+    plans = []
+    for judge in judges_in(items_before):
+        own = items_before[items_before.judge == judge]
+        if len(own) >= MIN_BASELINE_ITEMS and own.overall.std(ddof=1) > 0:
+            plans.append(sample_size_text(
+                args.drop, float(own.overall.std(ddof=1)), args.limit_sds, args.power, samples_table(connection),
+                f"from {len(own)} judged items of {own.day.min()}..{own.day.max()}, judge {judge}"))
+    if not plans:
+        return _fail(EXIT_USAGE, f"{len(items_before)} judged items before the last judged day give no per-item SD "
+                                 "to plan with; pass --sd")
+    print("\n".join(plans))
     return EXIT_OK
 
 
@@ -1111,9 +1261,10 @@ def _judge_gateway(gateway: Gateway | None, db: Path) -> AbstractContextManager[
         raise JudgeUnavailable(f"the judge endpoint is not configured: {exc}") from exc
 
 
-def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None) -> int:
+def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gateway | None, embed: Embed | None
+         ) -> int:
     with _judge_gateway(gateway, args.db) as judge:
-        done = run_day(connection, judge, args.date, args.sample_rate, args.seed)
+        done = run_day(connection, judge, args.date, args.sample_rate, args.seed, judge=args.judge, embed=embed)
     rate, seed = (done.sample.rate, done.sample.seed) if done.sample else (args.sample_rate, args.seed)
     print(f"{done.day}: {done.logged} queries logged, {done.sampled} sampled (rate {rate}, seed {seed}); "
           f"{done.judged} judged now, {done.skipped} already judged, {done.failed} judge failures, "
@@ -1130,17 +1281,25 @@ def _run(connection: sqlite3.Connection, args: argparse.Namespace, gateway: Gate
     today = summary[summary.day == done.day]
     print(trend_text(today, {**DEFAULT_TARGETS, **dict(args.target)}))
     status = EXIT_MALFORMED if done.malformed else EXIT_OK
-    overall = today.overall.iloc[0] if len(today) else float("nan")
-    judged_today = int(today.judged.iloc[0]) if len(today) else 0
-    limit = control_limit(judgments(connection), done.day, judged_today, args.baseline_days, args.limit_sds)
-    print(limit.text() if limit else f"no control limit yet: fewer than {MIN_BASELINE_ITEMS} judged items in the "
-          f"{args.baseline_days} days before {done.day}")
-    if pd.notna(overall) and overall < args.alert_overall:
-        print(f"ALERT {done.day}: overall mean {overall:.2f} is below the target {args.alert_overall}")
-        status = EXIT_ALERT
-    if pd.notna(overall) and limit is not None and overall < limit.limit:
-        print(f"ALERT {done.day}: overall mean {overall:.3f} is below the control limit {limit.limit:.3f}")
-        status = EXIT_ALERT
+    per_item = judgments(connection)
+    # each judge of the day against its own target and its own baseline (the run's judge, and another's whose
+    # judgments of the day an earlier run stored)
+    for r in today.itertuples() if len(today) else [None]:
+        judged_today, judge = (int(r.judged), r.judge) if r else (0, args.judge)
+        limit = control_limit(per_item, done.day, judged_today, args.baseline_days, args.limit_sds, judge)
+        print(limit.text() if limit else f"no control limit yet: fewer than {MIN_BASELINE_ITEMS} judged items in the "
+              f"{args.baseline_days} days before {done.day} (judge {judge})")
+        if r is None or pd.isna(r.overall):
+            continue
+        if r.overall < args.alert_overall:
+            print(f"ALERT {done.day}: overall mean {r.overall:.2f} is below the target {args.alert_overall} "
+                  f"(judge {judge})")
+            status = EXIT_ALERT
+        if limit is not None and r.overall < limit.limit:
+            print(f"ALERT {done.day}: overall mean {r.overall:.3f} is below the control limit {limit.limit:.3f} "
+                  f"(judge {judge})")
+            status = EXIT_ALERT
+    overall = today.overall.mean() if len(today) else float("nan")
     if status != EXIT_ALERT and pd.isna(overall) and done.failed:
         status = _fail(EXIT_JUDGE, f"NOT CHECKED {done.day}: every judge call failed ({done.failed}), so the alert "
                                    "could not be checked; a rerun retries them")

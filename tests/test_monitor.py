@@ -723,3 +723,186 @@ def test_a_run_reads_the_days_rows_by_date_not_every_row(db, tmp_path):
     assert plans
     for sql, plan in plans.items():
         assert not any(step in ("SCAN queries", "SCAN judgments") for step in plan), (sql, plan)
+
+
+# The RAG triads as the monitor's judge (issue 35).
+
+def triad_aware_judge(body, n):
+    """Answers every judge of `run --judge`, told apart by their system prompt: the monitor call as :func:`judge`;
+    the traditional triad groundedness 3, relevance 2 (0 and 0 for 'BAD'); the nuggetized triad one nugget (the
+    answer's first sentence), vital, supported by the context and partly relevant. 'GARBLED' gets no JSON."""
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if "GARBLED" in user:
+        return Reply(content="the answer looks fine to me")
+    if system.startswith("You monitor"):
+        return judge(body, n)
+    if system.startswith("You grade an answer"):
+        grades = (0, 0) if "BAD" in user else (3, 2)
+        return Reply(content=json.dumps(dict(zip(("groundedness", "relevance"), grades, strict=True))))
+    if system.startswith("You write the list of atomic nuggets"):
+        first = re.search(r"^\[1\] (.*?)\.?$", user, re.M)
+        return Reply(content=json.dumps({"nuggets": [first.group(1)] if first else []}))
+    n_items = len(re.findall(r"^\[\d+\] ", user, re.M))
+    label = ("vital" if system.startswith("You label nuggets") else "partly_relevant"
+             if "help answer" in system else "support")
+    return Reply(content=json.dumps({"labels": [label] * n_items}))
+
+
+# groundedness, answer relevance and overall of an item each triad of triad_aware_judge gives
+TRIAD_SCORES = {"traditional-triad": (1.0, 2 / 3, (1 + 2 / 3) / 2), "nuggetized-triad": (1.0, 0.5, 0.75)}
+
+
+def word_embed(texts):
+    from tests.test_nuggets import word_embed as bag_of_words
+    return bag_of_words(texts)
+
+
+def triad_log(tmp_path, day="2026-11-03", answers=("Paris is the capital of France.", "Bern is in Switzerland.",
+                                                  "GARBLED")):
+    path = tmp_path / "triad.sqlite"
+    if not path.exists():
+        monitor.init_database(path)
+    with closing(monitor.connect(path)) as connection:
+        monitor.add_queries(connection, log_rows(day, list(answers)))
+    return path
+
+
+def test_overall_is_the_mean_of_the_metrics_the_judge_measures():
+    scores = dict(zip(monitor.METRICS, [1.0, 0.0, 0.5, 0.0, 0.0], strict=True))
+    assert monitor.overall_score(scores, "monitor") == pytest.approx(1.5 / 5)
+    # a triad measures groundedness and answer relevance: the other three are not 0s (nor 1s) in its mean
+    assert monitor.overall_score(scores, "traditional-triad") == pytest.approx(0.75)
+    assert monitor.overall_score({"groundedness": 0.2, "answer_relevance": 0.4}, "nuggetized-triad") == \
+        pytest.approx(0.3)
+    with pytest.raises(KeyError):  # a triad's judgment without one of its metrics has no overall
+        monitor.overall_score({"groundedness": 0.2}, "traditional-triad")
+
+
+@pytest.mark.parametrize("judge_name", list(monitor.JUDGES))
+def test_a_run_with_each_judge_stores_what_it_measures_and_leaves_the_rest_missing(judge_name, tmp_path, capsys):
+    db = triad_log(tmp_path)
+    with FakeOpenAI(triad_aware_judge) as fake:
+        status = monitor.main(["--db", str(db), "run", "--date", "2026-11-03", "--sample-rate", "1",
+                               "--judge", judge_name], gateway=gateway_for(fake, tmp_path), embed=word_embed)
+    out = capsys.readouterr().out
+    assert status == monitor.EXIT_OK and "2 judged now, 0 already judged, 1 judge failures" in out
+    with closing(monitor.connect(db)) as connection:
+        stored = monitor.judgments(connection)
+        summary = monitor.daily_summary(connection)
+    assert (stored.judge == judge_name).all()
+    judged, failed = stored[stored.ok == 1], stored[stored.ok == 0]
+    assert len(judged) == 2 and failed[[*monitor.METRICS, "overall"]].isna().all().all()  # a failure, no 0
+    if judge_name == "monitor":
+        assert (judged[list(monitor.METRICS)] == 1.0).all().all() and (judged.overall == 1.0).all()
+    else:
+        groundedness, answer_relevance, overall = TRIAD_SCORES[judge_name]
+        assert judged.groundedness.tolist() == pytest.approx([groundedness] * 2)
+        assert judged.answer_relevance.tolist() == pytest.approx([answer_relevance] * 2)
+        assert judged[["context_relevance", "completeness", "no_hallucination"]].isna().all().all()  # NULL
+        assert judged.overall.tolist() == pytest.approx([overall] * 2)  # the mean of the two it measures
+        assert summary.overall.tolist() == pytest.approx([overall]) and summary.judge.tolist() == [judge_name]
+        assert summary[["context_relevance", "completeness", "no_hallucination"]].isna().all().all()
+        with sqlite3.connect(db) as connection:  # stored as NULL, not as a default
+            assert connection.execute("SELECT count(*) FROM judgments WHERE completeness IS NULL").fetchone() == (3,)
+    assert monitor.main(["--db", str(db), "report"]) == monitor.EXIT_OK
+    report = capsys.readouterr().out.splitlines()
+    row = next(line for line in report if line.startswith("2026-11-03"))
+    assert row.endswith(f"  {judge_name}") and report[0].endswith("judge")
+    assert row.count("n/a") == (0 if judge_name == "monitor" else 3)
+    # answer relevance 0.67 and 0.50 are not above the target 0.8; an unmeasured metric is never marked
+    assert row.count("!") == (0 if judge_name == "monitor" else 1)
+    assert "(judge " + judge_name + ")" in report[-1]
+
+
+def test_the_default_judges_request_is_unchanged(tmp_path):
+    """`run` without --judge and with `--judge monitor` send the same requests, each the monitor call on its row."""
+    bodies = {}
+    for flag in ([], ["--judge", "monitor"]):
+        db = triad_log(tmp_path / ("flag" if flag else "default"), answers=("good", "also good"))
+        with FakeOpenAI(judge) as fake:
+            assert monitor.main(["--db", str(db), "run", "--date", "2026-11-03", "--sample-rate", "1", *flag],
+                                gateway=gateway_for(fake, tmp_path / str(len(flag)))) == monitor.EXIT_OK
+        # the calls of a chunk go concurrently: compare them in the order of their rows
+        bodies[bool(flag)] = sorted(fake.requests, key=lambda body: body["messages"][-1]["content"])
+    assert bodies[True] == bodies[False] and len(bodies[False]) == 2
+    with closing(monitor.connect(tmp_path / "default" / "triad.sqlite")) as connection:
+        rows = [monitor.parse_row(r) for r in connection.execute(
+            "SELECT id, ts, system, query, contexts, answer FROM queries ORDER BY id")]
+    sent = bodies[False]
+    expected = sorted((monitor.judge_call(row, "any").messages for row in rows), key=lambda m: m[-1]["content"])
+    assert [body["messages"] for body in sent] == expected
+    assert {body["max_tokens"] for body in sent} == {60} and {body["top_logprobs"] for body in sent} == {5}
+
+
+def test_an_unknown_judge_is_a_one_line_usage_error(tmp_path, capsys):
+    db = triad_log(tmp_path)
+    with FakeOpenAI(triad_aware_judge) as fake:
+        with pytest.raises(SystemExit) as stopped:
+            monitor.main(["--db", str(db), "run", "--date", "2026-11-03", "--judge", "ragas"],
+                         gateway=gateway_for(fake, tmp_path))
+        sent = len(fake.requests)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code == monitor.EXIT_USAGE == 2 and sent == 0
+    assert len(err) == 1 and "argument --judge: invalid choice: 'ragas'" in err[0]
+    assert stored_judgments(db) == 0
+
+
+def test_a_database_without_the_judge_column_opens_and_each_judge_has_its_own_baseline(tmp_path, capsys):
+    path = tmp_path / "old.sqlite"
+    with closing(sqlite3.connect(path)) as connection:  # made before the judge column
+        connection.executescript(monitor.SCHEMA_SQL.replace(",\n    judge TEXT NOT NULL DEFAULT 'monitor'", ""))
+    with closing(monitor.connect(path)) as connection:  # opens as it is
+        assert "judge" not in {row[1] for row in connection.execute("PRAGMA table_info(judgments)")}
+        for day, answers in (("2026-11-01", ["good", "fine"]), ("2026-11-02", ["good", "fine"]),
+                             ("2026-11-03", ["good", "fine", "BAD"])):
+            monitor.add_queries(connection, log_rows(day, answers))
+        monitor.add_queries(connection, log_rows("2026-11-04", ["Paris is the capital of France.", "BAD answer."]))
+    with FakeOpenAI(triad_aware_judge) as fake:
+        gw = gateway_for(fake, tmp_path)
+        with closing(monitor.connect(path)) as connection:  # judged by an older version: no judge column yet
+            connection.execute("INSERT INTO judgments (query_id, day, ok, groundedness, context_relevance, "
+                               "answer_relevance, completeness, no_hallucination, overall) "
+                               "VALUES (1, '2026-11-01', 1, 1, 1, 1, 1, 1, 1)")
+            connection.commit()
+            assert monitor.judgments(connection).judge.tolist() == ["monitor"]
+        for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
+            monitor.main(["--db", str(path), "run", "--date", day, "--sample-rate", "1"], gateway=gw)
+        status = monitor.main(["--db", str(path), "run", "--date", "2026-11-04", "--sample-rate", "1",
+                               "--judge", "traditional-triad"], gateway=gw)
+    out = capsys.readouterr().out
+    # the monitor's three days are no baseline of the triad: its scale is its own
+    assert "no control limit yet: fewer than 3 judged items in the 7 days before 2026-11-04 (judge traditional-triad)" \
+        in out
+    assert status == monitor.EXIT_ALERT and "overall mean 0.42 is below the target 0.7 (judge traditional-triad)" in out
+    with closing(monitor.connect(path)) as connection:
+        stored = monitor.judgments(connection)
+    assert stored.judge.tolist() == ["monitor"] * 7 + ["traditional-triad"] * 2  # the first row kept its default
+    assert monitor.main(["--db", str(path), "report", "--days", "4"]) == monitor.EXIT_OK
+    report = capsys.readouterr().out.splitlines()
+    assert [line.split()[-1] for line in report[2:6]] == ["monitor"] * 3 + ["traditional-triad"]
+    power = [line for line in report if line.startswith("alert power")]
+    assert len(power) == 2 and power[0].endswith("(judge monitor)") and power[1].endswith("(judge traditional-triad)")
+    assert power[1].startswith("alert power on 2026-11-04: not yet computable (0 judged items")
+    assert monitor.main(["--db", str(path), "sample-size"]) == monitor.EXIT_OK
+    plans = capsys.readouterr().out.splitlines()  # the triad has no items before its day: no plan of its own
+    assert len(plans) == 1 and "from 7 judged items of 2026-11-01..2026-11-03, judge monitor" in plans[0]
+
+
+def test_a_triad_run_keeps_the_users_data_beside_the_database(tmp_path, monkeypatch, capsys):
+    from lib import paths
+    for name in ("XDG_DATA_HOME", "LLM_CACHE", "LLM_MODE", "STUDY_OUTPUT_DIR", "JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    committed = paths.ROOT / "outputs" / "llm-cache.sqlite"
+    monkeypatch.setattr(paths, "LLM_CACHE", committed)
+    cache_bytes, before = committed.read_bytes(), _repository_state()
+    db = triad_log(tmp_path / "mine", answers=("Paris is the capital of France.",))
+    with FakeOpenAI(triad_aware_judge) as fake:
+        monkeypatch.setenv("JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("JUDGE_MODEL", "fake")
+        assert monitor.main(["--db", str(db), "run", "--date", "2026-11-03", "--sample-rate", "1", "--judge",
+                             "nuggetized-triad"], embed=word_embed) == monitor.EXIT_OK
+        sent = len(fake.requests)
+    assert sent == 4 and stored_judgments(db) == 1  # create, importance, support, relevance
+    assert monitor.judge_cache(db).is_file()
+    assert committed.read_bytes() == cache_bytes and _repository_state() == before
