@@ -51,7 +51,7 @@ KNOWN = discrimination([("random", "value_mismatch", 0.5, 0.45, 0.55),
 
 
 def judge_verdicts(kinds=("off_topic", "value_mismatch"), reading="expected_grade"):
-    auc = {"off_topic": (0.87, 0.76, 0.95), "value_mismatch": (0.54, 0.42, 0.67)}
+    auc = {"off_topic": (0.87, 0.76, 0.95), "value_mismatch": (0.54, 0.42, 0.67), "value_contrast": (0.83, 0.73, 0.92)}
     return [verdicts.verdict("03", f"known_answer.{kind}.{reading}", f"judge ({reading})", "tells …",
                              Claim("known answer", 0.5, margin=0.1), "AUC", *auc[kind], "entries", 40,
                              "judge_discrimination") for kind in kinds]
@@ -163,6 +163,14 @@ def test_the_primary_needs_the_manipulation_check_and_the_judge_key_chapter_03_w
     assert [v.key for v in f.judge] == ["03.known_answer.off_topic.expected_grade",
                                         "03.known_answer.value_mismatch.expected_grade"]
     assert findings_of(MIXED, earlier=[]).judge == ()  # chapter 03 not yet run: nothing to read
+
+
+def test_the_value_contrast_the_judge_sees_qualifies_the_primary_under_its_own_name():
+    f = findings_of(MIXED, earlier=judge_verdicts(("off_topic", "value_mismatch", "value_contrast")))
+    assert f.primary.depends_on[-1] == "03.known_answer.value_contrast.expected_grade"
+    text = ch04.conclusion(f)
+    assert "tells a value contrast distractor from a real nudge" in text  # the caveat names its own kind
+    assert "is not shown that the judge's gain tells a value mismatch distractor" in text
 
 
 def test_the_conclusion_formats_the_record_and_its_caveats():
