@@ -289,3 +289,9 @@ def test_geval_results_frame_and_summary():
     assert (summary.n, summary["mean"], summary["min"], summary["max"]) == (3, 2.25, 1.0, 3.5)
     assert summary.sd == pytest.approx(math.sqrt(2 * 1.25 ** 2))
     assert (summary.failed, summary.decided_by_rule, summary.distinct_scores) == (1, 1, 2)
+
+
+def test_no_rubric_that_asks_for_a_reason_quotes_in_its_criteria():
+    # The model copies the criteria into its reason unescaped: a double quote there breaks the JSON answer (one of 80
+    # CulturalSensitivity answers did, quoting "I am because we are").
+    assert not [r.name for r in geval.RUBRICS.values() if r.reasons and '"' in r.criteria + r.task_intro]

@@ -154,7 +154,7 @@ CULTURAL_SENSITIVITY = metrics.register(Rubric(
     criteria="How culturally appropriate the message is for a person whose family and community ties carry "
              "weight. It treats obligations to family as values, not as problems or costs; it does not assume "
              "Western norms about money, saving or independence; it is open to the Ubuntu view that a person "
-             "exists through others (\"I am because we are\"); it can see support given to family as an "
+             "exists through others (I am because we are); it can see support given to family as an "
              "investment in social capital; and it understands success as collective as well as individual. "
              "1: dismisses these values and treats family support as a problem; 2: neutral, no cultural "
              "awareness; 3: somewhat aware; 4: sensitive with small gaps; 5: fully understands the person's "
