@@ -295,3 +295,16 @@ def test_no_rubric_that_asks_for_a_reason_quotes_in_its_criteria():
     # The model copies the criteria into its reason unescaped: a double quote there breaks the JSON answer (one of 80
     # CulturalSensitivity answers did, quoting "I am because we are").
     assert not [r.name for r in geval.RUBRICS.values() if r.reasons and '"' in r.criteria + r.task_intro]
+
+
+def test_a_reason_cut_by_max_tokens_keeps_its_score_and_marks_the_cut(tmp_path):
+    looping = '{"score": 4, "reason": "It sees the family. It sees the family. It sees'
+    with FakeOpenAI(always(looping, finish_reason="length", logprobs=digit_logprobs({4: 0.8, 3: 0.2}))) as fake:
+        [result] = geval.geval(gateway_for(fake, tmp_path), [JudgeItem("s", "o", "p")], geval.CULTURAL_SENSITIVITY,
+                               "1. Score.")
+    assert result.ok and result.score == pytest.approx(3.8) and len(fake.requests) == 1  # no retry
+    assert result.reason == "It sees the family. It sees the family. It sees…"
+    with FakeOpenAI(always('{"score": 4}', finish_reason="length")) as fake:  # cut with no reason begun: a failure
+        [cut] = geval.geval(gateway_for(fake, tmp_path / "b"), [JudgeItem("s", "o", "p")], geval.CULTURAL_SENSITIVITY,
+                            "1. Score.")
+    assert not cut.ok and cut.failure_kind == "schema_violation"  # no reason field at all

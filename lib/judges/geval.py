@@ -293,7 +293,7 @@ STEPS_HEADING = "Evaluation Steps:"
 
 
 FORM_HEADINGS = {False: "scores ONLY", True: "the score, then a reason of at most 12 words"}
-REASON_MAX_TOKENS = 128  # the reasons asked for run 20–60 tokens; a cut answer cannot be parsed and is a failure
+REASON_MAX_TOKENS = 128  # the reasons asked for run 20–60 tokens; a longer one (a repetition loop) is cut and kept
 
 
 def form_messages(rubric: Rubric, steps: str, item: JudgeItem, reasons: bool | None = None) -> list[dict[str, str]]:
@@ -334,7 +334,8 @@ def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: s
         else:
             pending.append(i)
     calls = [LLMCall(form_messages(rubric, steps, items[i], reasons), schema, call_label=f"{rubric.name}:{i}",
-                     max_tokens=max_tokens, top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL) for i in pending]
+                     max_tokens=max_tokens, cut_text_ok=reasons, top_logprobs=TOP_LOGPROBS, prefill=SCORE_PREFILL)
+             for i in pending]
     fallback = []
     for i, result in zip(pending, gateway.complete_many(calls, desc=rubric.name), strict=True):
         if not result.ok:
@@ -349,7 +350,8 @@ def geval(gateway: Gateway, items: Sequence[JudgeItem], rubric: Rubric, steps: s
     for i in fallback:
         samples = gateway.complete_many(
             [LLMCall(form_messages(rubric, steps, items[i], reasons), schema, temperature=1.0, seed=s,
-                     max_tokens=max_tokens, prefill=SCORE_PREFILL, call_label=f"{rubric.name}:{i}:sample{s}")
+                     max_tokens=max_tokens, cut_text_ok=reasons, prefill=SCORE_PREFILL,
+                     call_label=f"{rubric.name}:{i}:sample{s}")
              for s in range(n_samples)],
             desc=f"{rubric.name} samples")
         valid = [r.value for r in samples if r.ok]

@@ -205,6 +205,11 @@ class LLMCall:
     validated against it instead, and is the result's ``text``.
 
     Attempt k is sent with seed ``seed + (k − 1) · RETRY_SEED_STRIDE`` (no seed at all when ``seed`` is None).
+
+    ``cut_text_ok``: an answer cut by ``max_tokens`` inside the schema's last field, a free-text string, is closed
+    there (the cut marked "…") and accepted, since every field before it is whole: for a reason written after a score
+    that the model may run on with (a repetition loop is not a longer reason). It is not sent, so it is no part of the
+    request's cache key.
     """
 
     messages: list[Message]
@@ -216,6 +221,7 @@ class LLMCall:
     top_logprobs: int | None = None
     prefill: str | None = None
     max_attempts: int = 3
+    cut_text_ok: bool = False
 
     def attempt_seed(self, attempt: int) -> int | None:
         """The seed sent with attempt ``attempt`` (1-based)."""
@@ -333,12 +339,27 @@ class Ledger:
         ])
 
 
-def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None
+CUT_MARK = "…"  # ends a free-text last field that max_tokens cut (LLMCall.cut_text_ok)
+
+
+def _parse(text: str, finish_reason: str | None, schema: type[BaseModel] | None, cut_text_ok: bool = False
            ) -> tuple[Any, FailureKind | None, str | None]:
     """Validate one answer: (value, None, None) on success, else (None, kind, message).
 
     An answer stopped by ``max_tokens`` is still accepted when it is complete, valid JSON for the schema
-    (the model had only trailing whitespace left to write); otherwise it is a ``truncated`` failure."""
+    (the model had only trailing whitespace left to write), or, with ``cut_text_ok``, when closing the string it was
+    cut in (after :data:`CUT_MARK`) and the object makes it valid, the cut string being the schema's last field;
+    otherwise it is a ``truncated`` failure."""
+    if cut_text_ok and schema is not None and finish_reason == "length":
+        fields = list(schema.model_fields)
+        closed = text.rstrip("\\") + CUT_MARK + '"}'
+        try:
+            value = schema.model_validate(json.loads(closed))
+        except (json.JSONDecodeError, ValidationError):
+            value = None
+        if value is not None and fields and isinstance(getattr(value, fields[-1]), str) \
+                and getattr(value, fields[-1]).endswith(CUT_MARK):
+            return value, None, None
     if schema is None:
         if finish_reason == "length":
             return None, "truncated", "the answer was cut off by max_tokens"
@@ -756,7 +777,7 @@ class Gateway:
             if call.prefill and not text.startswith(call.prefill):
                 text = call.prefill + text
             usage = response.get("usage") or {}
-            value, kind, error = _parse(text, choice.get("finish_reason"), call.schema)
+            value, kind, error = _parse(text, choice.get("finish_reason"), call.schema, call.cut_text_ok)
             log.append(Attempt(attempt_seed, kind, error))
             result = LLMResult(
                 ok=kind is None, value=value, text=text, failure_kind=kind, error=error, attempts=attempt,
