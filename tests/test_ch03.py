@@ -243,3 +243,11 @@ def test_formatters_read_the_record_only():
 def test_earlier_names_only_keys_the_chapter_writes():
     f = ch03.findings(chapter_tables(0.1), PARAMS)
     assert set(ch03.EARLIER) <= {v.key for v in f.verdicts()}
+
+
+def test_cultural_check_without_any_scored_pair_is_undetermined_not_an_error():
+    tables = chapter_tables(0.1)
+    scores = tables["geval_scores"]
+    tables["geval_scores"] = scores.assign(score=scores.score.where(scores.rubric != "CulturalSensitivity"))
+    f = ch03.findings(tables, PARAMS)  # every CulturalSensitivity call failed
+    assert f.cultural.verdict == "undetermined" and f.cultural.units == 0 and np.isnan(f.cultural.estimate)

@@ -295,7 +295,10 @@ def _source_over_rewrite(pairs: pd.DataFrame, seed: int, n_resamples: int) -> pd
     (:func:`lib.known_answers.discrimination`): its row (entries, auc, ci_low, ci_high)."""
     paired = pd.concat([pairs.assign(kind="real", score=pairs.source),
                         pairs.assign(kind="tone", score=pairs.distractor)])
-    return known_answers.discrimination(paired, "score", seed, n_resamples).set_index("kind").loc["tone"]
+    table = known_answers.discrimination(paired, "score", seed, n_resamples).set_index("kind")
+    if "tone" not in table.index:  # no entry with both scores (every call failed): no estimate, no interval
+        return pd.Series({"entries": 0, "auc": np.nan, "ci_low": np.nan, "ci_high": np.nan})
+    return table.loc["tone"]
 
 
 def guardrail_examples(responses: Sequence[tuple[str, str]] = EXAMPLE_RESPONSES) -> pd.DataFrame:

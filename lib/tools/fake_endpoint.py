@@ -11,7 +11,8 @@ seeded by the request's hash, so a rerun gets the same answers and a retry (anot
   a nugget list holds sentences of the texts shown (a nugget stated in no source sentence is dropped), a CRS
   recommendation names candidates shown, and an LLM user turn names the wishes shown.
 * Pre-filled requests (``{"grade": ``, ``{"score": ``, ``{"better": "``) get the value that continues the
-  prefill, written on every scale that field is asked on (:data:`PREFILLED`).
+  prefill, written on every scale that field is asked on (:data:`PREFILLED`), and a reason after it where the
+  G-Eval form asks for one.
 * Free-text requests (RAG answers, G-Eval steps) get a few sentences of the prompt's words.
 * With ``logprobs``, each integer value (and a pre-filled verdict) is its own token whose ``top_logprobs`` list
   the field's alternatives with the written one most likely, so probability-weighted scores are read as from a
@@ -34,6 +35,7 @@ from typing import Any, get_args
 
 from lib.design import GRADES
 from lib.judges.bias import Verdict
+from lib.judges.geval import FORM_HEADINGS
 from lib.nuggets import sentences
 
 MODEL = "dry-run-fake"
@@ -196,7 +198,10 @@ def answer(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
             raise UnanswerableRequest(f"no fake answer continues the prefill {last['content']!r}")
         written, listed = PREFILLED[field.group(1)]
         value = str(rng.choice(written))
-        pieces = [(value, listed), ('"}' if field.group(2) else "}", ())]
+        asks_reason = FORM_HEADINGS[True] in body["messages"][-2]["content"]  # a G-Eval form with a reason after
+        tail = (f', "reason": "{sentence(words, rng, rng.randint(6, 12))}"}}' if asks_reason
+                else '"}' if field.group(2) else "}")
+        pieces = [(value, listed), (tail, ())]
     elif "response_format" in body:
         spec = body["response_format"]["json_schema"]
         schema = spec["schema"]
