@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from lib import embeddings, metrics
 from lib.embeddings import Embed, similarity
+from lib.judges.logprobs import label_distributions
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
 
@@ -58,6 +59,8 @@ MAX_NUGGET_WORDS = 12
 MAX_PASSES = 3          # this study's bound on passes over the windows (nuggetizer makes one)
 MERGE_THRESHOLD = 0.8   # MiniLM cosine at which a nugget is a near-duplicate of an earlier one
 SUPPORT_THRESHOLD = 0.5  # least MiniLM cosine of a nugget to some source sentence (below: not from the sources)
+IMPORTANCE = ("vital", "okay")
+IMPORTANCE_TOP_LOGPROBS = 5  # alternatives read at each importance label's token (p(vital), :func:`label_importance`)
 REFUSAL_THRESHOLD = 0.7  # MiniLM cosine of a source sentence to a refusal template at which it is a refusal
 REFUSALS = (  # sentences that state no fact about the query, whatever their wording (ALCE's systems write these)
     "There are no search results that provide an answer to the question.",
@@ -237,21 +240,41 @@ def create_nuggets(gateway: Gateway, query: str, sources: Sequence[str], *, max_
     return Creation(nuggets, "pass_limit", calls, max_passes, merged, unsupported, failures)
 
 
+@dataclass
+class Labelled:
+    """The labels of ``n`` items from batched calls: a label per item (None for the items of a failed batch), the
+    failed batches, and, when the calls asked for logprobs, p(label) per item read at its label's token
+    (:func:`lib.judges.logprobs.label_distributions`; None where it could not be read)."""
+
+    labels: list[str | None]
+    failures: list[BatchFailure]
+    distributions: list[dict[str, float] | None] | None = None
+
+    def probability(self, label: str) -> list[float | None]:
+        """p(``label``) per item (None where there is no distribution)."""
+        if self.distributions is None:
+            raise ValueError("these labels were asked without logprobs")
+        return [None if d is None else d[label] for d in self.distributions]
+
+
 def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tuple[str, ...], step: str,
-                      call_label: str, window: int) -> tuple[list[str | None], list[BatchFailure]]:
+                      call_label: str, window: int, top_logprobs: int | None = None) -> Labelled:
     """Label ``n_items`` in batches of ``window`` with ``messages_for(start, stop)``; a failed batch leaves its
-    items None and is recorded."""
+    items None and is recorded. With ``top_logprobs``, each label's distribution is read from the same answer."""
     batches = [(s, min(s + window, n_items)) for s in range(0, n_items, window)]
     calls = [LLMCall(messages_for(s, e), labels_schema(labels, e - s), call_label=f"{call_label}:{step}:{s}",
-                     max_tokens=12 + 8 * (e - s)) for s, e in batches]
+                     max_tokens=12 + 8 * (e - s), top_logprobs=top_logprobs) for s, e in batches]
     out: list[str | None] = [None] * n_items
+    distributions: list[dict[str, float] | None] = [None] * n_items
     failures: list[BatchFailure] = []
     for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {step}"), strict=True):
         if result.ok:
-            out[s:e] = list(result.value.labels)
+            written = list(result.value.labels)
+            out[s:e] = written
+            distributions[s:e] = label_distributions(result.logprobs, labels, written)
         else:
             failures.append(BatchFailure(step, tuple(range(s, e)), result.failure_kind or "unknown", result.error))
-    return out, failures
+    return Labelled(out, failures, distributions if top_logprobs else None)
 
 
 def importance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
@@ -262,10 +285,12 @@ def importance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, st
 
 
 def label_importance(gateway: Gateway, query: str, nuggets: Sequence[str], *, window: int = WINDOW,
-                     call_label: str = "nuggets") -> tuple[list[str | None], list[BatchFailure]]:
-    """``vital`` / ``okay`` per nugget (None for the nuggets of a failed batch) and the failed batches."""
+                     call_label: str = "nuggets") -> Labelled:
+    """``vital`` / ``okay`` per nugget (None for the nuggets of a failed batch), the failed batches, and p(vital)
+    read from the same answers' logprobs (:meth:`Labelled.probability`): the written label is one reading, a
+    threshold on p(vital) another (the written one calls almost every nugget okay)."""
     return _labelled_batches(gateway, len(nuggets), lambda s, e: importance_messages(query, nuggets[s:e]),
-                             ("vital", "okay"), "importance", call_label, window)
+                             IMPORTANCE, "importance", call_label, window, top_logprobs=IMPORTANCE_TOP_LOGPROBS)
 
 
 def relevance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
@@ -279,8 +304,9 @@ def label_relevance(gateway: Gateway, query: str, nuggets: Sequence[str], *, win
                     call_label: str = "nuggets") -> tuple[list[str | None], list[BatchFailure]]:
     """``relevant`` / ``partly_relevant`` / ``not_relevant`` to ``query`` per nugget (None for the nuggets of a failed
     batch): the nuggetized RAG triad's answer relevance of each nugget (:mod:`lib.triads`)."""
-    return _labelled_batches(gateway, len(nuggets), lambda s, e: relevance_messages(query, nuggets[s:e]),
-                             ("relevant", "partly_relevant", "not_relevant"), "relevance", call_label, window)
+    found = _labelled_batches(gateway, len(nuggets), lambda s, e: relevance_messages(query, nuggets[s:e]),
+                              ("relevant", "partly_relevant", "not_relevant"), "relevance", call_label, window)
+    return found.labels, found.failures
 
 
 def assignment_messages(query: str, answer: str, nuggets: Sequence[str], grades: int = 3) -> list[dict[str, str]]:
@@ -297,25 +323,10 @@ def assign(gateway: Gateway, query: str, answer: str, nuggets: Sequence[str], *,
     An empty answer supports no nugget: every label is ``not_support`` without a call."""
     if not answer.strip():
         return ["not_support"] * len(nuggets), []
-    return _labelled_batches(gateway, len(nuggets),
-                             lambda s, e: assignment_messages(query, answer, nuggets[s:e], grades),
-                             ASSIGNMENT_LABELS[grades], f"assign{grades}", call_label, window)
-
-
-def match_messages(query: str, automatic: Sequence[str], reference: Sequence[str]) -> list[dict[str, str]]:
-    system, shared, tail = prompt_parts("nugget_match", 3)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(query=query, automatic=numbered(automatic)) + "\n"
-             + tail.format(reference=numbered(reference), n=len(reference))}]
-
-
-def llm_match(gateway: Gateway, query: str, automatic: Sequence[str], reference: Sequence[str], *,
-              window: int = WINDOW, call_label: str = "nuggets") -> tuple[list[bool | None], list[BatchFailure]]:
-    """Whether each reference nugget is stated by some automatic nugget, judged by the LLM (None: failed batch)."""
-    labels, failures = _labelled_batches(gateway, len(reference),
-                                         lambda s, e: match_messages(query, automatic, reference[s:e]),
-                                         ("covered", "not_covered"), "match", call_label, window)
-    return [None if label is None else label == "covered" for label in labels], failures
+    found = _labelled_batches(gateway, len(nuggets),
+                              lambda s, e: assignment_messages(query, answer, nuggets[s:e], grades),
+                              ASSIGNMENT_LABELS[grades], f"assign{grades}", call_label, window)
+    return found.labels, found.failures
 
 
 def embedding_match(automatic: np.ndarray, reference: np.ndarray) -> np.ndarray:

@@ -55,6 +55,17 @@ def histogram(values: np.ndarray, title: str, x_label: str, nbins: int = 40,
     return fig
 
 
+def importance_probabilities(labelled: pd.DataFrame, threshold: float) -> go.Figure:
+    """The judge's p(vital) of each NIST nugget, one histogram per NIST label (overlaid), with the cut fit on them."""
+    frame = labelled.dropna(subset=["p_vital"]).assign(NIST=lambda f: f.nist.map({1: "vital", 0: "okay"}))
+    fig = px.histogram(frame, x="p_vital", color="NIST", nbins=25, barmode="overlay", opacity=0.6,
+                       category_orders={"NIST": ["vital", "okay"]}, labels={"p_vital": "judge's p(vital)"},
+                       title="The judge's p(vital) of the NIST nuggets, by NIST's label")
+    fig.update_layout(yaxis_title="nuggets", bargap=0.05, height=360)
+    fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"cut {threshold:.3f}")
+    return fig
+
+
 def monitor_trend(summary, metrics: Sequence[str], targets: dict[str, float], alert: float,
                   degraded_day: str | None = None) -> go.Figure:
     """Daily mean of each monitored metric (lines) with its target (dotted, same colour), the overall mean

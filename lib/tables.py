@@ -173,11 +173,13 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "failed_batches": "assignment batches that failed for this answer (then every score is null)",
         "utility": "ALCE human utility 1–5 (null for rag25)",
         "words": "answer length in whitespace-separated words (ALCE; the trivial baseline)",
-        "strict_vital": "supported vital / vital (lib.nuggets.answer_scores); null without vital nuggets",
+        "strict_vital": "supported vital / vital (lib.nuggets.answer_scores); null without vital nuggets; vital is "
+                        "NIST's label (rag25) or the judge's p(vital) at the threshold fit on NIST's labels (ALCE)",
         "vital": "(support + 0.5·partial) over vital",
         "strict_all": "supported / all nuggets",
         "all": "(support + 0.5·partial) / all nuggets",
         "weighted": "Σ w·s / Σ w, w(vital) 1, w(okay) 0.5 (this study's addition)",
+        "vital_argmax": "ALCE: vital with the importance label the judge wrote (null for rag25)",
         "model": "judge model identity",
     },
     "triad_scores": {

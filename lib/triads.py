@@ -148,7 +148,7 @@ def nugget_labels(gateway: Gateway, answers: pd.DataFrame, notes: dict[str, list
         pool += [(row.variant, s) for row in part[part.variant != "clean"].itertuples() for s in row.injected]
         texts = [t for _, t in pool]
         window = max(len(texts), 1)
-        importance, _ = nuggets.label_importance(gateway, clean.query, texts, window=window, call_label=label)
+        importance = nuggets.label_importance(gateway, clean.query, texts, window=window, call_label=label).labels
         support, _ = nuggets.assign(gateway, clean.query, "\n".join(notes[qid]), texts, window=window,
                                     call_label=label)
         relevance, _ = nuggets.label_relevance(gateway, clean.query, texts, window=window, call_label=label)

@@ -33,25 +33,22 @@ def test_answer_lengths_count_failures_and_words():
     assert table.loc["no_context"].tolist() == [1, 0, 2.0, 2]
 
 
-def test_recall_and_match_agreement_skip_missing_llm_matches():
+def test_recall_table_reads_embedding_and_narrative_matches():
     evaluated = pd.DataFrame({"qid": ["1"] * 4, "in_context": [True, True, False, False], "nugget": list("abcd"),
                               "embedding_match": [True, False, True, False],
-                              "narrative_match": [False, False, True, False],
-                              "llm_match": pd.array([True, True, None, False], dtype="boolean")})
-    assert ch05.match_agreement(evaluated) == (2, 3)  # a, d agree; b disagrees; c has no LLM match
+                              "narrative_match": [False, False, True, False]})
     recall = ch05.recall_table(evaluated)
-    assert recall.loc[("1", False), "llm_failed"] == 1 and recall.loc[("1", True), "embedding_recall"] == 0.5
+    assert recall.loc[("1", True), "embedding_recall"] == 0.5 and recall.loc[("1", False), "narrative_only_baseline"] == 0.5
 
 
 def test_recall_summary_puts_the_held_out_nuggets_first():
     evaluated = pd.DataFrame({"qid": ["1", "1", "2", "2"], "in_context": [True, False, False, False],
                               "nugget": list("abcd"), "embedding_match": [True, False, True, True],
-                              "narrative_match": [False, False, True, False],
-                              "llm_match": pd.array([True, None, False, True], dtype="boolean")})
+                              "narrative_match": [False, False, True, False]})
     summary = ch05.recall_summary(evaluated)
     assert summary.index.tolist() == ["held out", "shown as notes"]
     assert summary.loc["held out", ["nuggets", "topics"]].tolist() == [3, 2]
-    assert summary.loc["held out", "embedding_recall"] == 2 / 3 and summary.loc["held out", "llm_recall"] == 0.5
+    assert summary.loc["held out", "embedding_recall"] == 2 / 3
 
 
 def test_support_table_counts_full_support():
@@ -162,17 +159,30 @@ NAN = np.nan
 def _correlations(vital=(6, 2, 0, NAN, NAN, NAN, 0.671, NAN, NAN)):
     rows = {("non-empty answers", "vital"): vital,
             ("non-empty answers", "all"): (44, 12, 6, 0.35, NAN, NAN, 0.427, 0.103, 0.651),
+            ("non-empty answers", "vital_argmax"): vital,
             ("non-empty answers", "words"): (44, 12, 11, 0.071, -0.313, 0.445, -0.153, -0.437, 0.172),
             ("all answers", "vital"): (8, 2, 1, 0.577, NAN, NAN, 0.844, NAN, NAN),
             ("all answers", "all"): (48, 12, 8, 0.46, NAN, NAN, 0.555, 0.251, 0.745),
+            ("all answers", "vital_argmax"): (8, 2, 1, 0.577, NAN, NAN, 0.844, NAN, NAN),
             ("all answers", "words"): (48, 12, 12, 0.128, -0.252, 0.483, 0.107, -0.351, 0.52)}
     index = pd.MultiIndex.from_tuples(list(rows), names=["answers", "score"])
     return pd.DataFrame(list(rows.values()), index=index, columns=CORRELATION_COLUMNS)
 
 
-def _created(qids, vital):
+def _created(qids, vital, vital_at=None):
     return pd.DataFrame({"automatic nuggets": 5, "stopped": "unchanged", "merged": 1, "not from the sources": 0,
-                         "over 12 words": 2, "vital": vital}, index=pd.Index(qids, name="qid"))
+                         "over 12 words": 2, "vital": vital, ch05.VITAL_AT: vital if vital_at is None else vital_at},
+                        index=pd.Index(qids, name="qid"))
+
+
+def _readings(kappa=(0.015, NAN, NAN, 2), threshold_kappa=(0.3, 0.1, 0.5, 22)):
+    """:func:`ch05.importance_readings` shaped: as written (the cd3530b run: 2 topics) and at the threshold."""
+    return pd.DataFrame([{"reading": name, "kappa": k, "kappa_ci_low": low, "kappa_ci_high": high, "topics": topics,
+                          "nuggets": 10 * topics, "exact_agreement": 0.3, "judge_vital_share": share,
+                          "nist_vital_share": 0.74, "threshold": cut}
+                         for name, (k, low, high, topics), share, cut in (("argmax", kappa, 0.05, NAN),
+                                                                          ("threshold", threshold_kappa, 0.6, 0.12))]
+                        ).set_index("reading")
 
 
 TOPICS = [f"t{i}" for i in range(10)]
@@ -211,10 +221,6 @@ def _tables(**changes):
     plan = pd.DataFrame({"size": [0.05, 0.009], "per-item SD": 0.012, "items judged": 6,
                          "items a day at the default rate": 1, "power": [0.845, 0.011],
                          "items a day for power 0.8": [1, 30]}, index=[ch05.DECLARED_DROP, ch05.MEASURED_DROP])
-    evaluated = pd.DataFrame({"qid": ["200"] * 4 + ["219"] * 4, "in_context": [True, False] * 4,
-                              "embedding_match": [True, False] * 4, "llm_match": pd.array([True] * 8, dtype="boolean"),
-                              "importance": ["vital"] * 6 + ["okay"] * 2,
-                              "judge_importance": ["okay"] * 7 + ["vital"]})
     tables = {
         "alce_correlations": _correlations(),
         "alce_design": pd.DataFrame({"pilot SD of within-question ρ": [0.4], "questions needed": [16]},
@@ -225,11 +231,8 @@ def _tables(**changes):
         "alce_created": _created([f"q{i}" for i in range(12)], [1, 2] + [0] * 10),
         "rag_created": _created(["200", "219"], [1, 1]).assign(**{"automatic nuggets": [1, 10]}),
         "recall": pd.DataFrame({"nuggets": [20, 20], "topics": [2, 2], "embedding_recall": [0.55, 0.55],
-                                "llm_recall": [0.9, 0.55], "narrative_only_baseline": [0.1, 0.1]},
-                               index=["held out", "shown as notes"]),
-        "evaluated": evaluated,
-        "importance": pd.DataFrame([{"n": 8, "exact_agreement": 0.125, "kappa": 0.015, "units": 2,
-                                     "kappa_ci_low": NAN, "kappa_ci_high": NAN}]),
+                                "narrative_only_baseline": [0.1, 0.1]}, index=["held out", "shown as notes"]),
+        "importance": _readings(),
         # shown: with notes 2 of 2, without 0 (the known behaviour); held out: with 0, without 1 (the wrong way)
         "rag_assignment": _assignment(shown_with=2, shown_without=0, held_with=0, held_without=1),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
@@ -271,8 +274,10 @@ def test_the_primary_is_undetermined_where_the_vital_score_is_defined_for_no_que
     # the caveat that decides it: the judge labels almost no nugget vital
     assert "05.alce.importance.vital_questions" in primary.depends_on
     assert {v.key for v in f.verdicts()} >= set(primary.depends_on)
-    assert f.vital_questions.estimate == pytest.approx(2 / 12) and f.vital_questions.units == 12
-    assert f.vital_questions.ci_high < 0.5 and f.vital_questions.verdict == "fails"
+    at_cut, written = f.vital_questions
+    assert at_cut.key == "05.alce.importance.vital_questions" and written.key.endswith("vital_questions.argmax")
+    assert at_cut.estimate == pytest.approx(2 / 12) and at_cut.units == 12
+    assert at_cut.ci_high < 0.5 and at_cut.verdict == "fails"
     assert f.alce.questions_with_score == 2 and f.alce.questions_to_ask is None
     # the plan: the design does not reach its precision, and the result does not decide
     assert not f.plan.reaches_precision and f.plan.outcome == "undetermined" and f.plan.decided is False
@@ -286,8 +291,10 @@ def test_the_other_alce_rows_read_the_interval_over_questions(found):
     assert f.primary_pooled.verdict == "undetermined" and f.primary_pooled.units == 2
     # the ceiling √0.388 = 0.62 (√0.168 = 0.41 to √0.574 = 0.76) lies above the ρ of interest
     assert f.ceiling.estimate == pytest.approx(np.sqrt(0.388)) and f.ceiling.verdict == "holds"
-    assert f.importance.verdict == "undetermined" and f.importance.units == 2 and f.importance.threshold == 0.4
-    assert (f.rag25.judge_vital_share, f.rag25.nist_vital_share) == (1 / 8, 6 / 8)
+    written, at_cut = f.importance
+    assert written.verdict == "undetermined" and written.units == 2 and written.threshold == 0.4
+    assert at_cut.key == "05.rag25.importance.kappa.threshold" and at_cut.units == 22
+    assert at_cut.verdict == "undetermined"  # 0.1 to 0.5 reaches both sides of 0.4
     assert not any(v.primary for v in f.verdicts() if v.key != ch05.PRIMARY)
 
 
@@ -374,12 +381,43 @@ def test_summary_formats_every_verdict_and_reads_its_phrases_from_the_record(fou
     text = ch05.summary(f)
     for v in f.verdicts():
         assert f"**{v.system}** — {v.construct}: **{v.verdict}**" in text
-    assert "the LLM match finds the held-out nuggets more often than the shown ones" in text
+    assert "the cut is p(vital) ≥ 0.120" in text and "at the cut (read on topics it was not fit on) 60%" in text
     assert ("the absolute target 0.7 does not flag it, the control limit (0.883, 4 baseline items) does not flag it"
             in text)
     assert "Fisher" not in text  # no test over nuggets nested in topics
-    quiet = ch05.summary(replace(f, rag25=replace(f.rag25, llm_prefers_held_out=False),
-                                 monitor=replace(f.monitor, below_control_limit=True, measured_power=NAN)))
-    assert "opposite of what copying predicts" not in quiet
+    quiet = ch05.summary(replace(f, monitor=replace(f.monitor, below_control_limit=True, measured_power=NAN)))
     assert "the control limit (0.883, 4 baseline items) flags it" in quiet
     assert "the fixed release did not score higher" in quiet
+
+
+# --- importance: the written label and p(vital) at a threshold fit on NIST's labels ----------------------------------
+
+def _importance_set(topics=12):
+    """Per topic 4 NIST nuggets, 2 vital: the judge writes okay for all, and its p(vital) puts vital ones at 0.3 and
+    okay ones at 0.1 (topic t0 shifted up by 0.5, so a cut fit with t0 differs from one fit without it)."""
+    rows = []
+    for t in range(topics):
+        shift = 0.5 if t == 0 else 0.0
+        rows += [{"qid": f"t{t}", "nugget": f"n{t}.{i}", "nist": int(i < 2), "argmax": 0,
+                  "p_vital": (0.3 if i < 2 else 0.1) + shift} for i in range(4)]
+    return pd.DataFrame(rows).astype({"argmax": "Int64"})
+
+
+def test_importance_readings_cross_fit_the_cut_by_topic_and_fit_the_applied_cut_on_every_topic():
+    readings = ch05.importance_readings(_importance_set(), seed=0, n_resamples=200)
+    written, at_cut = readings.loc["argmax"], readings.loc["threshold"]
+    # written: the judge calls nothing vital, κ 0 and no interval (a constant rater)
+    assert written["kappa"] == 0 and np.isnan(written["kappa_ci_low"]) and written["judge_vital_share"] == 0
+    # the shifted topic, read with the cut fit on the other 11 (0.2), calls all 4 of its nuggets vital: 46 of 48 right
+    assert at_cut["exact_agreement"] == pytest.approx(46 / 48) and at_cut["topics"] == 12 and at_cut["nuggets"] == 48
+    assert 0.1 < at_cut["threshold"] < 0.3 and np.isnan(written["threshold"])
+
+
+def test_the_threshold_reading_of_automatic_nuggets_leaves_an_unread_p_vital_unlabelled():
+    from lib.nuggets import Creation
+
+    auto = ch05.AutomaticNuggets(Creation(["a", "b", "c"], "unchanged", 1), ["okay"] * 3, [0.4, 0.1, None], [])
+    assert auto.importance_at(0.2) == ["vital", "okay", None]
+    table = ch05.creation_table({"q": auto}, threshold=0.2)
+    assert table.loc["q", "vital"] == 0 and table.loc["q", ch05.VITAL_AT] == 1
+    assert ch05.VITAL_AT not in ch05.creation_table({"q": auto}).columns

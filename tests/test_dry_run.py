@@ -17,7 +17,7 @@ from lib.crs.simulator import UserUtterance
 from lib.crs.systems import LLMRecommendation, recommend_messages
 from lib.judges.bias import PAIR_PREFILL, PreferenceOrTie, verdict_probabilities
 from lib.judges.geval import SCORE_PREFILL, score_schema
-from lib.judges.logprobs import score_distribution, weighted_fields
+from lib.judges.logprobs import label_distributions, score_distribution, weighted_fields
 from lib.judges.relevance import GRADE_PREFILL, Grade, grade_schema
 from lib.llm.gateway import Endpoint, Gateway, LLMCall
 from lib.monitor import MonitorScores
@@ -70,6 +70,10 @@ def test_graded_fields_carry_logprobs_the_readers_use():
     assert probabilities is not None and max(probabilities, key=lambda v: probabilities[v]) == value.better
     value, logprobs = validated(LLMCall(USER, MonitorScores, top_logprobs=5))
     assert weighted_fields(value, logprobs, list(MonitorScores.model_fields), [0, 1, 2, 3])[1] == "logprobs"
+    value, logprobs = validated(LLMCall(USER, labels_schema(("vital", "okay"), 4), top_logprobs=5))
+    distributions = label_distributions(logprobs, ("vital", "okay"), value.labels)
+    assert all(d is not None and max(d, key=lambda label: d[label]) == written
+               for d, written in zip(distributions, value.labels, strict=True))
 
 
 def test_answers_are_deterministic_per_request_and_vary_between_requests():

@@ -65,3 +65,27 @@ def test_weighted_fields_reads_every_field_or_none():
     assert how == "logprobs" and scores == {"a": pytest.approx(2.5), "b": pytest.approx(1.0)}
     scores, how = weighted_fields(value, tokens[:2], ["a", "b"], [1, 2, 3])  # b has no logprobs: no mixing
     assert how == "argmax" and scores == {"a": 3.0, "b": 1.0}
+
+
+LABELS = ("vital", "okay")
+
+
+def test_label_distributions_read_each_label_at_its_own_token():
+    from lib.judges.logprobs import label_distributions
+
+    # the second label's token carries the opening quote and a space before it; its alternatives must too
+    tokens = [tok('{"labels": ["'), tok("okay", [("okay", math.log(0.6)), ("vital", math.log(0.3)), ("{", -5.0)]),
+              tok('",'), tok(' "v', [(' "v', math.log(0.8)), (' "ok', math.log(0.2)), ("v", math.log(0.5))]),
+              tok('ital"]}')]
+    first, second = label_distributions(tokens, LABELS, ["okay", "vital"])
+    assert first == pytest.approx({"vital": 1 / 3, "okay": 2 / 3})
+    assert second == pytest.approx({"vital": 0.8, "okay": 0.2})  # "v" without the quote starts no label here
+
+
+def test_label_distributions_are_none_without_logprobs_or_a_label_alternative():
+    from lib.judges.logprobs import label_distributions
+
+    assert label_distributions(None, LABELS, ["okay"]) == [None]
+    tokens = [tok('{"labels": ["'), tok("okay", [("x", -0.1)]), tok('"]}')]
+    assert label_distributions(tokens, LABELS, ["okay"]) == [None]
+    assert label_distributions(tokens, LABELS, ["vital"]) == [None]  # no such label written

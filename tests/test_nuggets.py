@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -98,8 +99,26 @@ def test_assignment_schema_asks_for_exactly_n_labels_and_the_2grade_labels(tmp_p
 
 def test_importance_label_outside_the_scale_is_a_failure_not_okay(tmp_path):
     with FakeOpenAI(always(json.dumps({"labels": ["vital", "important"]}))) as fake:
-        labels, failures = nug.label_importance(gateway_for(fake, tmp_path), "q", ["a", "b"])
-    assert labels == [None, None] and failures[0].step == "importance"
+        found = nug.label_importance(gateway_for(fake, tmp_path), "q", ["a", "b"])
+    assert found.labels == [None, None] and found.failures[0].step == "importance"
+    assert found.probability("vital") == [None, None]
+
+
+def test_importance_reads_p_vital_from_the_same_answer(tmp_path):
+    tokens = [{"token": '{"labels": ["', "logprob": 0.0, "top_logprobs": []},
+              {"token": "okay", "logprob": math.log(0.7),
+               "top_logprobs": [{"token": "okay", "logprob": math.log(0.7)}, {"token": "v", "logprob": math.log(0.2)},
+                                {"token": "x", "logprob": math.log(0.1)}]},
+              {"token": '", "', "logprob": 0.0, "top_logprobs": []},
+              {"token": "vital", "logprob": 0.0, "top_logprobs": [{"token": "vital", "logprob": 0.0}]},
+              {"token": '"]}', "logprob": 0.0, "top_logprobs": []}]
+    with FakeOpenAI(always(json.dumps({"labels": ["okay", "vital"]}), logprobs=tokens)) as fake:
+        found = nug.label_importance(gateway_for(fake, tmp_path), "q", ["a", "b"])
+        assert fake.requests[0]["top_logprobs"] == nug.IMPORTANCE_TOP_LOGPROBS
+    assert found.labels == ["okay", "vital"]
+    assert found.probability("vital") == pytest.approx([0.2 / 0.9, 1.0])  # "x" names no label
+    with pytest.raises(ValueError, match="without logprobs"):
+        nug.Labelled(["okay"], []).probability("vital")
 
 
 def word_embed(texts):
@@ -191,14 +210,6 @@ def test_failed_creation_call_is_recorded_and_keeps_the_list(tmp_path):
         created = create(fake, tmp_path, [SOURCE] * 11, max_passes=2)  # 2 windows
     assert created.nuggets == ["cubs won in 2016"] and len(created.failures) == 1
     assert created.failures[0].positions == (10,) and created.stopped == "unchanged"
-
-
-def test_llm_match_reads_covered_labels(tmp_path):
-    with FakeOpenAI(always(json.dumps({"labels": ["covered", "not_covered"]}))) as fake:
-        matched, failures = nug.llm_match(gateway_for(fake, tmp_path), "q", ["auto"], ["r1", "r2"])
-        prompt = user_text(fake.requests[0])
-    assert matched == [True, False] and not failures
-    assert prompt.index("Automatic nuggets") < prompt.index("Reference nuggets")  # shared list first
 
 
 def test_embedding_match_is_the_best_cosine():

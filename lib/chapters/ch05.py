@@ -21,7 +21,7 @@ import pandas as pd
 
 from lib import embeddings, known_answers, monitor, rag, tables, triads, verdicts
 from lib import nuggets as nug
-from lib.analysis import validity
+from lib.analysis import calibration, validity
 from lib.analysis.comparisons import holm_both_directions
 from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
 from lib.analysis.stats import MIN_CI_UNITS, Interval, correlation_ci, nested_sample, sign_flip_test, unit_bootstrap
@@ -98,18 +98,24 @@ class Creator:
 
 @dataclass(frozen=True)
 class AutomaticNuggets:
-    """One query's automatic nuggets with their importance labels."""
+    """One query's automatic nuggets with the judge's importance: the label it wrote (``importance``) and p(vital)
+    from the same answer (``p_vital``)."""
     created: nug.Creation
     importance: list[str | None]
+    p_vital: list[float | None]
     importance_failures: list[nug.BatchFailure]
+
+    def importance_at(self, threshold: float) -> list[str | None]:
+        """The threshold reading: vital where p(vital) ≥ ``threshold``, okay below, None where p(vital) is unknown."""
+        return [None if p is None else "vital" if p >= threshold else "okay" for p in self.p_vital]
 
 
 def nuggets_for(judge: Gateway, query: str, sources: Sequence[str], creator: Creator, call_label: str
                 ) -> AutomaticNuggets:
-    """Nuggets created from ``sources``, then labelled vital/okay."""
+    """Nuggets created from ``sources``, then labelled vital/okay (the label and p(vital))."""
     created = creator.create(judge, query, sources, call_label)
-    importance, failures = nug.label_importance(judge, query, created.nuggets, call_label=call_label)
-    return AutomaticNuggets(created, importance, failures)
+    found = nug.label_importance(judge, query, created.nuggets, call_label=call_label)
+    return AutomaticNuggets(created, found.labels, found.probability("vital"), found.failures)
 
 
 def automatic_nuggets(judge: Gateway, qids: Sequence[str], narrative: Mapping[str, str], answers: pd.DataFrame,
@@ -122,98 +128,100 @@ def automatic_nuggets(judge: Gateway, qids: Sequence[str], narrative: Mapping[st
                            creator, f"rag25:{q}") for q in qids}
 
 
-def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid") -> pd.DataFrame:
+def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid", threshold: float | None = None
+                   ) -> pd.DataFrame:
     """Per query: how creation went (nuggets, why it stopped, calls, passes, nuggets merged as near-duplicates
-    and dropped as not from the sources, failures, nuggets over the 12 words asked for) and the importance labels."""
+    and dropped as not from the sources, failures, nuggets over the 12 words asked for) and the nuggets labelled
+    vital: as written (``vital``) and, given ``threshold``, by p(vital) at it (``vital at the threshold``)."""
     return pd.DataFrame([{key: q, "automatic nuggets": len(a.created.nuggets), "stopped": a.created.stopped,
                           "calls": a.created.calls, "passes": a.created.passes, "merged": a.created.merged,
                           "not from the sources": a.created.unsupported,
                           "creation failures": len(a.created.failures), "over 12 words": a.created.over_length,
                           "vital": sum(i == "vital" for i in a.importance),
+                          **({} if threshold is None
+                             else {VITAL_AT: sum(i == "vital" for i in a.importance_at(threshold))}),
                           "importance failures": len(a.importance_failures)}
                          for q, a in auto.items()]).set_index(key)
 
 
-def match_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, auto: Mapping[str, AutomaticNuggets],
-                        narrative: Mapping[str, str], threshold: float) -> pd.DataFrame:
+VITAL_AT = "vital at the threshold"
+
+
+def match_human_nuggets(evaluated: pd.DataFrame, auto: Mapping[str, AutomaticNuggets], narrative: Mapping[str, str],
+                        threshold: float) -> pd.DataFrame:
     """``evaluated`` (the assessed NIST nuggets of the evaluated topics) with, per nugget, the best MiniLM cosine
-    to an automatic nugget and the embedding match at ``threshold``, the same for the narrative as the only
-    "nugget" (a baseline: what topical similarity alone earns) and the judge's LLM match (missing on failure)."""
+    to an automatic nugget and the embedding match at ``threshold``, and the same for the narrative as the only
+    "nugget" (a baseline: what topical similarity alone earns)."""
     similarity = np.zeros(len(evaluated))
     narrative_cosine = np.zeros(len(evaluated))
-    llm_covered: list[bool | None] = [None] * len(evaluated)
     for q, a in auto.items():
         rows = np.flatnonzero(evaluated.qid == q)
-        texts = evaluated.nugget.iloc[rows].tolist()
-        similarity[rows] = nug.embedding_match(embeddings.embed(a.created.nuggets), embeddings.embed(texts))
-        narrative_cosine[rows] = nug.embedding_match(embeddings.embed([narrative[q]]), embeddings.embed(texts))
-        matched, _ = nug.llm_match(judge, narrative[q], a.created.nuggets, texts, call_label=f"rag25:{q}")
-        for r, m in zip(rows, matched, strict=True):
-            llm_covered[r] = m
+        texts = embeddings.embed(evaluated.nugget.iloc[rows].tolist())
+        similarity[rows] = nug.embedding_match(embeddings.embed(a.created.nuggets), texts)
+        narrative_cosine[rows] = nug.embedding_match(embeddings.embed([narrative[q]]), texts)
     return evaluated.assign(best_cosine=similarity, embedding_match=similarity >= threshold,
-                            narrative_cosine=narrative_cosine, narrative_match=narrative_cosine >= threshold,
-                            llm_match=pd.array(llm_covered, dtype="boolean"))
+                            narrative_cosine=narrative_cosine, narrative_match=narrative_cosine >= threshold)
 
 
 def recall_table(evaluated: pd.DataFrame) -> pd.DataFrame:
-    """Recall of the human nuggets per topic, shown as notes or held out: embedding, narrative-only, LLM."""
+    """Recall of the human nuggets per topic, shown as notes or held out: embedding and narrative-only."""
     return evaluated.groupby(["qid", "in_context"]).agg(
         nuggets=("nugget", "size"), embedding_recall=("embedding_match", "mean"),
-        narrative_only_baseline=("narrative_match", "mean"), llm_recall=("llm_match", "mean"),
-        llm_failed=("llm_match", lambda s: int(s.isna().sum())))
+        narrative_only_baseline=("narrative_match", "mean"))
 
 
 def recall_summary(evaluated: pd.DataFrame) -> pd.DataFrame:
     """Recall of the NIST nuggets held out from the generator (the primary figure: the with-notes answer, a source
-    of creation, copied the shown ones) and, apart, of the shown ones: nuggets, topics, embedding and LLM recall
-    (LLM: over the nuggets it matched), the narrative-only baseline."""
+    of creation, copied the shown ones) and, apart, of the shown ones: nuggets, topics, embedding recall, the
+    narrative-only baseline."""
     groups = evaluated.assign(nuggets_are=evaluated.in_context.map({False: "held out", True: "shown as notes"}))
     return groups.groupby("nuggets_are").agg(
         nuggets=("nugget", "size"), topics=("qid", "nunique"), embedding_recall=("embedding_match", "mean"),
-        llm_recall=("llm_match", "mean"), narrative_only_baseline=("narrative_match", "mean")
-    ).reindex(["held out", "shown as notes"])
+        narrative_only_baseline=("narrative_match", "mean")).reindex(["held out", "shown as notes"])
 
 
-def match_agreement(evaluated: pd.DataFrame) -> tuple[int, int]:
-    """(human nuggets on which embedding and LLM match agree, nuggets with an LLM match)."""
-    both = evaluated.llm_match.notna()
-    return int((evaluated.embedding_match[both] == evaluated.llm_match[both]).sum()), int(both.sum())
+def importance_labels(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str], per_topic: int
+                      ) -> pd.DataFrame:
+    """The importance set: per topic, the first ``per_topic`` of its sampled NIST nuggets (``order`` below it, so the
+    set grows by nesting), labelled by the judge in one call a topic (:func:`lib.nuggets.label_importance`). Columns
+    qid, nugget, ``nist`` (1: NIST calls it vital), ``argmax`` (1: the judge wrote vital; missing for a failed call)
+    and ``p_vital`` (read from the same answer's logprobs; missing where it could not be read)."""
+    rows = []
+    for q, topic in nuggets[nuggets.order < per_topic].groupby("qid", sort=False):
+        found = nug.label_importance(judge, narrative[q], topic.nugget.tolist(), call_label=f"rag25-importance:{q}")
+        rows += [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
+                  "p_vital": p}
+                 for n, i, w, p in zip(topic.nugget, topic.importance, found.labels, found.probability("vital"),
+                                       strict=True)]
+    return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})
 
 
-def judge_importance(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence[str], narrative: Mapping[str, str]
-                     ) -> pd.Series:
-    """The judge's vital/okay label of each assessed human nugget (missing on failure), on ``evaluated``'s index."""
-    labels = pd.Series(None, index=evaluated.index, dtype=object, name="judge_importance")
-    for q in qids:
-        rows = evaluated[evaluated.qid == q]
-        found, _ = nug.label_importance(judge, narrative[q], rows.nugget.tolist(), call_label=f"rag25-human:{q}")
-        labels[rows.index] = found
-    return labels
+# the two readings of the judge's importance, as the verdict rows name them
+IMPORTANCE_READINGS = {"argmax": "as the judge wrote it", "threshold": "p(vital) at a threshold fit on NIST's labels"}
 
 
-@dataclass(frozen=True)
-class ImportanceAgreement:
-    """The judge's importance labels against NIST's (1 = vital), on the nuggets the judge labelled."""
-    nist: list[int]
-    judge: list[int]
-    agreement: dict[str, Any]
-
-    def table(self) -> pd.DataFrame:
-        """κ, exact agreement and their CIs (the weighted κ is left out: two categories)."""
-        return pd.DataFrame([self.agreement], index=["judge vs NIST"]).drop(
-            columns=["weighted_kappa", "weighted_kappa_ci_low", "weighted_kappa_ci_high"])
-
-
-def importance_agreement(evaluated: pd.DataFrame, seed: int, n_resamples: int) -> ImportanceAgreement:
-    """Cohen's κ of the judge's vital labels with NIST's, with a 95% CI over topics (the unit the nuggets of a
-    topic are nested in)."""
-    scored = evaluated[evaluated.judge_importance.notna()]
-    nist = (scored.importance == "vital").astype(int).tolist()
-    ours = (scored.judge_importance == "vital").astype(int).tolist()
-    agreement = {**validity.agreement(nist, ours, categories=[0, 1]),
-                 **validity.agreement_ci(nist, ours, scored.qid, seed=seed, n_resamples=n_resamples,
-                                          categories=[0, 1], unit="topics")}
-    return ImportanceAgreement(nist, ours, agreement)
+def importance_readings(labelled: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
+    """Both readings of the judge's importance against NIST's labels on :func:`importance_labels`: ``argmax`` (the
+    label written) and ``threshold`` (p(vital) at the cut that maximises κ, :func:`lib.analysis.calibration.
+    fit_thresholds` on the 0/1 scale, cross-fitted by topic so that no topic is read with a cut fit on it). Per
+    reading: Cohen's κ with a CI over topics, exact agreement, topics and nuggets read, the vital shares, and
+    ``threshold``: the cut fit on every topic, the one applied to the ALCE nuggets (NaN for argmax)."""
+    readable = labelled.dropna(subset=["p_vital"])
+    out_of_fold = calibration.out_of_fold_grades(readable, "qid", "p_vital", "nist", [0, 1])
+    cut = calibration.fit_thresholds(readable.p_vital, readable.nist, [0, 1])[0]
+    rows = []
+    for name, read in (("argmax", labelled.argmax), ("threshold", out_of_fold.reindex(labelled.index))):
+        both = read.notna().to_numpy()
+        nist, judge = labelled.nist[both].astype(int).tolist(), read[both].astype(int).tolist()
+        agreement = {**validity.agreement(nist, judge, categories=[0, 1]),
+                     **validity.agreement_ci(nist, judge, labelled.qid[both], seed=seed, n_resamples=n_resamples,
+                                              categories=[0, 1], unit="topics")}
+        rows.append({"reading": name, "kappa": agreement["kappa"], "kappa_ci_low": agreement["kappa_ci_low"],
+                     "kappa_ci_high": agreement["kappa_ci_high"], "exact_agreement": agreement["exact_agreement"],
+                     "topics": int(agreement["units"]), "nuggets": len(nist),
+                     "judge_vital_share": float(np.mean(judge)), "nist_vital_share": float(np.mean(nist)),
+                     "threshold": cut if name == "threshold" else np.nan})
+    return pd.DataFrame(rows).set_index("reading")
 
 
 def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence[str], answers: pd.DataFrame,
@@ -277,11 +285,13 @@ def alce_design_table(pilot_within_sd: Mapping[int | str, float], effect: float,
     return pd.DataFrame(rows).set_index("answers per question")
 
 
-def alce_nugget_scores(judge: Gateway, sample: pd.DataFrame, creator: Creator
+def alce_nugget_scores(judge: Gateway, sample: pd.DataFrame, creator: Creator, threshold: float
                        ) -> tuple[pd.DataFrame, dict[tuple[str, str], AutomaticNuggets]]:
     """Per question: nuggets created from its systems' answers (the data has no retrieved passages; an empty answer
     is no source) and labelled vital/okay, then assigned to every answer (3 grades; an empty answer supports no
-    nugget, without a call): (one row of nugget scores per answer with its utility and length, the nuggets)."""
+    nugget, without a call): (one row of nugget scores per answer with its utility and length, the nuggets). The
+    scores read importance at ``threshold`` on p(vital) (fit on the RAG25 NIST labels, :func:`importance_readings`);
+    ``vital_argmax`` is the vital score with the labels as written."""
     rows, created_nuggets = [], {}
     for (dataset, qid), group in sample.groupby(["dataset", "qid"], sort=True):
         question = group.question.iloc[0]
@@ -292,7 +302,8 @@ def alce_nugget_scores(judge: Gateway, sample: pd.DataFrame, creator: Creator
                                         call_label=f"alce:{qid}:{r.system}")
             rows.append({"dataset": dataset, "qid": qid, "system": r.system, "grades": 3, "utility": r.utility,
                          "words": len(r.answer.split()), "nuggets": len(auto.created.nuggets),
-                         "failed_batches": len(failed), **nug.answer_scores(labels, auto.importance)})
+                         "failed_batches": len(failed), **nug.answer_scores(labels, auto.importance_at(threshold)),
+                         "vital_argmax": nug.answer_scores(labels, auto.importance)["vital"]})
     return pd.DataFrame(rows), created_nuggets
 
 
@@ -459,7 +470,8 @@ EARLIER: dict[str, str] = {
     "05.monitor.release.groundedness": "undetermined",  # +0.020, read beside the same sentence
 }
 
-SECONDARY_SCORE, LENGTH = "all", "words"  # the all-nugget score and the trivial baseline beside the primary score
+# the all-nugget score, the trivial baseline, and the vital score with importance as written, beside the primary score
+SECONDARY_SCORE, LENGTH, VITAL_ARGMAX = "all", "words", "vital_argmax"
 
 
 @dataclass(frozen=True)
@@ -528,7 +540,8 @@ class AlceEvidence:
     pooled: float                    # the primary score's ρ pooled over answers of different questions
     with_empty_within: float         # the primary score's mean within ρ with the empty answers (scored 0 by rule)
     with_empty_questions: int
-    vital_nuggets: int               # automatic nuggets the judge labelled vital, of
+    vital_nuggets: int               # automatic nuggets vital at the threshold, and as the judge wrote them, of
+    vital_nuggets_argmax: int
     nuggets: int
     ceiling_r: float                 # ρ of two ratings of byte-identical answers, its interval and count
     ceiling_low: float
@@ -554,22 +567,13 @@ class CreationEvidence:
 
 @dataclass(frozen=True)
 class Rag25Evidence:
-    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones, importance, support."""
+    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones, and support."""
     threshold: float                 # embedding match: MiniLM cosine at least this
     held_nuggets: int
     held_topics: int
     held_embedding: float
-    held_llm: float
     held_narrative: float            # the narrative alone as the only "nugget"
     shown_embedding: float
-    shown_llm: float
-    llm_prefers_held_out: bool       # the LLM match recalls held-out nuggets more often than shown ones
-    matches_agree: int               # NIST nuggets on which embedding and LLM match agree, of
-    matches_compared: int
-    importance_nuggets: int
-    importance_exact: float
-    judge_vital_share: float         # of the NIST nuggets the judge labelled, the share it called vital
-    nist_vital_share: float          # and the share NIST called vital
     shown_supported: int             # the with-notes answer: shown nuggets fully supported, of
     shown: int
     held_supported: int              # held-out nuggets fully supported, of
@@ -612,23 +616,22 @@ TRIAD_CONSTRUCTS = {"unsupported": "sentences stating facts absent from the cont
 CONSTRUCTION_SCORE = {"unsupported": "cos_notes", "irrelevant": "cos_query"}  # the MiniLM reading of each defect
 
 
-def triad_topic_ids(all_qids: Sequence[str], answered: Sequence[str], n: int, seed: int) -> list[str]:
-    """The triad check's topics, nested on the answered ones: ``answered`` first, then a seeded draw
-    (:func:`lib.analysis.validity.sample_ids`) of the other topics up to ``n`` (all of them when n ≤ len(answered))."""
-    rest = sorted(set(all_qids) - set(answered), key=int)
-    extra = validity.sample_ids(rest, max(0, n - len(answered)), seed, key=int) if n > len(answered) else []
-    return [*answered, *extra]
+def nested_topic_ids(all_qids: Sequence[str], first: Sequence[str], n: int, seed: int) -> list[str]:
+    """``n`` topics nested on the ones already used: ``first`` in their order, then a seeded draw
+    (:func:`lib.analysis.validity.sample_ids`) of the other topics up to ``n`` (all of them when n ≤ len(first))."""
+    rest = sorted(set(all_qids) - set(first), key=int)
+    extra = validity.sample_ids(rest, max(0, n - len(first)), seed, key=int) if n > len(first) else []
+    return [*first, *extra]
 
 
-def triad_assessed(human: pd.DataFrame, answered: Sequence[str], assessed: pd.DataFrame, qids: Sequence[str],
-                   per_topic: int, seed: int) -> pd.DataFrame:
-    """The sampled NIST nuggets of the triad topics: the answered topics' sample as drawn for section B, the other
-    topics' drawn the same way (:func:`lib.rag.assessed_nuggets`) with its own generator, so section B's draw is
-    unchanged."""
-    extra = [q for q in qids if q not in set(answered)]
-    parts = [assessed[assessed.qid.isin(answered)].drop(columns="in_context", errors="ignore")]
-    if extra:
-        parts.append(rag.assessed_nuggets(human, extra, per_topic, seed))
+def extend_assessed(human: pd.DataFrame, assessed: pd.DataFrame, qids: Sequence[str], per_topic: int, seed: int
+                    ) -> pd.DataFrame:
+    """The sampled NIST nuggets of topics ``qids``: the topics ``assessed`` already holds keep their draw, the others
+    are drawn the same way (:func:`lib.rag.assessed_nuggets`) with its own generator, so an earlier draw never
+    changes when topics are added."""
+    kept = assessed[assessed.qid.isin(qids)].drop(columns="in_context", errors="ignore")
+    extra = [q for q in qids if q not in set(kept.qid)]
+    parts = [kept, rag.assessed_nuggets(human, extra, per_topic, seed)] if extra else [kept]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -747,13 +750,15 @@ def triad_verdicts(drops: pd.DataFrame, margin: float, alpha: float, seed: int, 
 class Findings:
     """Chapter 05's decisions (:class:`lib.verdicts.Verdict`) and the evidence its prose states."""
     primary: Verdict
-    vital_questions: Verdict
+    vital_questions: tuple[Verdict, ...]   # importance read at the threshold, then as written
     ceiling: Verdict
     primary_pooled: Verdict
     secondary_within: Verdict
     secondary_pooled: Verdict
     length_within: Verdict
-    importance: Verdict
+    vital_argmax: Verdict
+    importance: tuple[Verdict, ...]        # κ with NIST: as written, then at the threshold (cross-fitted)
+    importance_readings: pd.DataFrame
     notes_shown: Verdict
     notes_held_out: Verdict
     release_overall: Verdict
@@ -769,9 +774,25 @@ class Findings:
 
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict the chapter states, the primary first."""
-        return (self.primary, self.vital_questions, self.ceiling, self.primary_pooled, self.secondary_within,
-                self.secondary_pooled, self.length_within, self.importance, self.notes_shown, self.notes_held_out,
+        return (self.primary, *self.vital_questions, self.ceiling, self.primary_pooled, self.secondary_within,
+                self.secondary_pooled, self.length_within, self.vital_argmax, *self.importance, self.notes_shown,
+                self.notes_held_out,
                 self.release_overall, self.release_groundedness, *self.triad_construction, *self.triads)
+
+
+def vital_questions_verdict(created: pd.DataFrame, column: str, suffix: str, score: str, share: float, seed: int,
+                            n_resamples: int) -> Verdict:
+    """Does the importance reading in ``column`` of :func:`creation_table` label some nugget vital in at least
+    ``share`` of the questions (where the ``score`` score exists at all)? Interval over questions."""
+    has_vital = (created[column] > 0).astype(float)
+    interval = unit_bootstrap(np.mean, [has_vital.to_numpy()], created.index.to_numpy(), "questions", seed,
+                              n_resamples)
+    reading = IMPORTANCE_READINGS["argmax" if column == "vital" else "threshold"]
+    return verdict(CHAPTER, f"alce.importance.vital_questions{suffix}", f"judge: nugget importance ({reading})",
+                   f"labels some nugget vital in most questions, so the {score} score exists",
+                   Claim("known behaviour", share), "share of questions with a vital nugget", interval.value,
+                   interval.low, interval.high, "questions", interval.units,
+                   "nugget creation per ALCE question (notebook 05, alce_created)")
 
 
 def _correlation_verdict(key: str, system: str, construct: str, row: pd.Series, kind: str, claim: Claim,
@@ -792,8 +813,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` and ``rag_created``
-    (:func:`creation_table`), ``recall`` (:func:`recall_summary`), ``evaluated`` (the NIST nuggets with matches and
-    ``judge_importance``), ``importance`` (:meth:`ImportanceAgreement.table`), ``rag_assignment``
+    (:func:`creation_table`, ALCE's with the threshold), ``recall`` (:func:`recall_summary`), ``importance``
+    (:func:`importance_readings`), ``rag_assignment``
     (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
     (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
@@ -820,19 +841,14 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     primary = _correlation_verdict(
         "primary", f"nugget score ({score})", "orders the answers to one question as ALCE human utility does",
         answered.loc[score], "within", orders, asked, primary=True, confirmatory=True,
-        depends_on=(f"{CHAPTER}.alce.importance.vital_questions", f"{CHAPTER}.rag25.importance.kappa",
+        depends_on=(f"{CHAPTER}.alce.importance.vital_questions", f"{CHAPTER}.rag25.importance.kappa.threshold",
                     f"{CHAPTER}.alce.human_ceiling"))
 
     created = tables["alce_created"]
-    has_vital = (created["vital"] > 0).astype(float)
-    vital_share = unit_bootstrap(np.mean, [has_vital.to_numpy()], created.index.to_numpy(), "questions", seed,
-                                 resamples)
-    vital_questions = verdict(
-        CHAPTER, "alce.importance.vital_questions", "judge: nugget importance (vital/okay)",
-        f"labels some nugget vital in most questions, so the {score} score exists",
-        Claim("known behaviour", float(params["vital_question_share"])), "share of questions with a vital nugget",
-        vital_share.value, vital_share.low, vital_share.high, "questions", vital_share.units,
-        "nugget creation per ALCE question (notebook 05, alce_created)")
+    vital_questions = tuple(
+        vital_questions_verdict(created, column, suffix, score, float(params["vital_question_share"]), seed,
+                                resamples)
+        for column, suffix in ((VITAL_AT, ""), ("vital", ".argmax")))
 
     ceiling_row = tables["human_ceiling"].iloc[0]
     root = {k: float(np.sqrt(ceiling_row[k])) if ceiling_row[k] >= 0 else float("nan")
@@ -861,13 +877,18 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         "orders the answers to one question as ALCE human utility does", answered.loc[LENGTH], "within", orders,
         asked)
 
-    agreement = tables["importance"].iloc[0]
-    importance = verdict(
-        CHAPTER, "rag25.importance.kappa", "judge: nugget importance (vital/okay)",
-        "agrees with NIST's vital/okay labels of the TREC RAG25 nuggets",
-        Claim("human labels", float(params["importance_kappa"])), "Cohen κ", agreement["kappa"],
-        agreement["kappa_ci_low"], agreement["kappa_ci_high"], "topics", int(agreement["units"]),
-        "NIST nuggets with the judge's labels (notebook 05, evaluated)")
+    readings = tables["importance"]
+    importance = tuple(
+        verdict(CHAPTER, f"rag25.importance.kappa{suffix}", f"judge: nugget importance ({IMPORTANCE_READINGS[name]})",
+                "agrees with NIST's vital/okay labels of the TREC RAG25 nuggets",
+                Claim("human labels", float(params["importance_kappa"])), "Cohen κ", readings.loc[name, "kappa"],
+                readings.loc[name, "kappa_ci_low"], readings.loc[name, "kappa_ci_high"], "topics",
+                int(readings.loc[name, "topics"]), "NIST nuggets with the judge's labels (notebook 05, importance)")
+        for name, suffix in (("argmax", ""), ("threshold", ".threshold")))
+    vital_argmax = _correlation_verdict(
+        "alce.vital_argmax.within", "nugget score (vital, importance as the judge wrote it)",
+        "orders the answers to one question as ALCE human utility does", answered.loc[VITAL_ARGMAX], "within",
+        orders, asked, depends_on=(f"{CHAPTER}.alce.importance.vital_questions.argmax",))
 
     assignment = tables["rag_assignment"]
     notes = holm_family([paired_difference(notes_differences(assignment, shown), "topics", seed, resamples)
@@ -912,7 +933,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         pooled=float(answered.loc[score, "pooled ρ"]),
         with_empty_within=float(everything.loc[score, "within ρ"]),
         with_empty_questions=int(everything.loc[score, "questions with a within ρ"]),
-        vital_nuggets=int(created["vital"].sum()), nuggets=int(created["automatic nuggets"].sum()),
+        vital_nuggets=int(created[VITAL_AT].sum()), vital_nuggets_argmax=int(created["vital"].sum()),
+        nuggets=int(created["automatic nuggets"].sum()),
         ceiling_r=float(ceiling_row["r"]), ceiling_low=float(ceiling_row["ci_low"]),
         ceiling_high=float(ceiling_row["ci_high"]), ceiling_questions=ceiling_questions,
         ceiling_pairs=int(ceiling_row["pairs"]), ceiling_exact=float(ceiling_row["exact"]),
@@ -927,23 +949,15 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         rag25_least=int(tables["rag_created"]["automatic nuggets"].min()),
         rag25_most=int(tables["rag_created"]["automatic nuggets"].max()))
 
-    recall, evaluated = tables["recall"], tables["evaluated"]
+    recall = tables["recall"]
     held, shown = recall.loc["held out"], recall.loc["shown as notes"]
-    agree, compared = match_agreement(evaluated)
-    labelled = evaluated[evaluated["judge_importance"].notna()]
     with_notes = assignment[(assignment["variant"] == "with_context") & assignment["assignment"].notna()]
     supported = with_notes["assignment"] == "support"
     in_notes = with_notes["in_context"].astype(bool)
     rag25 = Rag25Evidence(
         threshold=float(params["embedding_threshold"]), held_nuggets=int(held["nuggets"]),
         held_topics=int(held["topics"]), held_embedding=float(held["embedding_recall"]),
-        held_llm=float(held["llm_recall"]), held_narrative=float(held["narrative_only_baseline"]),
-        shown_embedding=float(shown["embedding_recall"]), shown_llm=float(shown["llm_recall"]),
-        llm_prefers_held_out=bool(held["llm_recall"] > shown["llm_recall"]), matches_agree=agree,
-        matches_compared=compared, importance_nuggets=int(agreement["n"]),
-        importance_exact=float(agreement["exact_agreement"]),
-        judge_vital_share=float((labelled["judge_importance"] == "vital").mean()),
-        nist_vital_share=float((labelled["importance"] == "vital").mean()),
+        held_narrative=float(held["narrative_only_baseline"]), shown_embedding=float(shown["embedding_recall"]),
         shown_supported=int((supported & in_notes).sum()), shown=int(in_notes.sum()),
         held_supported=int((supported & ~in_notes).sum()), held=int((~in_notes).sum()))
 
@@ -969,8 +983,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                   *triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
                                   resamples))
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
-                    length_within, importance, notes_verdicts[0], notes_verdicts[1], release_verdicts[0],
-                    release_verdicts[1], triad_construction, triad_rows,
+                    length_within, vital_argmax, importance, readings, notes_verdicts[0], notes_verdicts[1],
+                    release_verdicts[0], release_verdicts[1], triad_construction, triad_rows,
                     triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan, alce_evidence,
                     creation, rag25, monitor_evidence)
 
@@ -979,11 +993,6 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 # Prose: formatters of the findings record; they decide nothing (a phrase for a flag is looked up, not chosen).
 
 FLAGS = {True: "flags", False: "does not flag"}
-LLM_RECALL = {True: "; the LLM match finds the held-out nuggets more often than the shown ones, the opposite of what "
-                    "copying predicts, so it is not read as recall here.",
-              False: "."}
-
-
 def primary_text(f: Findings) -> str:
     """The primary question's answer: its verdict with the evidence, how many questions have the score at all and a
     within ρ, the plan (whether the design reaches its precision and whether the result decides), how many
@@ -1001,6 +1010,17 @@ def primary_text(f: Findings) -> str:
             f"{verdicts.sentence(f.ceiling)}")
 
 
+def importance_text(f: Findings) -> str:
+    """Both readings of importance against NIST's labels: the verdicts, the cut, and the vital shares."""
+    written, cut = f.importance_readings.loc["argmax"], f.importance_readings.loc["threshold"]
+    return (f"{count_text(int(written['nuggets']), 'NIST nugget')} of {count_text(int(written['topics']), 'topic')}, "
+            f"one call a topic; the cut chosen on these topics, so the ALCE questions it is applied to are fresh): "
+            f"{verdicts.sentence(f.importance[0])} {verdicts.sentence(f.importance[1])} As written, the judge calls "
+            f"{written['judge_vital_share']:.0%} of the nuggets vital, at the cut (read on topics it was not fit on) "
+            f"{cut['judge_vital_share']:.0%}, where NIST calls {written['nist_vital_share']:.0%} vital; fit on every "
+            f"topic, the cut is p(vital) ≥ {cut['threshold']:.3f}.")
+
+
 def summary(f: Findings) -> str:
     """Chapter 05's "What the numbers say" as Markdown bullets, every number and verdict read from ``f``."""
     a, c, r, m = f.alce, f.creation, f.rag25, f.monitor
@@ -1012,11 +1032,11 @@ def summary(f: Findings) -> str:
                 else "the fixed release did not score higher, so no drop was measured.")
     lines = [
         "**Primary (declared before the run)**: " + primary_text(f),
-        "**Why the primary has so few questions**: " + verdicts.sentence(f.vital_questions)
-        + f" The judge labelled {a.vital_nuggets} of {a.nuggets} automatic ALCE nuggets vital. "
-        + verdicts.sentence(f.importance)
-        + f" Of the {r.importance_nuggets} NIST nuggets it labelled, it called {r.judge_vital_share:.0%} vital where "
-          f"NIST called {r.nist_vital_share:.0%} vital (exact agreement {r.importance_exact:.0%}).",
+        "**Importance, read two ways** (" + importance_text(f) + ")",
+        "**Where the primary's vital nuggets come from**: " + verdicts.sentence(f.vital_questions[0])
+        + f" At the threshold the judge labels {a.vital_nuggets} of {a.nuggets} automatic ALCE nuggets vital; as "
+          f"written, {a.vital_nuggets_argmax}. " + verdicts.sentence(f.vital_questions[1]) + " "
+        + verdicts.sentence(f.vital_argmax),
         f"Beside it, on the same non-empty answers: {verdicts.sentence(f.secondary_within)} "
         f"{verdicts.sentence(f.length_within)} Pooled over answers of different questions (between-question "
         f"differences included; {count_text(a.answers_scored, 'answer')} with a {a.primary_score} score, "
@@ -1029,11 +1049,9 @@ def summary(f: Findings) -> str:
         f"**Recall of the held-out NIST nuggets** by the automatic ones (the primary recall figure; "
         f"{r.held_nuggets} nuggets of {count_text(r.held_topics, 'topic')}, no interval under {MIN_CI_UNITS} topics): "
         f"{r.held_embedding:.0%} by embedding match (cosine ≥ {r.threshold:g}; the narrative alone reaches "
-        f"{r.held_narrative:.0%}) and {r.held_llm:.0%} by LLM match. The nuggets shown to the generator as notes, "
-        f"which the with-notes answer could copy: {r.shown_embedding:.0%} and {r.shown_llm:.0%}"
-        + LLM_RECALL[r.llm_prefers_held_out]
-        + f" Embedding and LLM match agree on {r.matches_agree} of {r.matches_compared} NIST nuggets; "
-          f"{c.rag25_least} to {c.rag25_most} automatic nuggets per topic carry these figures.",
+        f"{r.held_narrative:.0%}). The nuggets shown to the generator as notes, which the with-notes answer could "
+        f"copy: {r.shown_embedding:.0%}; {c.rag25_least} to {c.rag25_most} automatic nuggets per topic carry these "
+        "figures.",
         f"**Creation** ({c.queries} queries): {c.nuggets} nuggets, {c.merged} merged as near-duplicates, "
         f"{c.unsupported} dropped as stated in no source sentence, {c.over_length} over the 12 words asked for (kept "
         "whole); stopped: " + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",

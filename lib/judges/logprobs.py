@@ -66,3 +66,41 @@ def weighted_fields(value: Any, tokens: list[dict[str, Any]] | None, fields: Seq
     if len(usable) == len(distributions):
         return {name: expected_score(d) for name, d in usable.items()}, "logprobs"
     return {name: float(getattr(value, name)) for name in fields}, "argmax"
+
+
+def label_distributions(tokens: list[dict[str, Any]] | None, labels: Sequence[str], written: Sequence[str]
+                        ) -> list[dict[str, float] | None]:
+    """p(label) over ``labels`` at each of the ``written`` labels of a JSON answer (a list of strings, in order), read
+    at the token where the written label starts: an alternative counts for a label when, after the part of that token
+    that comes before the label (an opening quote, a space), it starts the label (or the label followed by more, such
+    as its closing quote); the labels are renormalised over the alternatives found. None at a label whose position
+    is not found or whose alternatives name no label (e.g. the answer has no logprobs)."""
+    out: list[dict[str, float] | None] = [None] * len(written)
+    if not tokens:
+        return out
+    starts, text = [], ""
+    for token in tokens:
+        starts.append(len(text))
+        text += token["token"]
+    cursor = 0
+    for n, label in enumerate(written):
+        found = text.find(f'"{label}"', cursor)
+        if found < 0:
+            break
+        position = found + 1
+        cursor = position + len(label)
+        index = max(i for i, start in enumerate(starts) if start <= position)
+        before = text[starts[index]:position]
+        mass = dict.fromkeys(labels, 0.0)
+        for alternative in tokens[index].get("top_logprobs") or []:
+            piece = alternative["token"]
+            if not piece.startswith(before) or len(piece) == len(before):
+                continue
+            rest = piece[len(before):]
+            named = [lab for lab in labels if lab.startswith(rest) or rest.startswith(lab)]
+            if len(named) == 1:
+                mass[named[0]] += math.exp(alternative["logprob"])
+        total = sum(mass.values())
+        if total > 0:
+            out[n] = {lab: p / total for lab, p in mass.items()}
+    return out

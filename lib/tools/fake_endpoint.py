@@ -14,9 +14,9 @@ seeded by the request's hash, so a rerun gets the same answers and a retry (anot
   prefill, written on every scale that field is asked on (:data:`PREFILLED`), and a reason after it where the
   G-Eval form asks for one.
 * Free-text requests (RAG answers, G-Eval steps) get a few sentences of the prompt's words.
-* With ``logprobs``, each integer value (and a pre-filled verdict) is its own token whose ``top_logprobs`` list
-  the field's alternatives with the written one most likely, so probability-weighted scores are read as from a
-  real endpoint and vary between requests.
+* With ``logprobs``, each integer value, each label of a list of labels (and a pre-filled verdict) is its own
+  token whose ``top_logprobs`` list the field's alternatives with the written one most likely, so
+  probability-weighted scores are read as from a real endpoint and vary between requests.
 
 A request none of these covers (an unknown pre-filled field) is answered with HTTP 400, which stops the chapter
 naming the request rather than passing a made-up value for one the study never asked.
@@ -176,13 +176,25 @@ def token_logprobs(pieces: list[tuple[str, tuple[Any, ...]]], top_n: int, rng: r
 
 
 def json_pieces(text: str, schema: dict[str, Any]) -> list[tuple[str, tuple[Any, ...]]]:
-    """A JSON answer cut so that each top-level integer value is its own piece, with its enum as alternatives."""
+    """A JSON answer cut so that each top-level integer value, and each label of a top-level list of labels (an
+    array whose items have an enum), is its own piece with its enum as alternatives."""
     properties = schema.get("properties", {})
+    label_sets = [tuple(p["items"]["enum"]) for p in properties.values() if "enum" in p.get("items", {})]
+    labels = {label: options for options in label_sets for label in options}
+    # a label value sits between '["' or ', "' and '"'; an integer value after '": '
+    value = (rf'(?<=": )(-?\d+)(?=[,}}])|(?:(?<=\[")|(?<=, "))({"|".join(map(re.escape, labels))})(?=")'
+             if labels else r'(?<=": )(-?\d+)(?=[,}])')
     pieces: list[tuple[str, tuple[Any, ...]]] = []
-    for part in re.split(r'(?<=": )(-?\d+)(?=[,}])', text):
-        field = _PREFILL_FIELD.search(pieces[-1][0]) if pieces else None
-        enum = properties.get(field.group(1), {}).get("enum", ()) if field and part.lstrip("-").isdigit() else ()
-        pieces.append((part, tuple(enum)))
+    position = 0
+    for match in re.finditer(value, text):
+        pieces.append((text[position:match.start()], ()))
+        if match.group(1) is not None:
+            field = _PREFILL_FIELD.search(text[:match.start()])
+            pieces.append((match.group(1), tuple(properties.get(field.group(1), {}).get("enum", ())) if field else ()))
+        else:
+            pieces.append((match.group(2), labels[match.group(2)]))
+        position = match.end()
+    pieces.append((text[position:], ()))
     return [p for p in pieces if p[0]]
 
 
