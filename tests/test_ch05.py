@@ -38,7 +38,8 @@ def test_recall_table_reads_embedding_and_narrative_matches():
                               "embedding_match": [True, False, True, False],
                               "narrative_match": [False, False, True, False]})
     recall = ch05.recall_table(evaluated)
-    assert recall.loc[("1", True), "embedding_recall"] == 0.5 and recall.loc[("1", False), "narrative_only_baseline"] == 0.5
+    assert recall.loc[("1", True), "embedding_recall"] == 0.5
+    assert recall.loc[("1", False), "narrative_only_baseline"] == 0.5
 
 
 def test_recall_summary_puts_the_held_out_nuggets_first():
@@ -232,7 +233,7 @@ def _tables(**changes):
         "rag_created": _created(["200", "219"], [1, 1]).assign(**{"automatic nuggets": [1, 10]}),
         "recall": pd.DataFrame({"nuggets": [20, 20], "topics": [2, 2], "embedding_recall": [0.55, 0.55],
                                 "narrative_only_baseline": [0.1, 0.1]}, index=["held out", "shown as notes"]),
-        "importance": _readings(),
+        "importance": _readings(), "importance_labels": _importance_set(),
         # shown: with notes 2 of 2, without 0 (the known behaviour); held out: with 0, without 1 (the wrong way)
         "rag_assignment": _assignment(shown_with=2, shown_without=0, held_with=0, held_without=1),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
@@ -291,10 +292,13 @@ def test_the_other_alce_rows_read_the_interval_over_questions(found):
     assert f.primary_pooled.verdict == "undetermined" and f.primary_pooled.units == 2
     # the ceiling √0.388 = 0.62 (√0.168 = 0.41 to √0.574 = 0.76) lies above the ρ of interest
     assert f.ceiling.estimate == pytest.approx(np.sqrt(0.388)) and f.ceiling.verdict == "holds"
-    written, at_cut = f.importance
+    written, at_cut, _ = f.importance
     assert written.verdict == "undetermined" and written.units == 2 and written.threshold == 0.4
     assert at_cut.key == "05.rag25.importance.kappa.threshold" and at_cut.units == 22
     assert at_cut.verdict == "undetermined"  # 0.1 to 0.5 reaches both sides of 0.4
+    # p(vital) puts every vital nugget above every okay one in each topic: AUC 1 over 12 topics
+    assert f.importance[2].key == "05.rag25.importance.auc" and f.importance[2].estimate == 1.0
+    assert f.importance[2].units == 12 and f.importance[2].verdict == "holds"
     assert not any(v.primary for v in f.verdicts() if v.key != ch05.PRIMARY)
 
 

@@ -757,7 +757,7 @@ class Findings:
     secondary_pooled: Verdict
     length_within: Verdict
     vital_argmax: Verdict
-    importance: tuple[Verdict, ...]        # κ with NIST: as written, then at the threshold (cross-fitted)
+    importance: tuple[Verdict, ...]        # κ with NIST as written, at the threshold (cross-fitted); p(vital)'s AUC
     importance_readings: pd.DataFrame
     notes_shown: Verdict
     notes_held_out: Verdict
@@ -778,6 +778,20 @@ class Findings:
                 self.secondary_pooled, self.length_within, self.vital_argmax, *self.importance, self.notes_shown,
                 self.notes_held_out,
                 self.release_overall, self.release_groundedness, *self.triad_construction, *self.triads)
+
+
+def importance_auc_verdict(labelled: pd.DataFrame, margin: float, seed: int, n_resamples: int) -> Verdict:
+    """``05.rag25.importance.auc``: does the judge's p(vital) rank NIST's vital nuggets above its okay ones within a
+    topic, whatever the cut? Mean over topics of the within-topic AUC (:func:`_topic_auc`), interval over topics,
+    against 0.5 ± ``margin`` (the blind band of the triads' known answers). Added after the κ rows were seen, to
+    tell a reading without information from one whose cut does not carry over: not confirmatory."""
+    shaped = labelled.assign(entry_id=labelled.qid, kind=np.where(labelled.nist == 1, "real", "okay"))
+    auc = _topic_auc(shaped.dropna(subset=["p_vital"]), "p_vital", seed, n_resamples)
+    return verdict(CHAPTER, "rag25.importance.auc", "judge: nugget importance (p(vital), no cut)",
+                   "ranks NIST's vital nuggets above its okay ones within a topic", Claim("human labels", 0.5,
+                                                                                          "higher", margin),
+                   "mean within-topic AUC (vital over okay, on p(vital))", auc.value, auc.low, auc.high, "topics",
+                   auc.units, "NIST nuggets with the judge's p(vital) (notebook 05, importance_labels)")
 
 
 def vital_questions_verdict(created: pd.DataFrame, column: str, suffix: str, score: str, share: float, seed: int,
@@ -814,7 +828,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` and ``rag_created``
     (:func:`creation_table`, ALCE's with the threshold), ``recall`` (:func:`recall_summary`), ``importance``
-    (:func:`importance_readings`), ``rag_assignment``
+    (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`), ``rag_assignment``
     (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
     (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
@@ -885,6 +899,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                 readings.loc[name, "kappa_ci_low"], readings.loc[name, "kappa_ci_high"], "topics",
                 int(readings.loc[name, "topics"]), "NIST nuggets with the judge's labels (notebook 05, importance)")
         for name, suffix in (("argmax", ""), ("threshold", ".threshold")))
+    importance += (importance_auc_verdict(tables["importance_labels"], float(params["triad_margin"]), seed, resamples),)
     vital_argmax = _correlation_verdict(
         "alce.vital_argmax.within", "nugget score (vital, importance as the judge wrote it)",
         "orders the answers to one question as ALCE human utility does", answered.loc[VITAL_ARGMAX], "within",
@@ -1015,7 +1030,8 @@ def importance_text(f: Findings) -> str:
     written, cut = f.importance_readings.loc["argmax"], f.importance_readings.loc["threshold"]
     return (f"{count_text(int(written['nuggets']), 'NIST nugget')} of {count_text(int(written['topics']), 'topic')}, "
             f"one call a topic; the cut chosen on these topics, so the ALCE questions it is applied to are fresh): "
-            f"{verdicts.sentence(f.importance[0])} {verdicts.sentence(f.importance[1])} As written, the judge calls "
+            f"{verdicts.sentence(f.importance[0])} {verdicts.sentence(f.importance[1])} "
+            f"{verdicts.sentence(f.importance[2])} As written, the judge calls "
             f"{written['judge_vital_share']:.0%} of the nuggets vital, at the cut (read on topics it was not fit on) "
             f"{cut['judge_vital_share']:.0%}, where NIST calls {written['nist_vital_share']:.0%} vital; fit on every "
             f"topic, the cut is p(vital) ≥ {cut['threshold']:.3f}.")
