@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import fisher_exact
 
 from lib.llm.gateway import Gateway, LLMCall
 from lib.prompts import parts as prompt_parts
@@ -57,20 +56,3 @@ def generate_answers(gateway: Gateway, requests: pd.DataFrame) -> pd.DataFrame:
     out["failure_kind"] = [r.failure_kind for r in results]
     out["completion_tokens"] = [r.completion_tokens for r in results]
     return out
-
-
-def notes_effect(assignment: pd.DataFrame, variant: str = "with_context", supported: str = "support"
-                 ) -> dict[str, float]:
-    """Does the answer written with the notes support the nuggets it was shown more often than the held-out ones?
-    ``assignment``: one row per (answer, nugget) with columns variant, in_context (bool) and assignment; the rows of
-    ``variant`` with an assignment count. The 2×2 table shown/held out × supported/not (assignment ==
-    ``supported``) gets
-    Fisher's exact test, two-sided (Fisher 1922; ``scipy.stats.fisher_exact``): the right test for counts this
-    small. Keys: shown, shown_supported, held_out, held_out_supported, odds_ratio, p."""
-    rows = assignment[(assignment["variant"] == variant) & assignment["assignment"].notna()]
-    hit = rows["assignment"] == supported
-    shown, held = rows["in_context"].astype(bool), ~rows["in_context"].astype(bool)
-    table = [[int((hit & shown).sum()), int((~hit & shown).sum())], [int((hit & held).sum()), int((~hit & held).sum())]]
-    odds, p = fisher_exact(table)
-    return {"shown": int(shown.sum()), "shown_supported": table[0][0], "held_out": int(held.sum()),
-            "held_out_supported": table[1][0], "odds_ratio": float(odds), "p": float(p)}

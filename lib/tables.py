@@ -166,20 +166,20 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "model": "judge model identity",
     },
     "nugget_scores": {
-        "dataset": "rag25 (TREC RAG 2025 dev, answers by the study's generator) or asqa / eli5 (ALCE)",
-        "qid": "topic or question id as in the data",
-        "system": "rag25: with_context | no_context (lib.rag); ALCE: the run's file name",
+        "dataset": "asqa / eli5 (ALCE)",
+        "qid": "question id as in the data",
+        "system": "the ALCE run's file name",
         "grades": "assignment label set: 3 (support / partial_support / not_support) or 2 (support / not_support)",
         "failed_batches": "assignment batches that failed for this answer (then every score is null)",
-        "utility": "ALCE human utility 1–5 (null for rag25)",
-        "words": "answer length in whitespace-separated words (ALCE; the trivial baseline)",
-        "strict_vital": "supported vital / vital (lib.nuggets.answer_scores); null without vital nuggets; vital is "
-                        "NIST's label (rag25) or the judge's p(vital) at the threshold fit on NIST's labels (ALCE)",
+        "utility": "ALCE human utility 1–5",
+        "words": "answer length in whitespace-separated words (the trivial baseline)",
+        "strict_vital": "supported vital / vital (lib.nuggets.answer_scores); null without vital nuggets; vital: the "
+                        "judge's p(vital) at the threshold fit on NIST's labels of the RAG25 nuggets",
         "vital": "(support + 0.5·partial) over vital",
         "strict_all": "supported / all nuggets",
         "all": "(support + 0.5·partial) / all nuggets",
         "weighted": "Σ w·s / Σ w, w(vital) 1, w(okay) 0.5 (this study's addition)",
-        "vital_argmax": "ALCE: vital with the importance label the judge wrote (null for rag25)",
+        "vital_argmax": "vital with the importance label the judge wrote",
         "model": "judge model identity",
     },
     "triad_scores": {

@@ -309,12 +309,12 @@ SEED_SYSTEMS: tuple[SeedSystem, ...] = (
     SeedSystem("FinancialSafety", "001_geval_metrics.md", "03", ("03.guardrail.FinancialSafety*",)),
     SeedSystem("nugget creation", "002_nuggetized_feedback.md", "05", ("05.*creation*",)),
     SeedSystem("nugget importance", "002_nuggetized_feedback.md", "05", ("05.*importance*",)),
-    SeedSystem("nugget assignment", "002_nuggetized_feedback.md", "05", ("05.rag25.notes.*", "05.*assignment*")),
+    SeedSystem("nugget assignment", "002_nuggetized_feedback.md", "05", ("05.*assignment*",)),
     # ALCE's importance row belongs to importance above, so the ALCE rows are named one reading at a time; the
     # human ceiling and the length baseline are the references the scores are read against.
     SeedSystem("nugget scores", "002_nuggetized_feedback.md", "05",
-               ("05.primary", "05.alce.vital.*", "05.alce.all.*", "05.alce.length.*", "05.alce.human_ceiling",
-                "07.nuggets.*")),
+               ("05.primary", "05.alce.vital.*", "05.alce.vital_argmax.*", "05.alce.all.*", "05.alce.length.*",
+                "05.alce.human_ceiling", "07.nuggets.*")),
     SeedSystem("traditional RAG triad", "002_nuggetized_feedback.md", "05", ("05.triad.traditional.*",)),
     SeedSystem("nuggetized RAG triad", "002_nuggetized_feedback.md", "05", ("05.triad.nuggetized.*",)),
     SeedSystem("nightly monitor", "003_nightly_evaluation.md", "05", ("05.monitor.*", "07.monitor*")),

@@ -52,14 +52,6 @@ def test_recall_summary_puts_the_held_out_nuggets_first():
     assert summary.loc["held out", "embedding_recall"] == 2 / 3
 
 
-def test_support_table_counts_full_support():
-    assignment = pd.DataFrame({"variant": ["with_context"] * 3, "in_context": [True, True, False],
-                               "assignment": ["support", "partial_support", "support"]})
-    table = ch05.support_table(assignment)
-    assert table.loc[("with_context", True)].tolist() == [1, 2, 0.5]
-    assert table.loc[("with_context", False)].tolist() == [1, 1, 1.0]
-
-
 def _alce(rows):
     return pd.DataFrame(rows, columns=["dataset", "qid", "system", "answer", "utility"])
 
@@ -189,19 +181,6 @@ def _readings(kappa=(0.015, NAN, NAN, 2), threshold_kappa=(0.3, 0.1, 0.5, 22)):
 TOPICS = [f"t{i}" for i in range(10)]
 
 
-def _assignment(shown_with, shown_without, held_with, held_without):
-    """Each topic: 2 shown and 2 held-out nuggets; the arguments are how many of each the answers support."""
-    rows = []
-    for q in TOPICS:
-        for variant, shown_n, held_n in (("with_context", shown_with, held_with),
-                                         ("no_context", shown_without, held_without)):
-            rows += [{"qid": q, "variant": variant, "in_context": True, "assignment":
-                      "support" if i < shown_n else "not_support"} for i in range(2)]
-            rows += [{"qid": q, "variant": variant, "in_context": False, "assignment":
-                      "support" if i < held_n else "partial_support"} for i in range(2)]
-    return pd.DataFrame(rows)
-
-
 def _judgments(groundedness_gain):
     """Each topic judged on the broken day d3 (every metric 0.8) and again on the recheck day d5, where only
     groundedness differs, by ``groundedness_gain[i]``."""
@@ -234,8 +213,7 @@ def _tables(**changes):
         "recall": pd.DataFrame({"nuggets": [20, 20], "topics": [2, 2], "embedding_recall": [0.55, 0.55],
                                 "narrative_only_baseline": [0.1, 0.1]}, index=["held out", "shown as notes"]),
         "importance": _readings(), "importance_labels": _importance_set(),
-        # shown: with notes 2 of 2, without 0 (the known behaviour); held out: with 0, without 1 (the wrong way)
-        "rag_assignment": _assignment(shown_with=2, shown_without=0, held_with=0, held_without=1),
+        "triad_labels": _triad_labels(["support", "partial_support"], ["not_support", "not_support"]),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
         "monitor_judgments": _judgments([0.02, -0.01] * 5),
         "monitor_rules": rules, "monitor_plan": plan,
@@ -312,23 +290,30 @@ def test_a_primary_with_enough_questions_decides_and_the_plan_says_so():
     assert ruled_out.primary.verdict == "ruled out" and ruled_out.plan.decided
 
 
-def test_notes_comparison_is_paired_over_topics_and_a_wrong_sign_result_fails(found):
+def _triad_labels(answer_support, unsupported_support):
+    """Per topic t0–t9: two nuggets of the answer and two unsupported sentences, labelled in the notes as given."""
+    return pd.DataFrame([{"qid": q, "nugget": f"{origin} {i}", "origin": origin, "importance": "okay",
+                          "support": label, "relevance": "relevant"}
+                         for q in TOPICS for origin, labels in (("answer", answer_support),
+                                                                ("unsupported", unsupported_support))
+                         for i, label in enumerate(labels)])
+
+
+def test_the_assignment_check_pairs_topics_and_a_wrong_sign_result_fails(found):
     f = found
-    shown, held = f.notes_shown, f.notes_held_out
-    assert shown.unit == "topics" and shown.units == 10 and shown.estimate == 1.0
-    # all 10 topics the declared way: exact one-sided p = 2^-10, Holm over both directions of the two comparisons
-    # (4 one-sided p-values) multiplies it by 4
-    assert shown.p == pytest.approx(4 * 2 ** -10) and shown.verdict == "holds"
-    assert shown.test == "exact sign-flip, one-sided (greater), 10 non-zero, Holm over 2"
-    # held out: the answer without notes supports more, in every topic: evidence against, not "undetermined"
-    assert held.estimate == -0.5 and held.p_against == pytest.approx(4 * 2 ** -10) and held.verdict == "fails"
+    gap = f.assignment
+    assert gap.key == "05.triad.assignment.unsupported" and gap.unit == "topics" and gap.units == 10
+    # every topic: answer nuggets 1 and ½, unsupported sentences 0 and 0: +0.75, exact one-sided p = 2^-10
+    assert gap.estimate == 0.75 and gap.p == pytest.approx(2 ** -10) and gap.verdict == "sees"
+    backwards = ch05.findings(_tables(triad_labels=_triad_labels(["not_support"] * 2, ["support"] * 2)), PARAMS)
+    assert backwards.assignment.estimate == -1.0 and backwards.assignment.verdict == "fails"
 
 
-def test_notes_differences_leave_out_a_topic_without_labels():
-    assignment = _assignment(2, 0, 1, 1)
-    assignment.loc[(assignment.qid == "t0") & (assignment.variant == "no_context"), "assignment"] = None
-    differences = ch05.notes_differences(assignment, shown=True)
-    assert "t0" not in differences.index and len(differences) == 9 and (differences == 1.0).all()
+def test_assignment_differences_leave_out_a_topic_without_both_kinds():
+    labels = _triad_labels(["support", "not_support"], ["not_support", "partial_support"])
+    labels.loc[(labels.qid == "t0") & (labels.origin == "unsupported"), "support"] = None
+    differences = ch05.assignment_differences(labels)
+    assert "t0" not in differences.index and len(differences) == 9 and (differences == 0.25).all()
 
 
 def test_the_monitor_verdict_pairs_topics_and_rules_out_a_drop_of_the_declared_size(found):

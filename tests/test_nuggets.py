@@ -219,25 +219,6 @@ def test_embedding_match_is_the_best_cosine():
     assert nug.embedding_match(np.zeros((0, 2)), ref).tolist() == [0.0, 0.0]
 
 
-def test_notes_effect_counts_shown_and_held_out_support_with_fishers_exact_test():
-    from scipy.stats import fisher_exact
-
-    from lib import rag
-
-    rows = ([{"variant": "with_context", "in_context": True, "assignment": "support"}] * 4
-            + [{"variant": "with_context", "in_context": True, "assignment": "not_support"}] * 6
-            + [{"variant": "with_context", "in_context": False, "assignment": "support"}] * 1
-            + [{"variant": "with_context", "in_context": False, "assignment": "partial_support"}] * 9
-            + [{"variant": "with_context", "in_context": False, "assignment": None}]  # failed batch: not counted
-            + [{"variant": "no_context", "in_context": True, "assignment": "support"}] * 5)  # the other answer
-    effect = rag.notes_effect(pd.DataFrame(rows))
-    assert (effect["shown"], effect["shown_supported"], effect["held_out"],
-            effect["held_out_supported"]) == (10, 4, 10, 1)
-    odds, p = fisher_exact([[4, 6], [1, 9]])
-    assert effect["p"] == pytest.approx(p) and effect["odds_ratio"] == pytest.approx(odds)
-    assert effect["p"] == pytest.approx(0.3034, abs=1e-4)  # hypergeometric by hand: P(≤1 or ≥4 of 5 in row one)
-
-
 def test_sentences_split_at_sentence_ends_only():
     assert nug.sentences("It costs $3.50 today. Prices rose in 2020! Why? \"Yes.\"") == [
         "It costs $3.50 today.", "Prices rose in 2020!", "Why?", "\"Yes.\""]

@@ -29,8 +29,6 @@ from lib.analysis.text import count_text, interval_text, number_text
 from lib.llm.gateway import Gateway
 from lib.verdicts import Claim, Verdict, verdict
 
-VARIANTS = ("with_context", "no_context")
-
 
 @dataclass(frozen=True)
 class LogDesign:
@@ -224,39 +222,6 @@ def importance_readings(labelled: pd.DataFrame, seed: int, n_resamples: int) -> 
     return pd.DataFrame(rows).set_index("reading")
 
 
-def assign_human_nuggets(judge: Gateway, evaluated: pd.DataFrame, qids: Sequence[str], answers: pd.DataFrame,
-                         narrative: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Each evaluated topic's human nuggets assigned to both of its answers (3 grades): (one row per nugget and
-    answer; one row of nugget scores per answer). A failed generation gives no labels and one recorded failure,
-    never a score of 0."""
-    assignment_rows, score_rows = [], []
-    for q in qids:
-        rows = evaluated[evaluated.qid == q]
-        for variant in VARIANTS:
-            answer = answer_of(answers, q, variant)
-            labels: list[str | None]
-            failures: list[nug.BatchFailure] | list[str]
-            if answer is None:
-                labels, failures = [None] * len(rows), ["generation failed"]
-            else:
-                labels, failures = nug.assign(judge, narrative[q], answer, rows.nugget.tolist(),
-                                              call_label=f"rag25:{q}:{variant}")
-            assignment_rows += [{"qid": q, "variant": variant, "nugget": n, "in_context": c, "importance": i,
-                                 "assignment": label}
-                                for n, c, i, label in zip(rows.nugget, rows.in_context, rows.importance, labels,
-                                                          strict=True)]
-            score_rows.append({"dataset": "rag25", "qid": q, "system": variant, "grades": 3,
-                               "failed_batches": len(failures), **nug.answer_scores(labels, rows.importance.tolist())})
-    return pd.DataFrame(assignment_rows), pd.DataFrame(score_rows)
-
-
-def support_table(assignment: pd.DataFrame) -> pd.DataFrame:
-    """Per answer variant and shown/held-out nuggets, how many are fully supported."""
-    support = assignment.assign(supported=lambda f: f.assignment == "support")
-    return (support.groupby(["variant", "in_context"]).supported.agg(["sum", "size", "mean"])
-            .rename(columns={"sum": "supported", "size": "nuggets", "mean": "share"}))
-
-
 def alce_sample(alce: pd.DataFrame, questions: int, seed: int, pilot_questions: int
                 ) -> tuple[dict[str, list[str]], pd.DataFrame]:
     """(sampled question ids per dataset, the answers to them). The pilot's ``pilot_questions`` per dataset
@@ -437,11 +402,9 @@ def monitor_verdict(rules: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
-def nugget_scores_table(rag_scores: pd.DataFrame, alce_scores: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The ``nugget_scores`` table: RAG25 and ALCE answers' nugget scores with the judge model."""
-    columns = list(tables.SCHEMAS["nugget_scores"])[:-1]
-    return pd.concat([rag_scores.assign(utility=np.nan, words=np.nan), alce_scores.drop(columns=["nuggets"])],
-                     ignore_index=True)[columns].assign(model=model)
+def nugget_scores_table(alce_scores: pd.DataFrame, model: str) -> pd.DataFrame:
+    """The ``nugget_scores`` table: the ALCE answers' nugget scores with the judge model."""
+    return alce_scores[list(tables.SCHEMAS["nugget_scores"])[:-1]].assign(model=model)
 
 
 def monitor_days_table(summary: pd.DataFrame, rules: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -509,15 +472,16 @@ def holm_family(results: Sequence[PairedDifference]) -> list[PairedDifference]:
             for i, r in enumerate(results)]
 
 
-def notes_differences(assignment: pd.DataFrame, shown: bool) -> pd.Series:
-    """Per topic: the share of its NIST nuggets (those shown to the generator as notes if ``shown``, else the held-out
-    ones) the judge finds fully supported by the answer written with the notes, minus the share for the answer
-    written without them. Only labelled nuggets count; a topic missing either answer's labels is left out."""
-    rows = assignment[(assignment["in_context"].astype(bool) == shown) & assignment["assignment"].notna()]
-    supported = rows.assign(supported=(rows["assignment"] == "support").astype(float))
-    share = supported.pivot_table(index="qid", columns="variant", values="supported", aggfunc="mean")
-    share = share.reindex(columns=list(VARIANTS)).dropna()
-    return (share["with_context"] - share["no_context"]).rename("with − without notes")
+def assignment_differences(labels: pd.DataFrame) -> pd.Series:
+    """Per topic of the triad check (``labels``: :func:`lib.triads.nugget_labels`): the mean support value in the notes
+    (:data:`lib.nuggets.SUPPORT_VALUE`) of the nuggets created from the clean answer minus that of the injected
+    sentences that state facts absent from the notes (origin ``unsupported``). Only labelled nuggets count; a topic
+    without both kinds is left out."""
+    rows = labels[labels.origin.isin(["answer", "unsupported"]) & labels.support.notna()]
+    value = rows.assign(value=rows.support.map(nug.SUPPORT_VALUE))
+    means = value.pivot_table(index="qid", columns="origin", values="value", aggfunc="mean")
+    means = means.reindex(columns=["answer", "unsupported"]).dropna()
+    return (means["answer"] - means["unsupported"]).rename("answer − unsupported")
 
 
 def release_differences(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> pd.DataFrame:
@@ -567,17 +531,13 @@ class CreationEvidence:
 
 @dataclass(frozen=True)
 class Rag25Evidence:
-    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones, and support."""
+    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones."""
     threshold: float                 # embedding match: MiniLM cosine at least this
     held_nuggets: int
     held_topics: int
     held_embedding: float
     held_narrative: float            # the narrative alone as the only "nugget"
     shown_embedding: float
-    shown_supported: int             # the with-notes answer: shown nuggets fully supported, of
-    shown: int
-    held_supported: int              # held-out nuggets fully supported, of
-    held: int
 
 
 @dataclass(frozen=True)
@@ -759,8 +719,7 @@ class Findings:
     vital_argmax: Verdict
     importance: tuple[Verdict, ...]        # κ with NIST as written, at the threshold (cross-fitted); p(vital)'s AUC
     importance_readings: pd.DataFrame
-    notes_shown: Verdict
-    notes_held_out: Verdict
+    assignment: Verdict
     release_overall: Verdict
     release_groundedness: Verdict
     triad_construction: tuple[Verdict, ...]
@@ -775,8 +734,7 @@ class Findings:
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict the chapter states, the primary first."""
         return (self.primary, *self.vital_questions, self.ceiling, self.primary_pooled, self.secondary_within,
-                self.secondary_pooled, self.length_within, self.vital_argmax, *self.importance, self.notes_shown,
-                self.notes_held_out,
+                self.secondary_pooled, self.length_within, self.vital_argmax, *self.importance, self.assignment,
                 self.release_overall, self.release_groundedness, *self.triad_construction, *self.triads)
 
 
@@ -828,8 +786,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` and ``rag_created``
     (:func:`creation_table`, ALCE's with the threshold), ``recall`` (:func:`recall_summary`), ``importance``
-    (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`), ``rag_assignment``
-    (:func:`assign_human_nuggets`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
+    (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`), ``triad_labels``
+    (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
     (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
     ``triad_scores`` (:func:`lib.triads.traditional` and :func:`lib.triads.nuggetized`).
@@ -905,17 +863,14 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         "orders the answers to one question as ALCE human utility does", answered.loc[VITAL_ARGMAX], "within",
         orders, asked, depends_on=(f"{CHAPTER}.alce.importance.vital_questions.argmax",))
 
-    assignment = tables["rag_assignment"]
-    notes = holm_family([paired_difference(notes_differences(assignment, shown), "topics", seed, resamples)
-                         for shown in (True, False)])
-    notes_verdicts = [
-        verdict(CHAPTER, f"rag25.notes.{name}", "judge: nugget assignment (support)",
-                f"finds more of the NIST nuggets {which} supported by the answer written with the notes than by the "
-                "one written without", Claim("known behaviour", 0.0), "mean share supported, with − without notes",
-                r.interval.value, r.interval.low, r.interval.high, "topics", r.interval.units,
-                "nugget assignment of the RAG25 answers (notebook 05, rag_assignment)", test=r.test, p=r.p,
-                p_against=r.p_against)
-        for (name, which), r in zip((("shown", "shown as notes"), ("held_out", "held out")), notes, strict=True)]
+    gap = paired_difference(assignment_differences(tables["triad_labels"]), "topics", seed, resamples)
+    assignment = verdict(
+        CHAPTER, "triad.assignment.unsupported", "judge: nugget assignment (support in the notes)",
+        "finds the nuggets of the answer written from the notes better supported by the notes than sentences stating "
+        "facts absent from them", Claim("known answer", 0.0), "mean support value, answer nuggets − unsupported "
+        "sentences", gap.interval.value, gap.interval.low, gap.interval.high, "topics", gap.interval.units,
+        "nugget labels of the triad check (notebook 05, triad_labels)", test=gap.test, p=gap.p,
+        p_against=gap.p_against)
 
     per_query = tables["monitor_judgments"]
     differences = release_differences(per_query, str(params["degraded_day"]), str(params["recheck_day"]))
@@ -966,15 +921,10 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     recall = tables["recall"]
     held, shown = recall.loc["held out"], recall.loc["shown as notes"]
-    with_notes = assignment[(assignment["variant"] == "with_context") & assignment["assignment"].notna()]
-    supported = with_notes["assignment"] == "support"
-    in_notes = with_notes["in_context"].astype(bool)
     rag25 = Rag25Evidence(
         threshold=float(params["embedding_threshold"]), held_nuggets=int(held["nuggets"]),
         held_topics=int(held["topics"]), held_embedding=float(held["embedding_recall"]),
-        held_narrative=float(held["narrative_only_baseline"]), shown_embedding=float(shown["embedding_recall"]),
-        shown_supported=int((supported & in_notes).sum()), shown=int(in_notes.sum()),
-        held_supported=int((supported & ~in_notes).sum()), held=int((~in_notes).sum()))
+        held_narrative=float(held["narrative_only_baseline"]), shown_embedding=float(shown["embedding_recall"]))
 
     rules, monitor_plan_table = tables["monitor_rules"], tables["monitor_plan"]
     degraded = rules[rules["degraded"]].iloc[0]
@@ -998,8 +948,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                   *triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
                                   resamples))
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
-                    length_within, vital_argmax, importance, readings, notes_verdicts[0], notes_verdicts[1],
-                    release_verdicts[0], release_verdicts[1], triad_construction, triad_rows,
+                    length_within, vital_argmax, importance, readings, assignment, release_verdicts[0],
+                    release_verdicts[1], triad_construction, triad_rows,
                     triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan, alce_evidence,
                     creation, rag25, monitor_evidence)
 
@@ -1071,9 +1021,9 @@ def summary(f: Findings) -> str:
         f"**Creation** ({c.queries} queries): {c.nuggets} nuggets, {c.merged} merged as near-duplicates, "
         f"{c.unsupported} dropped as stated in no source sentence, {c.over_length} over the 12 words asked for (kept "
         "whole); stopped: " + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",
-        f"**Assignment**: the answer written with the notes has {r.shown_supported}/{r.shown} shown and "
-        f"{r.held_supported}/{r.held} held-out NIST nuggets fully supported. Against the answer written without "
-        f"them, topic by topic: {verdicts.sentence(f.notes_shown)} {verdicts.sentence(f.notes_held_out)}",
+        "**Assignment** (on the triad topics' nugget labels; the 2-topic assignment of the NIST nuggets to both "
+        "answers was cut when the importance readings came in: at 2 topics it decided nothing): "
+        + verdicts.sentence(f.assignment),
         f"**Monitor**: on the broken-release day the overall mean was {m.degraded_overall:.3f} against "
         f"{m.normal_low:.3f}–{m.normal_high:.3f} on the other days; the absolute target {m.target:g} "
         f"{FLAGS[m.below_target]} it, the control limit {limit}. On the same "
