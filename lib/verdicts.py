@@ -321,7 +321,8 @@ SEED_SYSTEMS: tuple[SeedSystem, ...] = (
     # 06.judge_vs_tas judges the conversation judge, so TAS/CAS names its own rows of chapter 06.
     SeedSystem("TAS/CAS", "004_crs_preference_shift.md", "06",
                ("06.primary", "06.known_behaviour*", "06.confirmatory*", "06.known_answer.*", "07.construct.*")),
-    SeedSystem("conversation judge", "004_crs_preference_shift.md", "06", ("06.judge_vs_tas", "07.crs_judge.*")),
+    SeedSystem("conversation judge", "004_crs_preference_shift.md", "06",
+               ("06.judge_vs_tas", "06.judge.*", "07.crs_judge.*")),
     SeedSystem("relevance judge on DL19", "000_nudge_ranking.md", "07",
                ("07.primary*", "07.relevance.*", "07.bias.*")),
     SeedSystem("G-Eval on SummEval", "001_geval_metrics.md", "07", ("07.geval.*",)),

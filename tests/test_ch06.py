@@ -115,6 +115,7 @@ def hand_tables() -> dict[str, pd.DataFrame]:
                                index=[*SYSTEMS, *summaries_counterfactuals()])
     return {"crs_sessions": sessions, "crs_checks": checks_table(), "crs_checks_matcher": checks_table(),
             "crs_checks_confirm": checks_table(p_holm=(0.006, 0.2), p_against_holm=(1.0, 1.0)),
+            "crs_judge_checks_confirm": judge_checks_table(), "crs_judge_reading": judge_reading_table(),
             "crs_known_answers": known_answers_table(), "crs_reply_means": reply_means, "crs_recovery": recovery,
             "crs_shifts": shifts, "crs_ablation_orders": orders, "crs_judge_levels": levels,
             "crs_judge_correlations": pd.DataFrame([_correlation(0.26, 6)], index=["reply_words"]),
@@ -125,6 +126,53 @@ def hand_tables() -> dict[str, pd.DataFrame]:
                                                 index=SYSTEMS),
             "crs_extractor_sessions": pd.DataFrame([_correlation(0.99, 6), _correlation(1.0, 6)],
                                                    index=["tas", "cas"])}
+
+
+def judge_rows(template, stale, echo, criterion_gap=0.0) -> pd.DataFrame:
+    """One judged session per user (12 users) and system: each criterion at the given level, personalisation
+    ``criterion_gap`` higher for the template."""
+    rows = []
+    for user in range(12):
+        for system, level in (("retrieval_template", template), ("stale_template", stale), ("echo", echo)):
+            gap = criterion_gap if system == "retrieval_template" else 0.0
+            rows.append({"session_id": f"s{user}", "system": system, "judge_coherence": level(user),
+                         "judge_personalisation": level(user) + gap, "judge_proactiveness": level(user)})
+    return pd.DataFrame(rows)
+
+
+def judge_checks_table() -> pd.DataFrame:
+    """The fresh users' judge checks of two readings: the mean holds both ways, personalisation fails one."""
+    mean = summaries.judge_checks(judge_rows(lambda u: 4.0, lambda u: 3.0, lambda u: 2.0), ["judge_mean"])
+    backwards = summaries.judge_checks(judge_rows(lambda u: 3.0, lambda u: 4.0, lambda u: 2.0),
+                                       ["judge_personalisation"])
+    return pd.concat([mean, backwards], ignore_index=True)
+
+
+def judge_reading_table() -> pd.DataFrame:
+    return summaries.choose_judge_reading(judge_rows(lambda u: 2.5 + 1.5 * (u % 2), lambda u: 3.0, lambda u: 2.0,
+                                                     criterion_gap=1.0))
+
+
+def test_a_judge_reading_is_chosen_on_the_first_users_and_the_mean_wins_a_tie():
+    table = judge_reading_table()
+    # personalisation puts the template above both in all 12 users; the mean and the others only in the odd ones
+    # against the stale template
+    assert table.index[table.chosen].tolist() == ["judge_personalisation"]
+    assert table.loc["judge_personalisation", "users ordered as built"] == 24
+    tied = summaries.choose_judge_reading(judge_rows(lambda u: 4.0, lambda u: 3.0, lambda u: 2.0))
+    assert tied.index[tied.chosen].tolist() == ["judge_mean"]  # every reading orders every user: the mean first
+
+
+def test_the_judge_on_fresh_users_is_one_confirmatory_family_per_reading_and_a_wrong_way_reading_fails():
+    rows = ch06.judge_confirmatory_verdicts(judge_checks_table(), 0.05)
+    keys = [v.key for v in rows]
+    assert keys[0] == "06.judge.confirmatory.mean" and keys[3] == "06.judge.confirmatory.personalisation"
+    assert all(v.confirmatory for v in rows)
+    assert rows[0].system == "conversation judge (mean of 3 criteria) on fresh users"
+    # the mean: template above echo and stale in all 12 users, exact one-sided p 2^-12 · 4 (Holm, both directions)
+    assert rows[0].verdict == "holds" and rows[0].p == pytest.approx(4 * 2 ** -12) and rows[0].units == 12
+    # personalisation rates the stale template above the template in every user: the family fails
+    assert rows[3].verdict == "fails" and rows[3].estimate == 0.0
 
 
 def summaries_counterfactuals() -> tuple[str, ...]:

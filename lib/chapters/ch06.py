@@ -17,6 +17,7 @@ from lib import verdicts
 from lib.analysis import power
 from lib.analysis.text import correlation_text, interval_text
 from lib.crs import summaries as crs_summaries
+from lib.crs.judge import RUBRIC_CRITERIA
 from lib.crs.recommendation import COUNTERFACTUALS, RECOMMENDERS
 from lib.crs.records import CRS_OUTPUTS, ResultRow, SessionLog, read_jsonl
 from lib.crs.runner import results_frame
@@ -95,7 +96,9 @@ def slug(text: str) -> str:
 
 
 METRIC_NAMES = {"tas": "TAS", "cas": "CAS", "cc": "CC", "cr": "CR", "copy_ratio": "copy ratio I",
-                "recovery_rate": "recovery rate", "interference": "interference", "hit_rate": "hit rate"}
+                "recovery_rate": "recovery rate", "interference": "interference", "hit_rate": "hit rate",
+                "judge_mean": "conversation judge (mean of 3 criteria)",
+                **{f"judge_{c}": f"conversation judge ({c})" for c in RUBRIC_CRITERIA}}
 REPLY_TEXTS = {"nothing": "notes the user's last wish and recommends nothing",
                "nothing_random_titles": "notes the last wish and adds two random titles that carry no wish",
                "preference_restated": "restates the whole current preference without a title",
@@ -171,6 +174,23 @@ def family_verdict(checks: pd.DataFrame, rows: Sequence[Verdict], alpha: float, 
                    confirmatory=confirmatory, depends_on=depends_on)
 
 
+def judge_confirmatory_verdicts(checks: pd.DataFrame, alpha: float) -> tuple[Verdict, ...]:
+    """The conversation judge on the fresh users (``checks``: :func:`lib.crs.summaries.judge_checks`, one Holm family
+    per reading): per reading, does it order the systems without an LLM as their construction implies
+    (``06.judge.confirmatory.<reading>``, an intersection–union over its expectations), then one row per
+    expectation. The mean of the criteria is the study's reading; the other is the criterion chosen on the first
+    users. Both were declared before the fresh users were judged: confirmatory."""
+    out: list[Verdict] = []
+    for reading, part in checks.groupby("reading", sort=False):
+        part = part.reset_index(drop=True)
+        rows = known_behaviour_verdicts(part, alpha, "crs_judge_checks_confirm", "judge.confirmatory",
+                                        confirmatory=True)
+        out += [family_verdict(part, rows, alpha, f"judge.confirmatory.{str(reading).removeprefix('judge_')}",
+                               f"{METRIC_NAMES[str(reading)]} on fresh users", "crs_judge_checks_confirm",
+                               confirmatory=True), *rows]
+    return tuple(out)
+
+
 def known_answer_verdicts(table: pd.DataFrame, alpha: float, margin: float) -> tuple[Verdict, ...]:
     """One verdict per reply of known quality and metric (a :func:`lib.crs.recommendation.known_answers` table):
     does the metric score the real recommenders' replies above the reply known to be worse (below the one known to
@@ -210,6 +230,8 @@ class Findings:
     known_behaviour: tuple[Verdict, ...]
     confirmed: Verdict
     confirm_rows: tuple[Verdict, ...]
+    judge_confirmed: tuple[Verdict, ...]     # per reading tested on the fresh users: the family, then its rows
+    judge_reading: str                       # the reading chosen on the first users
     by_matcher: Verdict
     known_answers: tuple[Verdict, ...]
     judge_vs_tas: Verdict
@@ -247,7 +269,8 @@ class Findings:
     def verdicts(self) -> tuple[Verdict, ...]:
         """Every verdict the chapter states: the primary, one per expectation, the family scored by the matcher,
         one per reply of known quality and metric, and the judge against TAS."""
-        return (self.primary, *self.known_behaviour, self.confirmed, *self.confirm_rows, self.by_matcher,
+        return (self.primary, *self.known_behaviour, self.confirmed, *self.confirm_rows, *self.judge_confirmed,
+                self.by_matcher,
                 *self.known_answers, self.judge_vs_tas)
 
 
@@ -278,6 +301,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     confirmed = family_verdict(confirm_checks, confirm_rows, alpha, "confirmatory",
                                "TAS, CAS and their components on fresh users (the systems without an LLM)",
                                "crs_checks_confirm", confirmatory=True)
+    judge_confirmed = judge_confirmatory_verdicts(tables["crs_judge_checks_confirm"], alpha)
+    chosen = tables["crs_judge_reading"]
     primary = family_verdict(checks, rows, alpha, "primary", "TAS, CAS and their components", "crs_checks",
                              primary=True, depends_on=[*unseen_known_answers, confirmed.key])
     matcher_checks = tables["crs_checks_matcher"]
@@ -297,7 +322,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     cues = tables["crs_shift_cues"]
     users = sessions.drop_duplicates("session_id")
     return Findings(
-        primary=primary, known_behaviour=rows, confirmed=confirmed, confirm_rows=confirm_rows, by_matcher=by_matcher,
+        primary=primary, known_behaviour=rows, confirmed=confirmed, confirm_rows=confirm_rows,
+        judge_confirmed=judge_confirmed, judge_reading=str(chosen.index[chosen["chosen"]][0]), by_matcher=by_matcher,
         known_answers=known_answers,
         judge_vs_tas=judge_vs_tas_verdict(levels, alpha),
         users=int(sessions["session_id"].nunique()), systems=systems, window=int(params["window"]),
@@ -343,7 +369,10 @@ def known_behaviour_text(f: Findings) -> str:
             + f"\n  Not counted ({len(rest)}):" + "".join(f"\n  * {verdicts.sentence(v)}" for v in rest)
             + "\n  **Confirmatory run** on fresh users, the systems without an LLM (the LLM pair's test stays "
               "exploratory): " + verdicts.sentence(f.confirmed)
-            + "".join(f"\n  * {verdicts.sentence(v)}" for v in confirm_tested))
+            + "".join(f"\n  * {verdicts.sentence(v)}" for v in confirm_tested)
+            + "\n  **The conversation judge on the same fresh users** (the reading chosen on the first users: "
+              f"{METRIC_NAMES[f.judge_reading]}; the mean of its criteria is the study's reading):"
+            + "".join(f"\n  * {verdicts.sentence(v)}" for v in f.judge_confirmed))
 
 
 def recommendation_text(f: Findings) -> str:

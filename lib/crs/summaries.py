@@ -440,6 +440,44 @@ EXPECTATIONS: tuple[Expectation, ...] = (
 )
 
 
+# The conversation judge's readings: the mean of its criteria (the study's reading) first, then each criterion; the
+# order breaks a tie when one is chosen on the first users (:func:`choose_judge_reading`).
+JUDGE_READINGS: tuple[str, ...] = ("judge_mean", *(f"judge_{c}" for c in RUBRIC_CRITERIA))
+
+
+def judge_expectations(reading: str) -> tuple[Expectation, ...]:
+    """What the construction of the systems without an LLM implies for a conversation judge's ``reading``: the echo
+    repeats the user and recommends nothing (the copy ratio shows it without a judge), and the stale template keeps
+    recommending for wishes the user abandoned (the interference count shows it), so the template's conversation is
+    better than either's on every criterion of the rubric."""
+    name = reading.removeprefix("judge_")
+    return (Expectation(f"{name}: the template above the echo", reading, ("retrieval_template",), ("echo",)),
+            Expectation(f"{name}: the template above the stale template", reading, ("retrieval_template",),
+                        ("stale_template",)))
+
+
+def judge_checks(rows: pd.DataFrame, readings: Sequence[str]) -> pd.DataFrame:
+    """:func:`known_behaviour` of each judge reading's :func:`judge_expectations` on ``rows`` (a ``reading`` column
+    says which; each reading is its own Holm family)."""
+    frame = rows.assign(judge_mean=judge_mean(rows))
+    return pd.concat([known_behaviour(frame, judge_expectations(r)).assign(reading=r) for r in readings],
+                     ignore_index=True)
+
+
+def choose_judge_reading(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each judge reading (:data:`JUDGE_READINGS`) on ``rows`` (the first users, who choose): the users ordered as
+    built summed over both :func:`judge_expectations`, of the users compared, and ``chosen``: the reading with the
+    largest share (the first in :data:`JUDGE_READINGS` order on a tie). Choosing here and testing on fresh users
+    keeps the test confirmatory."""
+    checks = judge_checks(rows, JUDGE_READINGS).groupby("reading", sort=False)
+    table = pd.DataFrame({"users ordered as built": checks["sessions_holding"].sum(),
+                          "users compared": checks["sessions"].sum()}).astype(int)
+    share = table["users ordered as built"] / table["users compared"]
+    table["share"] = share
+    table["chosen"] = table.index == share.idxmax()
+    return table
+
+
 def known_behaviour(rows: pd.DataFrame, expectations: Sequence[Expectation] = EXPECTATIONS) -> pd.DataFrame:
     """Per expectation, its session-by-session comparison over the simulated users (sessions where every system
     compared has a value): on each user's values, the lowest of the ``above`` systems against the highest of the
