@@ -102,7 +102,7 @@ def test_measure_status_drops_measures_without_informative_entries():
 def test_measure_status_drops_a_measure_on_which_every_method_scores_the_same():
     rankings, labels, _ = constructed_case()
     same = rankings[rankings.ranker == "value_aware"]
-    both = pd.concat([same, same.assign(method="embedding")])  # two rankers, identical rankings
+    both = pd.concat([same, same.assign(ranker="embedding")])  # two rankers, identical rankings
     status = measure_status(per_entry(both, labels), labels)
     assert not status.loc["NDCG@3", "tested"]
     assert status.loc["NDCG@3", "reason"] == "every ranker scores the same on every entry"

@@ -1,14 +1,19 @@
-"""Ranking measures: ir_measures cross-checked by an independent implementation and hand-computed cases."""
+"""Ranking measures: the kernels checked against ir_measures (pytrec_eval, the reference), an independent
+implementation and hand-computed cases."""
 from __future__ import annotations
 
 import itertools
 import math
 
+import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
+from ir_measures import Qrel, ScoredDoc
 
+from lib import paths
 from lib.analysis.ranking import (
+    GAIN_SCALE,
     MEASURES,
     NDCG,
     Hit,
@@ -17,6 +22,7 @@ from lib.analysis.ranking import (
     random_expected_rows,
     rankers_in,
     register,
+    scoreable_entries,
     unorderable_pools,
     value_range,
 )
@@ -49,6 +55,117 @@ def tables_for(pools, dtype="Int64"):
             rankings.append({"ranker": "m", "run": 0, "entry_id": entry, "rank": rank, "candidate_id": cid})
             labels.append({"entry_id": entry, "candidate_id": cid, "label": gain})
     return pd.DataFrame(rankings), pd.DataFrame(labels).astype({"label": dtype})
+
+
+def ir_measure(measure):
+    """The ir_measures (pytrec_eval) measure a registered measure reproduces: gains in millionths, judged only."""
+    if isinstance(measure, Hit):
+        return ir_measures.Success(rel=measure.min_grade * GAIN_SCALE, judged_only=True) @ measure.cutoff
+    assert isinstance(measure, NDCG)
+    return ir_measures.nDCG(judged_only=True) @ measure.cutoff
+
+
+def ir_values(labelled, runs):
+    """{(run key, entry, measure): value} by ir_measures; ``runs``: {key: [ScoredDoc]}; the entries of each
+    (run key, measure) in the order ir_measures returns them, under "order"."""
+    qrels = [Qrel(r.entry_id, r.candidate_id, round(float(r.label) * GAIN_SCALE)) for r in labelled.itertuples()]
+    names = {str(ir_measure(m)): name for name, m in MEASURES.items()}
+    values: dict[tuple, float] = {}
+    order: dict[tuple, list[str]] = {}
+    for key, run in runs.items():
+        for m in ir_measures.iter_calc([ir_measure(m) for m in MEASURES.values()], qrels, run):
+            if m.query_id in scoreable_entries(labelled, MEASURES[names[str(m.measure)]]):
+                values[key, m.query_id, names[str(m.measure)]] = m.value
+                order.setdefault((key, names[str(m.measure)]), []).append(m.query_id)
+    return values, order
+
+
+def assert_per_entry_equals_ir_measures(rankings, labels):
+    """per_entry gives ir_measures' rows, values (to 1e-12) and, per (ranker, run, measure), its entry order;
+    returns the largest difference."""
+    labelled = labels.dropna(subset=["label"])
+    runs = {key: [ScoredDoc(r.entry_id, r.candidate_id, -float(r.rank)) for r in group.itertuples()]
+            for key, group in rankings.groupby(["ranker", "run"], sort=False)}
+    expected, expected_order = ir_values(labelled, runs)
+    values = per_entry(rankings, labels)
+    got = {((r.ranker, r.run), r.entry_id, r.measure): r.value for r in values.itertuples()}
+    assert got.keys() == expected.keys() and len(values) == len(got)
+    order = {key: part.entry_id.tolist() for key, part in values.groupby(
+        [values.ranker, values.run, values.measure], sort=False)}
+    assert {((k[0], k[1]), k[2]): v for k, v in order.items()} == expected_order
+    gap = max((abs(got[k] - expected[k]) for k in expected), default=0.0)
+    assert gap <= 1e-12
+    return gap
+
+
+def random_run(seed, n_entries=40, rankers=3):
+    """Random pools of 1–8 candidates with grades, float gains or both, about 15% unjudged, and rankings with
+    ties in rank (several candidates share a rank)."""
+    rng = np.random.default_rng(seed)
+    rankings, labels = [], []
+    for e in range(n_entries):
+        pool = [f"e{e}/c{i}" for i in range(int(rng.integers(1, 9)))]
+        kind = rng.choice(["grade", "float", "mixed"])
+        for c in pool:
+            gain = (float(rng.integers(0, 3)) if kind == "grade" or (kind == "mixed" and rng.random() < 0.5)
+                    else float(rng.choice([rng.uniform(0, 2), round(rng.uniform(0, 2), 1), 2.0])))
+            labels.append({"entry_id": f"e{e}", "candidate_id": c, "label": None if rng.random() < 0.15 else gain})
+        for ranker in range(rankers):
+            ranks = rng.integers(1, len(pool) + 1, size=len(pool))  # duplicates are ties
+            rankings += [{"ranker": f"m{ranker}", "run": 0, "entry_id": f"e{e}", "rank": int(r), "candidate_id": c}
+                         for r, c in zip(ranks, rng.permutation(pool), strict=True)]
+    return pd.DataFrame(rankings), pd.DataFrame(labels, columns=["entry_id", "candidate_id", "label"])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kernels_equal_ir_measures_on_random_pools_with_ties_and_unjudged_candidates(seed):
+    rankings, labels = random_run(seed)
+    assert_per_entry_equals_ir_measures(rankings, labels)
+
+
+def test_kernels_equal_ir_measures_on_the_committed_run():
+    if not (paths.TABLES / "rankings.parquet").exists():
+        pytest.skip("no committed run (chapter 02/03 outputs)")
+    rankings = pd.read_parquet(paths.TABLES / "rankings.parquet")
+    labels = pd.read_parquet(paths.TABLES / "labels.parquet")
+    assert assert_per_entry_equals_ir_measures(rankings, labels) == 0.0  # to the bit
+
+
+def test_value_range_equals_ir_measures_on_random_pools():
+    _, labels = random_run(11)
+    labelled = labels.dropna(subset=["label"])
+    runs = {end: [ScoredDoc(r.entry_id, r.candidate_id, sign * float(r.label)) for r in labelled.itertuples()]
+            for end, sign in (("best", 1.0), ("worst", -1.0))}
+    expected, _ = ir_values(labelled, runs)
+    table = value_range(labels)
+    for end in ("best", "worst"):
+        got = {(end, r.entry_id, r.measure): getattr(r, end) for r in table.itertuples()}
+        assert got.keys() == {k for k in expected if k[0] == end}
+        assert max(abs(got[k] - expected[k]) for k in got) <= 1e-12
+
+
+def test_tied_ranks_are_ordered_by_candidate_id_descending_as_in_trec_eval():
+    # a and b share rank 1: trec_eval shows b (the greater id) first, so Hit@1 (g≥1) = 1 and NDCG@3 = 1
+    rankings = pd.DataFrame({"ranker": "m", "run": 0, "entry_id": "e", "rank": [1, 1, 2],
+                             "candidate_id": ["a", "b", "c"]})
+    labels = pd.DataFrame({"entry_id": "e", "candidate_id": ["a", "b", "c"], "label": [0.0, 1.0, 0.0]})
+    values = per_entry(rankings, labels).set_index("measure").value
+    assert values["Hit@1 (g≥1)"] == 1.0 and values["NDCG@3"] == 1.0
+    swapped = per_entry(rankings, labels.assign(label=[1.0, 0.0, 0.0])).set_index("measure").value
+    assert swapped["Hit@1 (g≥1)"] == 0.0 and swapped["NDCG@3"] == pytest.approx(1 / math.log2(3))
+    assert_per_entry_equals_ir_measures(rankings, labels)
+
+
+def test_a_ranking_with_no_judged_candidate_scores_zero_and_gains_resolve_to_millionths():
+    rankings = pd.DataFrame({"ranker": "m", "run": 0, "entry_id": ["e", "e", "f", "f"], "rank": [1, 2, 1, 2],
+                             "candidate_id": ["x", "y", "g", "h"]})
+    # e's judged candidate is not ranked (x, y unjudged): 0, as trec_eval -J; f's 0.9999996 is 1 in millionths
+    labels = pd.DataFrame({"entry_id": ["e", "e", "f", "f"], "candidate_id": ["a", "x", "g", "h"],
+                           "label": [1.0, None, 0.9999996, 1.5]})
+    values = per_entry(rankings, labels).set_index(["entry_id", "measure"]).value
+    assert values["e", "NDCG@3"] == 0.0 and values["e", "Hit@3 (g≥1)"] == 0.0
+    assert values["f", "Hit@1 (g≥1)"] == 1.0  # the entry is scoreable by h's 1.5; g counts as 1.000000
+    assert_per_entry_equals_ir_measures(rankings, labels)
 
 
 def test_registry_names_and_types():

@@ -14,6 +14,7 @@ from lib.analysis.sensitivity import (
     label_variants,
     layout_changes,
     mean_by_ranker,
+    means_by_draw,
     means_by_variant,
     order_text,
     perturb_labels,
@@ -58,13 +59,13 @@ def test_weak_order_keeps_ties_as_ties():
 def test_perturbation_check_compares_weak_orders(monkeypatch):
     # The base means tie a and b; a perturbation that keeps the tie (listing b first, or off in the 17th
     # decimal) leaves the order unchanged; one that breaks it changes the order but keeps the signs vs sys.
-    results = iter([pd.Series({"sys": 0.9, "a": 0.5, "b": 0.5}),
-                    pd.Series({"b": 0.5, "sys": 0.9, "a": 0.5}),
-                    pd.Series({"sys": 0.9, "a": 0.5 + 1e-17, "b": 0.5}),
-                    pd.Series({"sys": 0.9, "a": 0.6, "b": 0.5})])
-    monkeypatch.setattr(sensitivity, "mean_by_ranker", lambda *args, **kwargs: next(results))
-    monkeypatch.setattr(sensitivity, "perturb_labels", lambda labels, *args: labels)
-    same_order, keeps = perturbation_check(pd.DataFrame(), pd.DataFrame(), "sys", np.array([0.5]), repeats=3, seed=0)
+    base = pd.Series({"sys": 0.9, "a": 0.5, "b": 0.5})
+    perturbed = [pd.Series({"b": 0.5, "sys": 0.9, "a": 0.5}), pd.Series({"sys": 0.9, "a": 0.5 + 1e-17, "b": 0.5}),
+                 pd.Series({"sys": 0.9, "a": 0.6, "b": 0.5})]
+    monkeypatch.setattr(sensitivity, "mean_by_ranker", lambda *args, **kwargs: base)
+    monkeypatch.setattr(sensitivity, "means_by_draw", lambda *args, **kwargs: perturbed)
+    labels = pd.DataFrame({"label": [1.0]})
+    same_order, keeps = perturbation_check(pd.DataFrame(), labels, "sys", np.array([0.5]), repeats=3, seed=0)
     assert same_order == pytest.approx(2 / 3) and keeps.to_dict() == {"a": 1.0, "b": 1.0}
 
 
@@ -118,3 +119,25 @@ def test_label_variants_use_each_definition_and_the_repeat_grades():
     assert entries_by_variant(variants).tolist() == [1, 1, 1]
     none_relevant = {"all 0": labels.assign(label=pd.array([0, 0], dtype="Int64"))}
     assert entries_by_variant(none_relevant).tolist() == [0]
+
+
+def test_means_by_draw_equal_mean_by_ranker_under_each_draw_to_the_bit():
+    # random pools of E[g]-like gains, a ranker with several runs, one unjudged candidate per third entry
+    rng = np.random.default_rng(5)
+    rankings, labels = [], []
+    for e in range(30):
+        pool = [f"e{e}/c{i}" for i in range(int(rng.integers(2, 7)))]
+        labels += [{"entry_id": f"e{e}", "candidate_id": c,
+                    "label": None if (e % 3 == 0 and i == 0) else float(rng.uniform(0, 2))} for i, c in enumerate(pool)]
+        for ranker, runs in (("sys", 1), ("random", 3), ("other", 1)):
+            for run in range(runs):
+                rankings += [{"ranker": ranker, "run": run, "entry_id": f"e{e}", "rank": r, "candidate_id": c}
+                             for r, c in enumerate(rng.permutation(pool), start=1)]
+    rankings, labels = pd.DataFrame(rankings), pd.DataFrame(labels)
+    changes = np.array([-0.4, -0.1, 0.0, 0.3, 0.8])
+    moved = [perturb_labels(labels, changes, seed) for seed in range(4)]
+    batched = means_by_draw(rankings, labels, np.stack([m.label.to_numpy(dtype=float) for m in moved]))
+    for one, table in zip(batched, moved, strict=True):
+        alone = mean_by_ranker(rankings, table)
+        assert one.index.tolist() == alone.index.tolist() and (one.to_numpy() == alone.to_numpy()).all()
+    assert not batched[0].equals(batched[1])  # the draws differ: the comparison is not of one table with itself

@@ -1,8 +1,8 @@
 """Analysis shared by the chapters (03, 04, and later 05 and 07): measures over rankings, method comparisons,
 sensitivity to the judge, judge validity, and the statistics under them. No LLM is called here.
 
-* :mod:`~lib.analysis.ranking` — the measure registry (Hit@k, NDCG@k over ir_measures), per-entry values,
-  random-order expectations, coverage.
+* :mod:`~lib.analysis.ranking` — the measure registry (Hit@k, NDCG@k as numpy kernels over whole runs),
+  per-entry values, random-order expectations, coverage.
 * :mod:`~lib.analysis.comparisons` — method summaries with CIs by entry and by persona; one exact test per
   comparison on the informative entries, a declared primary comparison and a Holm-corrected secondary family,
   minimum detectable effects.

@@ -13,7 +13,14 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from lib.analysis.ranking import HEADLINE_MEASURE, MEASURES, average_runs, per_entry, scoreable_entries
+from lib.analysis.ranking import (
+    HEADLINE_MEASURE,
+    MEASURES,
+    average_runs,
+    per_entry,
+    per_entry_draws,
+    scoreable_entries,
+)
 from lib.analysis.validity import repeat_pairs
 from lib.design import GRADES
 
@@ -59,6 +66,18 @@ def mean_by_ranker(rankings: pd.DataFrame, labels: pd.DataFrame, measure: str = 
     """Mean of ``measure`` per ranker (random averaged over its runs) under the given labels."""
     values = per_entry(rankings, labels)
     return average_runs(values[values.measure == measure]).groupby("ranker").value.mean()
+
+
+def means_by_draw(rankings: pd.DataFrame, labels: pd.DataFrame, draws: np.ndarray,
+                  measure: str = HEADLINE_MEASURE) -> list[pd.Series]:
+    """:func:`mean_by_ranker` under each row of ``draws`` (gains aligned with ``labels``' rows, NaN where its label
+    is), all draws scored in one call (:func:`lib.analysis.ranking.per_entry_draws`); the means are taken in the
+    same order as :func:`mean_by_ranker`'s, so a draw equal to the labels gives the same numbers to the bit."""
+    values = per_entry_draws(rankings, labels, draws, {measure: MEASURES[measure]})
+    by_entry = values.groupby(["draw", "ranker", "entry_id"], sort=False)["value"].mean()  # runs averaged
+    means = {draw: part.droplevel("draw") for draw, part in by_entry.groupby(["draw", "ranker"]).mean().groupby(
+        level="draw")}
+    return [means.get(draw, pd.Series(dtype=float)).rename_axis("ranker").rename("value") for draw in range(len(draws))]
 
 
 def weak_order(means: pd.Series, decimals: int = ORDER_DECIMALS) -> tuple[tuple[str, ...], ...]:
@@ -113,9 +132,10 @@ def perturbation_check(rankings: pd.DataFrame, labels: pd.DataFrame, system: str
         return float("nan"), pd.Series(float("nan"), index=baselines)
     base_order = weak_order(base)
     base_signs = {b: _sign(base[system] - base[b]) for b in baselines}
+    draws = np.stack([perturb_labels(labels, changes, seed + r).label.to_numpy(dtype=float)
+                      for r in range(repeats)])
     same_order, keeps = 0, pd.Series(0.0, index=baselines)
-    for r in range(repeats):
-        means = mean_by_ranker(rankings, perturb_labels(labels, changes, seed + r), measure)
+    for means in means_by_draw(rankings, labels, draws, measure):
         same_order += weak_order(means) == base_order
         keeps += [_sign(means[system] - means[b]) == base_signs[b] for b in baselines]
     return same_order / repeats, keeps / repeats
