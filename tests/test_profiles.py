@@ -53,3 +53,17 @@ def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: 
     (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 4000\n")
     assert "STALE" in profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
                                     tmp_path / "bench")[1]
+
+
+def test_the_plan_names_the_endpoint_of_each_role(monkeypatch):
+    from lib.llm.gateway import Endpoint
+    from lib.tools.profiles import endpoint_text
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://example.org/v1/")
+    monkeypatch.setenv("LLM_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("JUDGE_BASE_URL", "http://judge.example.org/v1")
+    monkeypatch.setenv("JUDGE_MODEL", "judge-7b")
+    assert endpoint_text(Endpoint.from_env("generator")) == "gpt-4o-mini at http://example.org/v1"
+    assert endpoint_text(Endpoint.from_env("judge")) == "judge-7b at http://judge.example.org/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert endpoint_text(Endpoint.from_env("generator")).startswith("the embedded model qwen2.5")

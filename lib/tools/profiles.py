@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from lib import paths
+from lib.llm.gateway import Endpoint
 from lib.paths import shown
 from lib.tools import pipeline
 
@@ -94,9 +95,16 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
         frame["minutes without the LLM"] = [*wall, sum(wall)]
         frame["peak MiB"] = [*peak, max(peak)]
         frame = frame.round({"minutes without the LLM": 1, "peak MiB": 0})
-    measured = (f"the embedded model's rate {rate:.2f} requests/s is make bench's cold runs on this machine"
+    measured = (f"the embedded model's rate {rate:.2f} requests/s is from the cold runs make bench recorded in "
+                f"{shown(bench)} (on the machine that recorded them, not necessarily this one)"
                 if rate else "no make bench cold run recorded for the embedded model's rate")
     return frame, f"{source}; {measured}; {calls_per_s:g} calls/s is the stated throughput (CALLS_PER_S)."
+
+
+def endpoint_text(endpoint: Endpoint) -> str:
+    """Which endpoint a role's calls would go to: the embedded model, or the model at a base URL."""
+    return (f"the embedded model {endpoint.identity}" if endpoint.embedded
+            else f"{endpoint.model} at {endpoint.base_url}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     frame, source = plan(pipeline.notebook_names(), args.profile, args.calls_per_s)
     print(f"Plan for {'profile ' + args.profile if args.profile else 'the default sizes'}:")
+    for role in ("generator", "judge"):
+        print(f"  {role}: {endpoint_text(Endpoint.from_env(role))}")
     if not frame.empty:
         print(frame.to_string(index=False))
     print(source)
