@@ -445,6 +445,53 @@ def load_noveleval(folder: Path = NOVELEVAL_DIR) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# TREC files of one's own (trec_eval's formats, as ir_measures reads and writes them)
+
+def load_qrels(path: Path) -> pd.DataFrame:
+    """A TREC qrels file, ``qid iteration docid grade`` per line (whitespace-separated; the iteration is ignored), as
+    ``qid``, ``docid``, ``human_grade`` (int) in file order: the columns the study's relevance judge and measures
+    read. A grade that is not an integer, or a (qid, docid) judged twice, is an error naming the line."""
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[Any, str | int] = {}
+    for line_no, (qid, _, docid, grade) in _delimited_lines(path, 4, None):
+        if not grade.lstrip("-").isdigit():
+            raise DataFormatError(f"{path}:{line_no}: grade {grade!r} is not an integer")
+        _check_unique(path, line_no, (qid, docid), first_seen, "(qid, docid)")
+        rows.append({"qid": qid, "docid": docid, "human_grade": int(grade)})
+    return pd.DataFrame(rows, columns=["qid", "docid", "human_grade"]).astype({"human_grade": "int64"})
+
+
+def load_run(path: Path) -> pd.DataFrame:
+    """A TREC run file, ``qid Q0 docid rank score tag`` per line, as ``qid``, ``docid``, ``rank`` (int), ``score``
+    (float) and ``run`` (the tag) in file order. A rank or score that is not a number, or a (qid, docid) ranked
+    twice, is an error naming the line."""
+    rows: list[dict[str, Any]] = []
+    first_seen: dict[Any, str | int] = {}
+    for line_no, (qid, _, docid, rank, score, tag) in _delimited_lines(path, 6, None):
+        try:
+            values = int(rank), float(score)
+        except ValueError:
+            raise DataFormatError(f"{path}:{line_no}: rank {rank!r} or score {score!r} is not a number") from None
+        _check_unique(path, line_no, (qid, docid), first_seen, "(qid, docid)")
+        rows.append({"qid": qid, "docid": docid, "rank": values[0], "score": values[1], "run": tag})
+    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "score", "run"])
+
+
+def write_qrels(frame: pd.DataFrame, path: Path, grade: str = "grade") -> Path:
+    """A judge's grades as a TREC qrels file (``qid 0 docid grade`` per line, sorted by qid then docid), the file
+    trec_eval and ir_measures read: one line per row of ``frame`` (columns ``qid``, ``docid`` and ``grade``). A row
+    without a grade (a failed judgment) is refused, never written as 0."""
+    missing = frame[grade].isna()
+    if missing.any():
+        raise ValueError(f"{int(missing.sum())} rows have no {grade!r} (failed judgments): leave them out or "
+                         "judge them again; a qrels file has no way to say a grade is missing")
+    ordered = frame.sort_values(["qid", "docid"], key=lambda c: c.astype(str))
+    path.write_text("".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in zip(ordered.qid, ordered.docid, ordered[grade],
+                                                                         strict=True)))
+    return path
+
+
 SUMMEVAL_FILE = paths.DATA / "human_judgments" / "summeval_geval" / "summeval.json"
 SUMMEVAL_DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
 

@@ -490,3 +490,51 @@ def test_duplicate_or_unknown_keys_in_a_whole_json_file_are_refused(tmp_path):
     record_edited_copy(ALCE, damaged, '"eli5": {', '"eli5"', '"nq"')
     with pytest.raises(DataFormatError, match=r"alce_human_eval_utility_completed\.json:\d+:\d+: dataset 'nq' is not"):
         load_alce_utility(damaged)
+
+
+# --- TREC files of one's own -------------------------------------------------------------------------------------
+
+def test_qrels_round_trip_and_ir_measures_reads_what_is_written(tmp_path):
+    import ir_measures
+
+    from lib.data import load_qrels, write_qrels
+
+    grades = pd.DataFrame({"qid": ["q2", "q1", "q1"], "docid": ["d9", "d2", "d10"], "grade": [1, 3, 0]})
+    path = write_qrels(grades, tmp_path / "judge.qrels")
+    assert path.read_text().splitlines() == ["q1 0 d10 0", "q1 0 d2 3", "q2 0 d9 1"]
+    with pytest.warns(data.UncheckedDataWarning):
+        loaded = load_qrels(path)
+    assert loaded.to_dict("records") == [{"qid": "q1", "docid": "d10", "human_grade": 0},
+                                         {"qid": "q1", "docid": "d2", "human_grade": 3},
+                                         {"qid": "q2", "docid": "d9", "human_grade": 1}]
+    read = sorted((q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(path)))
+    assert read == [("q1", "d10", 0), ("q1", "d2", 3), ("q2", "d9", 1)]
+
+
+def test_a_failed_judgment_is_never_written_as_a_grade(tmp_path):
+    from lib.data import write_qrels
+
+    grades = pd.DataFrame({"qid": ["q1", "q1"], "docid": ["d1", "d2"], "grade": pd.array([2, None], dtype="Int64")})
+    with pytest.raises(ValueError, match="1 rows have no 'grade'"):
+        write_qrels(grades, tmp_path / "judge.qrels")
+    assert not (tmp_path / "judge.qrels").exists()
+
+
+def test_qrels_and_runs_name_the_line_at_fault(tmp_path):
+    from lib.data import load_qrels, load_run
+
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 high\n")
+    with pytest.raises(data.DataFormatError, match=r"bad.qrels:2: grade 'high'"):
+        load_qrels(qrels)
+    qrels.write_text("q1 0 d1 2\nq1 0 d1 1\n")
+    with pytest.raises(data.DataFormatError, match=r"bad.qrels:2"):
+        load_qrels(qrels)
+    run = tmp_path / "bm25.run"
+    run.write_text("q1 Q0 d1 1 12.5 bm25\nq1 Q0 d2 2 11.0 bm25\n")
+    with pytest.warns(data.UncheckedDataWarning):
+        ranked = load_run(run)
+    assert ranked.to_dict("records")[1] == {"qid": "q1", "docid": "d2", "rank": 2, "score": 11.0, "run": "bm25"}
+    run.write_text("q1 Q0 d1 first 12.5 bm25\n")
+    with pytest.raises(data.DataFormatError, match=r"bm25.run:1: rank 'first'"):
+        load_run(run)
