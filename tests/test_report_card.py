@@ -7,6 +7,7 @@ import pytest
 
 from lib import verdicts
 from lib.analysis import report_card as rc
+from lib.analysis.names import EXPECTED_RHO, KAPPA
 from lib.verdicts import Claim
 
 
@@ -179,3 +180,24 @@ def test_without_small_intervals_blanks_only_rows_below_ten_units():
     shown = rc.without_small_intervals(table)
     assert (shown.ci_low.isna().tolist() == [True, False] and shown.ci_high.iloc[1] == 0.7
             and shown.r.tolist() == [0.6, 0.5])
+
+
+def test_a_relevance_card_of_ones_own_items_in_one_call_with_the_constant_floor():
+    rng = np.random.default_rng(0)
+    human = rng.integers(0, 4, 120)
+    frame = pd.DataFrame({"qid": np.repeat([f"q{i}" for i in range(12)], 10), "human_grade": human,
+                          "judge": np.clip(human + rng.integers(-1, 2, 120), 0, 3),
+                          "e_grade": human + rng.normal(0, 0.5, 120)})
+    frame.loc[3, "judge"] = np.nan  # one failed judgment
+    card = rc.relevance_card(frame, {"my judge": "judge"}, "qid", scale=(0, 1, 2, 3),
+                                      expected={"my judge": "e_grade"}, model="m", dataset="mine", n_resamples=200)
+    mine = card[card.judge == "my judge"].set_index("statistic")
+    floor = card[card.judge == rc.CONSTANT].set_index("statistic")
+    assert mine.loc[KAPPA, "failed"] == 1 and mine.loc[KAPPA, "ci_over"] == "12 queries"
+    assert mine.loc[KAPPA, "value"] > 0.3 and mine.loc[KAPPA, "ci_low"] > 0
+    assert floor.loc[KAPPA, "value"] == 0 and floor.model.iloc[0] == "—"
+    assert EXPECTED_RHO in mine.index and EXPECTED_RHO not in floor.index  # no score column for the constant
+    text = rc.card_markdown(rc.compact(card))
+    assert text.splitlines()[0].startswith("| judge | dataset | criterion | level | n | ci_over | failed |")
+    with pytest.raises(ValueError, match="not in judges"):
+        rc.relevance_card(frame, {"my judge": "judge"}, "qid", scale=(0, 1, 2, 3), expected={"x": "e_grade"})

@@ -186,3 +186,6 @@ def test_the_guides_python_runs_on_an_openai_compatible_endpoint(tmp_path):
     assert "ResourceWarning" not in done.stderr, done.stderr[-3000:]
     assert fake.requests, "the guide made no LLM call"
     assert fake.headers[0]["authorization"] == "Bearer sk-fake"
+    # the report card the guide shows is the one its call prints (on the fake endpoint's grades)
+    shown = [line for line in GUIDE.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+    assert shown and all(line in done.stdout.splitlines() for line in shown)

@@ -51,6 +51,7 @@ from lib.analysis.names import (
 )
 from lib.analysis.stats import MIN_CI_UNITS
 from lib.analysis.text import interval_text, number_text
+from lib.analysis.validity import relevance_agreement
 from lib.llm.server import describe_model
 from lib.verdicts import Claim, Verdict, decide
 
@@ -327,6 +328,42 @@ def compact(card: pd.DataFrame) -> pd.DataFrame:
     counts = grouped[["n"]].max().join(grouped[["ci_over"]].first()).join(grouped[["failed"]].max())
     ordered = [s for s in STATISTICS if s in wide.columns]
     return counts.join(wide[ordered]).fillna("—")
+
+
+CONSTANT = "constant: the most frequent human grade"
+
+
+def relevance_card(frame: pd.DataFrame, judges: Mapping[str, str], unit: str, *, scale: Sequence[int],
+                   human: str = "human_grade", expected: Mapping[str, str] | None = None, relevant_from: int = 2,
+                   model: str = "", dataset: str = "", seed: int = 0, n_resamples: int = 2000) -> pd.DataFrame:
+    """The report card of graders of one's own items in one call, in the form chapter 07 gives the study's judges:
+    per grader (``judges``: name → column of integer grades on ``scale``, e.g. an LLM judge and a BM25 baseline
+    graded by cuts) κ, quadratic-weighted κ, κ binarised at ``relevant_from``, Krippendorff's α and, for the graders
+    with an ``expected`` column (name → E[g] or any score), Spearman's ρ pooled and within units, each with its
+    interval over the independent ``unit`` (the query; none over fewer than ``MIN_CI_UNITS`` units,
+    :func:`lib.analysis.validity.relevance_agreement`); beside them the constant baseline, every item graded with
+    the most frequent human grade, whose κ is 0 by construction (the floor). Items a grader has no grade for count
+    as its ``failed``. Read it with :func:`compact`; write it with :func:`card_markdown` or
+    ``compact(card).to_latex()``."""
+    expected = dict(expected or {})
+    unknown = sorted(set(expected) - set(judges))
+    if unknown:
+        raise ValueError(f"expected columns for graders not in judges: {unknown}")
+    table = frame.assign(**{CONSTANT: int(frame[human].mode().min())})
+    rows: list[dict[str, object]] = []
+    for name, column in {**judges, CONSTANT: CONSTANT}.items():
+        agreement = relevance_agreement(table, column, unit, human, expected.get(name), scale, relevant_from, seed,
+                                        n_resamples)
+        rows += agreement_rows(agreement, name, "—" if name == CONSTANT else model, dataset)
+    return report_card(rows, anchors=())
+
+
+def card_markdown(table: pd.DataFrame) -> str:
+    """A table (e.g. :func:`compact`'s) as a Markdown pipe table, its index as the first columns."""
+    flat = table.reset_index()
+    lines = ["| " + " | ".join(map(str, flat.columns)) + " |", "|" + "---|" * len(flat.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in flat.itertuples(index=False)]
+    return "\n".join(lines)
 
 
 def without_small_intervals(table: pd.DataFrame, n: str = "n") -> pd.DataFrame:
