@@ -33,10 +33,8 @@ def test_summary_level_averages_kept_documents_and_resamples_documents():
     frame = summeval_like()
     result = validity.summary_level(frame, "doc_id", [("coherence", "judge")], "spearman", seed=1, n_resamples=500)
     assert result["value"] == pytest.approx(-0.25) and result["documents"] == 2
-    # Each resample averages two draws of the kept documents' {0.5, −1}; 500 resamples include both "A, A" and
-    # "B, B", so the 95% interval spans the two values. Documents C and D never enter a resample's mean.
-    assert (result["ci_low"], result["ci_high"]) == (pytest.approx(-1.0), pytest.approx(0.5))
-    assert validity.summary_level(frame, "doc_id", [("coherence", "judge")], "spearman", 1, 500) == result
+    # two documents kept: no interval under the study's minimum of 10 units (a bootstrap over 2 takes 3 values)
+    assert np.isnan(result["ci_low"]) and np.isnan(result["ci_high"])
     assert validity.per_group_correlation(frame, "doc_id", "coherence", "judge") == (pytest.approx(-0.25), 2)
 
 
@@ -57,7 +55,13 @@ def test_system_level_correlates_system_means_over_documents():
     tau = validity.system_level(frame, "doc_id", "system_id", "coherence", "judge", "kendall", 0, 300)
     assert rho["value"] == pytest.approx(0.5) and tau["value"] == pytest.approx(1 / 3)
     assert rho["systems"] == 3 and rho["documents"] == 4
-    assert -1 <= rho["ci_low"] <= rho["ci_high"] <= 1
+    assert np.isnan(rho["ci_low"]) and np.isnan(rho["ci_high"])  # 4 documents: under the study's minimum
+
+
+def test_items_that_share_no_document_are_refused_not_returned_as_nan():
+    independent = pd.DataFrame({"doc_id": list("ABCDE"), "human": [1, 2, 3, 4, 5], "judge": [2, 1, 4, 3, 5]})
+    with pytest.raises(ValueError, match="every item is its own 'doc_id'"):
+        validity.summary_level(independent, "doc_id", [("human", "judge")], "spearman", 0, 100)
 
 
 def test_document_bootstrap_is_reproducible_with_its_seed():
@@ -65,6 +69,7 @@ def test_document_bootstrap_is_reproducible_with_its_seed():
     frame = pd.DataFrame({"doc_id": np.repeat(np.arange(12), 5), "system_id": np.tile(list("VWXYZ"), 12),
                           "human": rng.integers(1, 6, 60), "judge": rng.normal(size=60)})
     first = validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", seed=5, n_resamples=300)
+    assert -1 <= first["ci_low"] <= first["value"] <= first["ci_high"] <= 1  # 12 documents: an interval
     assert first == validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", 5, 300)
     assert first != validity.summary_level(frame, "doc_id", [("human", "judge")], "spearman", 6, 300)
     system = validity.system_level(frame, "doc_id", "system_id", "human", "judge", "kendall", 5, 300)

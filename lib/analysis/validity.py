@@ -20,7 +20,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from lib.analysis.stats import Interval, MeasurementLevel, cohen_kappa, krippendorff_alpha, unit_bootstrap
+from lib.analysis.stats import (
+    MIN_CI_UNITS,
+    Interval,
+    MeasurementLevel,
+    cohen_kappa,
+    krippendorff_alpha,
+    unit_bootstrap,
+)
 from lib.design import GRADES
 
 
@@ -200,7 +207,11 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     replacement (all pairs together, so the average keeps its dependence between dimensions); in a resample
     each pair's mean is taken over its kept documents as drawn (with multiplicity); percentile interval.
     Keys: value, documents (distinct documents kept by some pair: those the bootstrap draws from), ci_low, ci_high
-    (NaN with fewer than two documents: resampling one document only repeats it)."""
+    (NaN with fewer than ``MIN_CI_UNITS`` documents, the study's rule for every interval). Items that share no
+    document (each its own group) have no within-document correlation: refused, not returned as NaN."""
+    if frame[group].nunique() == len(frame):
+        raise ValueError(f"every item is its own {group!r}: a within-{group} correlation needs several items per "
+                         "group; correlate the items pooled (lib.analysis.stats.correlation_ci) instead")
     per_document = pd.concat([document_correlations(frame, group, human, score, coefficient).rename(i)
                               for i, (human, score) in enumerate(pairs)], axis=1)
     if per_document.empty:
@@ -214,8 +225,9 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
     # a pair without a kept document is undefined, and so is the average over pairs that includes it
     value = float(np.mean([values[kept[:, j], j].mean() if kept[:, j].any() else np.nan
                            for j in range(values.shape[1])]))
-    low, high = _percentile_ci(distribution, level) if len(values) > 1 else (float("nan"), float("nan"))
-    return {"value": value, "documents": int(kept.any(axis=1).sum()), "ci_low": low, "ci_high": high}
+    documents = int(kept.any(axis=1).sum())
+    low, high = (_percentile_ci(distribution, level) if documents >= MIN_CI_UNITS else (float("nan"), float("nan")))
+    return {"value": value, "documents": documents, "ci_low": low, "ci_high": high}
 
 
 def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score: str, coefficient: str, seed: int,
@@ -224,7 +236,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     score (what a leaderboard user reads), with a CI from resampling documents (a resample draws documents with
     replacement; each system's two means are recomputed over the drawn documents, with multiplicity, over the
     rows where the score is present). ``coefficient``: spearman or kendall (τ-b). Keys: value, systems,
-    documents, ci_low, ci_high (NaN with fewer than two documents)."""
+    documents, ci_low, ci_high (NaN with fewer than ``MIN_CI_UNITS`` documents)."""
     from scipy import stats as sps
 
     func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
@@ -247,7 +259,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
         score_means = (counts @ np.where(present, s, 0.0)) / n
         human_means = (counts @ np.where(present, h, 0.0)) / n
     distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means, strict=True)])
-    low, high = _percentile_ci(distribution, level) if len(s) > 1 else (float("nan"), float("nan"))
+    low, high = _percentile_ci(distribution, level) if len(s) >= MIN_CI_UNITS else (float("nan"), float("nan"))
     return {"value": value, "systems": int(scores.shape[1]), "documents": len(s), "ci_low": low, "ci_high": high}
 
 
