@@ -47,6 +47,16 @@ def test_a_chapter_in_the_book_has_code_folded_parameters_listed_and_figures_cap
     nbformat.validate(chapter)
 
 
+def test_only_the_first_figure_of_a_page_loads_plotly() -> None:
+    figure = {book.PLOTLY_MIME: {"data": [], "layout": {"title": {"text": "t"}}}, "text/html": "<div>fig</div>"}
+    notebook = new_notebook(cells=[new_code_cell("a", outputs=[new_output("display_data", data=dict(figure))]),
+                                   new_code_cell("b", outputs=[new_output("display_data", data=dict(figure))])])
+    chapter = book.book_chapter(notebook, 1)
+    first, second = (c.outputs[0].data["text/html"] for c in chapter.cells if c.cell_type == "code")
+    assert first == f'<script src="_static/{book.PLOTLY_JS}"></script>\n<div>fig</div>' and second == "<div>fig</div>"
+    assert "html_js_files" not in book.book_config()["sphinx"]["config"]  # no page loads it by default
+
+
 def test_untitled_figure_and_cell_without_figure() -> None:
     assert book.figure_title(new_code_cell("x")) is None
     cell = new_code_cell("x", outputs=[new_output("display_data", data={book.PLOTLY_MIME: {"data": []}})])
@@ -69,6 +79,11 @@ def test_committed_book_has_every_chapter_and_plotly_js_once() -> None:
         text = (SITE / page).read_text(encoding="utf-8")
         assert "Plotly.register" not in text, f"{page} embeds plotly.js"
         assert not re.search(r'(src|href)="https?://[^"]*\.(js|css)', text), f"{page} loads from the network"
+        loads = text.count(f'src="_static/{book.PLOTLY_JS}"')
+        if "plotly-graph-div" in text:  # plotly.js once, before the first figure's drawing script
+            assert loads == 1 and text.index(book.PLOTLY_JS) < text.index("plotly-graph-div"), page
+        else:
+            assert loads == 0, f"{page} shows no figure but loads plotly.js"
     index = (SITE / "index.html").read_text(encoding="utf-8")
     assert all(f'href="{chapter}.html"' in index for chapter in chapters)
     assert not [path for pattern in book.NOT_SITE for path in SITE.glob(pattern)]

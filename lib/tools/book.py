@@ -15,8 +15,9 @@ are; only the book's copies change):
   same way and **listed** above them in a closed drop-down: each parameter with the value this run used.
 * **Figure captions**: a plotly figure is followed by a caption, "Figure C.k", numbered per chapter, with the
   figure's own title — nothing typed by hand.
-* **plotly.js once**: the figures' HTML carries no plotly.js (:func:`lib.plots.show`); the book ships one copy
-  from the installed plotly package as a static file loaded by every page.
+* **plotly.js once, where a figure is**: the figures' HTML carries no plotly.js (:func:`lib.plots.show`); the book
+  ships one copy from the installed plotly package as a static file, loaded by the pages that show a figure
+  (:func:`load_plotly`), before their first one.
 * **The front page** (:mod:`lib.tools.front_page`) is the book's first page, with each chapter's primary verdict,
   the seed systems against their verdicts and every verdict of the study.
 
@@ -73,7 +74,6 @@ def book_config() -> dict[str, Any]:
             "html_show_sourcelink": False,
             "html_last_updated_fmt": None,
             "html_static_path": ["_static"],
-            "html_js_files": [PLOTLY_JS],
             "nb_merge_streams": True,
             "suppress_warnings": ["mystnb.unknown_mime_type"],
             "html_theme_options": {"use_download_button": False, "use_fullscreen_button": True,
@@ -119,6 +119,16 @@ def figure_title(cell: nbformat.NotebookNode) -> str | None:
     return None
 
 
+def load_plotly(cell: nbformat.NotebookNode) -> None:
+    """Put the loading of the book's plotly.js before the first figure of a page, in that figure's HTML: it loads
+    synchronously before the figure's own script draws it, and a page without figures never loads its 4.8 MB."""
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if PLOTLY_MIME in data and "text/html" in data:
+            data["text/html"] = f'<script src="_static/{PLOTLY_JS}"></script>\n' + "".join(data["text/html"])
+            return
+
+
 def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.NotebookNode:
     """The book's copy of an executed notebook: code folded, parameters listed, figures captioned (see the
     module docstring). ``number`` is the chapter's number, which figure captions carry."""
@@ -133,6 +143,8 @@ def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.Noteb
             cells.append(cell)
             title = figure_title(cell)
             if title is not None:
+                if figures == 0:
+                    load_plotly(cell)
                 figures += 1
                 caption = f"**Figure {number}.{figures}.** {front_page.markdown_text(title)}".rstrip()
                 cells.append(nbformat.v4.new_markdown_cell(caption, id=f"{cell.id}-caption"))
