@@ -57,6 +57,20 @@ def test_only_the_first_figure_of_a_page_loads_plotly() -> None:
     assert "html_js_files" not in book.book_config()["sphinx"]["config"]  # no page loads it by default
 
 
+def test_missing_values_show_a_dash_and_progress_bars_are_dropped() -> None:
+    table = ('<table border="1" class="dataframe"><tr><td>0.42</td><td>NaN</td><td>&lt;NA&gt;</td>'
+             '<td>NaNa</td></tr></table>')
+    cell = new_code_cell("x", outputs=[
+        new_output("stream", name="stderr", text="judge:  50%|█████     | 1/2\njudge: 100%|██████████| 2/2\n"),
+        new_output("stream", name="stdout", text="kept line\nlabels: 100%|██████████| 2/2 [00:01]\n"),
+        new_output("display_data", data={"text/html": table, "text/plain": "t"})])
+    book.tidy_outputs(cell)
+    assert [o.output_type for o in cell.outputs] == ["stream", "display_data"]
+    assert cell.outputs[0].text == "kept line\n"
+    assert cell.outputs[1].data["text/html"].count("<td>—</td>") == 2 and "<td>NaNa</td>" in cell.outputs[1].data[
+        "text/html"]
+
+
 def test_untitled_figure_and_cell_without_figure() -> None:
     assert book.figure_title(new_code_cell("x")) is None
     cell = new_code_cell("x", outputs=[new_output("display_data", data={book.PLOTLY_MIME: {"data": []}})])
@@ -108,7 +122,8 @@ def test_the_browser_check_finds_a_console_error_a_network_load_and_an_undrawn_f
     (tmp_path / "bad.html").write_text(
         '<html><body><script>console.error("broken")</script><img src="http://example.invalid/x.png">'
         f'<img src="{(tmp_path.parent / "outside.png").as_uri()}">'
-        '<div class="plotly-graph-div"></div><script>undefinedFunction()</script></body></html>')
+        '<div class="plotly-graph-div"></div><script>undefinedFunction()</script>'
+        '<table><tr><td>NaN</td><td>1</td></tr></table><div style="width: 2000px">wide</div></body></html>')
     problems = book.browser_problems(tmp_path, browser)
     assert list(problems) == ["bad.html"]
     found = "\n".join(problems["bad.html"])
@@ -117,3 +132,4 @@ def test_the_browser_check_finds_a_console_error_a_network_load_and_an_undrawn_f
     assert "network request: http://example.invalid/x.png" in found
     assert f"network request: {(tmp_path.parent / 'outside.png').as_uri()}" in found
     assert "1 of 1 figures not drawn" in found
+    assert "1 table cells show a missing value as NaN" in found and "px wider than the 1280 px window" in found

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,11 @@ from lib.tools import front_page
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLY_JS = "plotly.min.js"
+STUDY_CSS = "study.css"
+# a table wider than the text column scrolls inside itself instead of widening the page
+CSS = ".cell_output table.dataframe { display: block; overflow-x: auto; max-width: 100%; }\n"
+MISSING_CELL = re.compile(r"<td>(?:NaN|nan|&lt;NA&gt;|None|NaT)</td>")
+PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|.*$\n?", re.MULTILINE)  # a tqdm progress bar's line
 PARAMETER_TAGS = ("parameters", "injected-parameters")
 # Built files the offline site does not need: Sphinx's state for incremental builds and its config hash, copies of
 # the sources, the theme's source maps (for its developers' tools) and Sphinx's translations of its scripts into
@@ -74,6 +80,7 @@ def book_config() -> dict[str, Any]:
             "html_show_sourcelink": False,
             "html_last_updated_fmt": None,
             "html_static_path": ["_static"],
+            "html_css_files": [STUDY_CSS],
             "nb_merge_streams": True,
             "suppress_warnings": ["mystnb.unknown_mime_type"],
             "html_theme_options": {"use_download_button": False, "use_fullscreen_button": True,
@@ -129,6 +136,23 @@ def load_plotly(cell: nbformat.NotebookNode) -> None:
             return
 
 
+def tidy_outputs(cell: nbformat.NotebookNode) -> None:
+    """What a reader of the book does not need from a code cell's outputs: a table cell for a missing value shows
+    "—" (the table's note or the prose says why it is missing), and progress bars are dropped (an output left
+    empty goes with them)."""
+    kept = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            output["text"] = PROGRESS_LINE.sub("", "".join(output["text"]))
+            if not output["text"].strip():
+                continue
+        html = output.get("data", {}).get("text/html")
+        if html is not None and 'class="dataframe"' in "".join(html):
+            output["data"]["text/html"] = MISSING_CELL.sub("<td>—</td>", "".join(html))
+        kept.append(output)
+    cell["outputs"] = kept
+
+
 def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.NotebookNode:
     """The book's copy of an executed notebook: code folded, parameters listed, figures captioned (see the
     module docstring). ``number`` is the chapter's number, which figure captions carry."""
@@ -140,6 +164,7 @@ def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.Noteb
             if "parameters" in tags:
                 cells.append(nbformat.v4.new_markdown_cell(parameters_listing(notebook), id=f"{cell.id}-list"))
             cell.metadata["tags"] = [*tags, "hide-input"]
+            tidy_outputs(cell)
             cells.append(cell)
             title = figure_title(cell)
             if title is not None:
@@ -171,6 +196,7 @@ def assemble(chapters: list[str], notebooks: Path, executed: Path, tables: Path,
     static = source / "_static"
     static.mkdir()
     (static / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    (static / STUDY_CSS).write_text(CSS, encoding="utf-8")
 
 
 def build(chapters: list[str], notebooks: Path, executed: Path, tables: Path, ledgers: Path, site: Path) -> Path:
@@ -194,6 +220,9 @@ def build(chapters: list[str], notebooks: Path, executed: Path, tables: Path, le
             shutil.rmtree(site)
         shutil.copytree(html, site)
     return site / "index.html"
+
+
+VIEWPORT: Any = {"width": 1280, "height": 800}  # Playwright's ViewportSize
 
 
 def chromium() -> str | None:
@@ -225,8 +254,9 @@ def _watched(page: Any, site: Path) -> list[str]:
 def browser_problems(site: Path, executable: str) -> dict[str, list[str]]:
     """Open every page of the built ``site`` in headless Chromium (Playwright driving the given executable) and
     return, per page, what went wrong: console errors and warnings, uncaught exceptions, failed loads, any
-    request that leaves the site's folder, and each plotly figure that drew nothing (no ``main-svg``). A page
-    without problems is left out, so a sound book gives ``{}``."""
+    request that leaves the site's folder, each plotly figure that drew nothing (no ``main-svg``), table cells
+    that show a missing value as NaN, and a page wider than a 1280 × 800 window. A page without problems is left
+    out, so a sound book gives ``{}``."""
     from playwright.sync_api import sync_playwright
 
     problems: dict[str, list[str]] = {}
@@ -234,15 +264,22 @@ def browser_problems(site: Path, executable: str) -> dict[str, list[str]]:
         browser = driver.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
             for path in sorted(site.glob("*.html")):
-                page = browser.new_page()
+                page = browser.new_page(viewport=VIEWPORT)
                 found = _watched(page, site)
                 page.goto(path.as_uri(), wait_until="load")
-                figures, drawn = page.evaluate("""() => {
+                figures, drawn, missing, overflow = page.evaluate("""() => {
                     const figures = [...document.querySelectorAll('.plotly-graph-div')];
-                    return [figures.length, figures.filter(f => f.querySelector('.main-svg')).length];
+                    const cells = [...document.querySelectorAll('td')].map(td => td.textContent.trim());
+                    return [figures.length, figures.filter(f => f.querySelector('.main-svg')).length,
+                            cells.filter(t => ['NaN', 'nan', '<NA>', 'None', 'NaT'].includes(t)).length,
+                            document.documentElement.scrollWidth - window.innerWidth];
                 }""")
                 if drawn < figures:
                     found.append(f"{figures - drawn} of {figures} figures not drawn")
+                if missing:
+                    found.append(f"{missing} table cells show a missing value as NaN")
+                if overflow > 1:
+                    found.append(f"the page is {overflow} px wider than the {VIEWPORT['width']} px window")
                 if found:
                     problems[path.name] = found
                 page.close()
