@@ -256,7 +256,7 @@ def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`), measured before the chapter runs (by
     ``python -m lib.tools.pipeline measure 07_validity`` and by ``run-all``) so that its reruns, each on a freshly
     started server, stay out of the chapter's own time: the first judged passage of each of ``drift_queries``
-    queries of the chapter's relevance sample (in the bias battery's nested order), judged as section B judges it
+    queries of the chapter's relevance sample (in the bias battery's nested order), judged as section C judges it
     and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
     (``07_validity-drift-c<k>``). ``params`` are the chapter's parameters (``params.yaml``). Returns the drift
     table (:data:`lib.judges.drift.DRIFT_COLUMNS` and the judge model), which the chapter reads as
