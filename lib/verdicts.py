@@ -253,6 +253,17 @@ def sentence(v: Verdict, digits: int | None = None) -> str:
     return f"**{v.system}** — {v.construct}: **{v.verdict}**{flag_text}; {evidence_text(v, digits)}."
 
 
+def brief(v: Verdict) -> str:
+    """A verdict in a table cell: "tells a real nudge from …: **sees**; AUC 0.83 (0.73–0.92, 40 entries)" — what is
+    claimed, the verdict, and the estimate with its interval over the units (the claim's threshold and test are in
+    :func:`sentence`)."""
+    digits = decimals(v.estimate, v.ci_low, v.ci_high)
+    interval = (f"{number(v.ci_low, digits)}–{number(v.ci_high, digits)}, "
+                if np.isfinite(v.ci_low) and np.isfinite(v.ci_high) else "no interval, ")
+    return (f"{v.construct}: **{v.verdict}**; {v.statistic} {number(v.estimate, digits)} "
+            f"({interval}{v.units} {v.unit})")
+
+
 def headline(v: Verdict, all_verdicts: Mapping[str, Verdict]) -> str:
     """A verdict as a front-page headline with the caveats that decide how to read it: the verdicts it depends
     on, each as a "Caveat: …" sentence; a caveat missing from ``all_verdicts`` is named as missing, never dropped
@@ -361,7 +372,7 @@ def unassigned(keys: Iterable[str]) -> dict[str, list[str]]:
 def matrix(table: pd.DataFrame) -> pd.DataFrame:
     """The seed systems against their verdicts, from a ``verdicts`` table: one row per :data:`SEED_SYSTEMS` entry
     in order with its spec, chapters, number of rows, the count of each word of :data:`VERDICTS`, its lead verdict
-    (its first primary row, else its first row, in table order, as :func:`sentence`; :data:`NO_VERDICT_YET` when
+    (its first primary row, else its first row, in table order, as :func:`brief`; :data:`NO_VERDICT_YET` when
     it has none) and whether any of its rows is confirmatory. Rows of no seed system are not counted."""
     by_system: dict[str | None, list[Verdict]] = {}
     for v in records(table):
@@ -373,7 +384,7 @@ def matrix(table: pd.DataFrame) -> pd.DataFrame:
         rows.append({"seed system": system.name, "spec": system.spec, "chapter(s)": system.chapters,
                      "rows": len(found),
                      **{word: sum(v.verdict == word for v in found) for word in VERDICTS},
-                     "lead verdict": NO_VERDICT_YET if lead is None else sentence(lead),
+                     "lead verdict": NO_VERDICT_YET if lead is None else brief(lead),
                      "confirmatory": any(v.confirmatory for v in found)})
     return pd.DataFrame(rows, columns=["seed system", "spec", "chapter(s)", "rows", *VERDICTS, "lead verdict",
                                        "confirmatory"])

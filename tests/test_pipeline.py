@@ -194,16 +194,20 @@ def test_front_page(tmp_path: Path) -> None:
     assert "| 05\\_new | 3 | 4 | 3,000 | 30 | 2.5 |" in text
     assert "| **total** | 5 | 7 | 5,000 | 50 | 3.8 |" in text
     assert front_page.render(chapters, notebooks, {"01_nudge_candidates"}, tables, ledgers).count("](") == 1
-    # the seed-system matrix after the chapters' headlines and before every verdict, with its legend
-    assert text.index("## Chapters") < text.index("## Seed systems") < text.index("## Every verdict")
+    # the page leads with what was found: the seed-system matrix with its legend and the known-answer figure, then
+    # the chapters' headlines, then every verdict
+    assert text.index("## What the study found") < text.index("<svg") < text.index("## Chapters") < text.index(
+        "## Every verdict")
     assert front_page.legend() in text and all(f"**{word}** — " in front_page.legend() for word in verdicts.VERDICTS)
-    section = text[text.index("## Seed systems"):text.index("## Every verdict")]
+    figure = text[text.index("<svg"):text.index("</svg>")]
+    assert figure.count("<circle") == 2 and "03 · judge (E[g]) — known_answer.tone" in figure  # both AUC rows
+    section = text[text.index("## What the study found"):text.index("## Chapters")]
     matrix_rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in section.splitlines()[2:]
                    if line.startswith("| ") and not line.startswith("| seed system |")}
     assert list(matrix_rows) == [front_page.markdown_text(s.name) for s in verdicts.SEED_SYSTEMS]
     judge = matrix_rows["nudge relevance judge"]
     assert judge[1:10] == ["`000_nudge_ranking.md`", "03", "2", "1", "0", "0", "0", "0", "1"]
-    assert judge[10] == items["[03 · Labels](03_judge_labeling.ipynb)"].split(" Caveat: ")[0]  # the primary row
+    assert judge[10] == r"tells a dismissive nudge from its source: **sees**; AUC 0.96 (0.90–0.99, 12 entries)"
     assert judge[11] == "yes |"
     assert matrix_rows["CulturalSensitivity"][3:] == ["0"] * 7 + [verdicts.NO_VERDICT_YET, " |"]
 

@@ -201,9 +201,9 @@ def test_matrix_counts_outcomes_and_leads_with_the_primary_row():
     rankers = table.loc["rankers"]
     assert (rankers["rows"], rankers["ruled out"], rankers["holds"], rankers["undetermined"], rankers["sees"]) == (
         3, 1, 1, 1, 0)
-    assert rankers["lead verdict"] == verdicts.sentence(rows[1])  # the primary, though not the first row
+    assert rankers["lead verdict"] == verdicts.brief(rows[1])  # the primary, though not the first row
     judge = table.loc["nudge relevance judge"]
-    assert judge["lead verdict"] == verdicts.sentence(rows[3])  # no primary: the first row in table order
+    assert judge["lead verdict"] == verdicts.brief(rows[3])  # no primary: the first row in table order
     assert (judge["blind"], judge["sees"], judge["confirmatory"]) == (1, 1, True)
     assert (table.loc["FinancialSafety", "fails"], table.loc["FinancialSafety", "confirmatory"]) == (1, False)
     tone = table.loc["ToneEmpathy"]
@@ -220,3 +220,13 @@ def test_every_seed_system_has_a_verdict():
     """Issue #35's "done when": the committed verdicts table has a row for every seed system."""
     table = verdicts.matrix(pd.read_parquet(COMMITTED))
     assert table.loc[table["rows"] == 0, "seed system"].tolist() == []
+
+
+def test_brief_is_the_claim_the_verdict_and_the_interval_without_threshold_or_test():
+    v = verdicts.verdict("03", "known_answer.tone", "judge (E[g])", "tells a dismissive nudge from its source",
+                         verdicts.Claim("known answer", 0.5, margin=0.1), "AUC", 0.956, 0.9, 0.99, "entries", 12,
+                         "judge_discrimination")
+    assert verdicts.brief(v) == "tells a dismissive nudge from its source: **sees**; AUC 0.96 (0.90–0.99, 12 entries)"
+    without = verdicts.verdict("05", "primary", "s", "orders", verdicts.Claim("human labels", 0.0, margin=0.3), "ρ",
+                               0.2, math.nan, math.nan, "questions", 5, "t")
+    assert verdicts.brief(without).endswith("ρ 0.20 (no interval, 5 questions)")

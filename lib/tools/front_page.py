@@ -10,6 +10,7 @@ new chapter's ledger counts without a change here. The page depends only on the 
 """
 from __future__ import annotations
 
+import html
 import importlib
 import json
 from collections.abc import Iterator, Mapping
@@ -17,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pandas as pd
 
 from lib import verdicts
@@ -139,6 +141,54 @@ def seed_matrix(tables: Path) -> str:
     return "\n".join(lines) + "".join(f"\n\nNot in the matrix: {text}" for text in left_out)
 
 
+# the colours of the verdict words in the known-answer figure
+VERDICT_COLOURS = {"sees": "#1b7837", "holds": "#1b7837", "blind": "#b2182b", "fails": "#b2182b",
+                   "ruled out": "#762a83", "undetermined": "#878787"}
+FIGURE_CHAPTERS = ("03", "05", "06", "07")  # the judges and judge-based metrics (04's rankers have their chapter)
+
+
+def known_answer_figure(tables: Path, width: int = 820, row: int = 18, label_width: int = 500) -> str:
+    """The study's figure: every check of a judge or a judge-based metric on a known answer (a reply, nudge or answer
+    worse by construction), as its AUC with the 95% interval over the independent unit, on one axis from 0 to 1 with
+    chance ± 0.1 shaded, coloured by verdict, the construct in each row's tooltip. Inline SVG (no script: the front
+    page loads nothing), drawn from the ``verdicts`` table; the checks that only show a known answer is worse
+    (``UNASSIGNED``) are left out. Empty when there is no such row."""
+    path = tables / "verdicts.parquet"
+    rows = [v for v in (verdicts.records(pd.read_parquet(path)) if path.exists() else [])
+            if v.chapter in FIGURE_CHAPTERS and v.statistic.startswith("AUC") and np.isfinite(v.estimate)
+            and verdicts.seed_system(v.key) is not None]
+    if not rows:
+        return ""
+    plot = width - label_width - 20
+    top, height = 24, 24 + row * len(rows) + 40
+
+    def x(value: float) -> float:
+        return round(label_width + plot * value, 1)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+             'font-family="sans-serif" font-size="11" role="img" aria-label="Known-answer checks, AUC with '
+             'intervals">',
+             f'<rect x="{x(0.4)}" y="{top - 6}" width="{x(0.6) - x(0.4):.1f}" height="{row * len(rows) + 6}" '
+             'fill="#eeeeee"/>',
+             f'<line x1="{x(0.5)}" y1="{top - 6}" x2="{x(0.5)}" y2="{top + row * len(rows)}" stroke="#999999"/>']
+    for i, v in enumerate(rows):
+        y = top + row * i + row / 2
+        colour = VERDICT_COLOURS[v.verdict]
+        label = html.escape(f"{v.chapter} · {v.system} — {v.key.split('.', 1)[1]}"[:95])
+        parts.append(f"<g><title>{html.escape(v.construct)}: {v.verdict}</title>"
+                     f'<text x="{label_width - 8}" y="{y + 4}" text-anchor="end">{label}</text>')
+        if np.isfinite(v.ci_low) and np.isfinite(v.ci_high):
+            parts.append(f'<line x1="{x(v.ci_low)}" y1="{y}" x2="{x(v.ci_high)}" y2="{y}" stroke="{colour}" '
+                         'stroke-width="2"/>')
+        parts.append(f'<circle cx="{x(v.estimate)}" cy="{y}" r="4" fill="{colour}"/></g>')
+    axis = top + row * len(rows) + 4
+    parts += [f'<line x1="{x(0)}" y1="{axis}" x2="{x(1)}" y2="{axis}" stroke="#333333"/>',
+              *(f'<text x="{x(t)}" y="{axis + 14}" text-anchor="middle">{t:g}</text>' for t in (0, 0.25, 0.5, 0.75, 1)),
+              f'<text x="{x(0.5)}" y="{axis + 26}" text-anchor="middle">AUC: the known-worse item scored below the '
+              'real one (0.5: chance)</text>', "</svg>"]
+    return "\n".join(parts)
+
+
 def ledger_rows(ledgers: Path) -> dict[str, dict[str, float]]:
     """``LEDGER_COLUMNS`` of every ``*.json`` ledger, by file stem in name order (a fixed summation order,
     so the float total is the same on every run)."""
@@ -169,24 +219,34 @@ def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, 
     rows = ledger_rows(ledgers)
     totals = {key: sum(row[key] for row in rows.values()) for key in LEDGER_COLUMNS}
     body = "\n".join(f"| {markdown_text(name)} | {_cells(row)} |" for name, row in rows.items())
+    figure = known_answer_figure(tables)
     return f"""# {markdown_text(TITLE)}
 
-The chapters are executed notebooks. Each headline is the chapter's declared primary verdict with the verdicts
-that qualify it, all decided by one rule (`lib.verdicts.decide`) and read from the `verdicts` table. Code is
-folded: a chapter's "show code" toggles open it, and its parameters are listed where they are set.
+The study's product is a verdict for each judge-based metric of the systems it reproduces: does it measure what it
+claims? Each verdict is decided by one rule (`lib.verdicts.decide`) on known answers or human labels, with an
+interval over the independent unit, and read from the `verdicts` table; the chapters are the executed notebooks
+behind them (code folded: a chapter's "show code" toggles open it).
 
-## Chapters
+## What the study found
 
-{chr(10).join(items)}
-
-## Seed systems
-
-Each judge-based system the study reproduces from its specification, with the count of its verdicts by outcome
-and its lead verdict: its primary question where it has one, else its first verdict.
+Each seed system, with the count of its verdicts by outcome and its lead verdict: its primary question where it has
+one, else its first verdict.
 
 {legend()}
 
 {seed_matrix(tables)}
+
+{"**Figure.** Every check of a judge or judge-based metric on a known answer: its AUC (the item worse by "
+ "construction scored below the real one) with its 95% interval over the independent unit; the shaded band is "
+ "chance ± 0.1, the colour the verdict (green sees or holds, red blind or fails, grey undetermined)." if figure else ""}
+
+{figure}
+
+## Chapters
+
+Each headline is the chapter's declared primary verdict with the verdicts that qualify it.
+
+{chr(10).join(items)}
 
 ## Every verdict
 
