@@ -47,7 +47,9 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLY_JS = "plotly.min.js"
 STUDY_CSS = "study.css"
 # a table wider than the text column scrolls inside itself instead of widening the page
-CSS = ".cell_output table.dataframe { display: block; overflow-x: auto; max-width: 100%; }\n"
+# (and the front page's seed-system matrix gives its lead verdict the room it needs)
+CSS = (".cell_output table.dataframe { display: block; overflow-x: auto; max-width: 100%; }\n"
+       "#what-the-study-found table td:last-child { min-width: 17em; }\n")
 MISSING_CELL = re.compile(r"<td>(?:NaN|nan|&lt;NA&gt;|None|NaT)</td>")
 PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|.*$\n?", re.MULTILINE)  # a tqdm progress bar's line
 PARAMETER_TAGS = ("parameters", "injected-parameters")

@@ -129,13 +129,17 @@ def seed_matrix(tables: Path) -> str:
     path = tables / "verdicts.parquet"
     found = verdicts.frame(map(shown, verdicts.records(pd.read_parquet(path)) if path.exists() else []))
     table = verdicts.matrix(found)
-    words = list(verdicts.VERDICTS)
-    lines = [f"| seed system | spec | chapters | rows | {' | '.join(words)} | lead verdict | confirmatory |",
-             f"|---|---|---|---:|{'---:|' * len(words)}---|---|"]
+    lines = ["| seed system | chapters | verdicts | lead verdict |", "|---|---|---|---|"]
     for row in table.to_dict("records"):
-        counts = " | ".join(str(row[word]) for word in words)
-        lines.append(f"| {markdown_text(row['seed system'])} | `{row['spec']}` | {row['chapter(s)']} | "
-                     f"{row['rows']} | {counts} | {row['lead verdict']} | {'yes' if row['confirmatory'] else ''} |")
+        counts = ", ".join(f"{row[word]} {word}" for word in verdicts.VERDICTS if row[word])
+        confirmatory = "; some confirmatory" if row["confirmatory"] else ""
+        lines.append(f"| {markdown_text(row['seed system'])} | {row['chapter(s)']} | "
+                     f"{row['rows']}{': ' + counts if counts else ''}{confirmatory} | {row['lead verdict']} |")
+    specs: dict[str, list[str]] = {}
+    for row in table.to_dict("records"):
+        specs.setdefault(row["spec"], []).append(markdown_text(row["seed system"]))
+    lines.append("\nTheir specifications: " + "; ".join(f"`{spec}` — {', '.join(names)}"
+                                                         for spec, names in specs.items()) + ".")
     left_out = [f"{', '.join(f'`{key}`' for key in keys)}: {markdown_text(reason)}."
                 for reason, keys in verdicts.unassigned(found["key"]).items()]
     return "\n".join(lines) + "".join(f"\n\nNot in the matrix: {text}" for text in left_out)
