@@ -277,8 +277,10 @@ def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tupl
     return Labelled(out, failures, distributions if top_logprobs else None)
 
 
-def importance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
-    system, shared, tail = prompt_parts("nugget_importance", 3)
+def query_list_messages(prompt: str, query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
+    """The messages of a prompt that labels a numbered list of nuggets against the query (``nugget_importance``,
+    ``nugget_relevance``): the query first, so the calls of one query share that prefix."""
+    system, shared, tail = prompt_parts(prompt, 3)
     return [{"role": "system", "content": system},
             {"role": "user", "content": shared.format(query=query) + "\n"
              + tail.format(nuggets=numbered(nuggets), n=len(nuggets))}]
@@ -289,22 +291,17 @@ def label_importance(gateway: Gateway, query: str, nuggets: Sequence[str], *, wi
     """``vital`` / ``okay`` per nugget (None for the nuggets of a failed batch), the failed batches, and p(vital)
     read from the same answers' logprobs (:meth:`Labelled.probability`): the written label is one reading, a
     threshold on p(vital) another (the written one calls almost every nugget okay)."""
-    return _labelled_batches(gateway, len(nuggets), lambda s, e: importance_messages(query, nuggets[s:e]),
+    return _labelled_batches(gateway, len(nuggets),
+                             lambda s, e: query_list_messages("nugget_importance", query, nuggets[s:e]),
                              IMPORTANCE, "importance", call_label, window, top_logprobs=IMPORTANCE_TOP_LOGPROBS)
-
-
-def relevance_messages(query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
-    system, shared, tail = prompt_parts("nugget_relevance", 3)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": shared.format(query=query) + "\n"
-             + tail.format(nuggets=numbered(nuggets), n=len(nuggets))}]
 
 
 def label_relevance(gateway: Gateway, query: str, nuggets: Sequence[str], *, window: int = WINDOW,
                     call_label: str = "nuggets") -> tuple[list[str | None], list[BatchFailure]]:
     """``relevant`` / ``partly_relevant`` / ``not_relevant`` to ``query`` per nugget (None for the nuggets of a failed
     batch): the nuggetized RAG triad's answer relevance of each nugget (:mod:`lib.triads`)."""
-    found = _labelled_batches(gateway, len(nuggets), lambda s, e: relevance_messages(query, nuggets[s:e]),
+    found = _labelled_batches(gateway, len(nuggets),
+                              lambda s, e: query_list_messages("nugget_relevance", query, nuggets[s:e]),
                               ("relevant", "partly_relevant", "not_relevant"), "relevance", call_label, window)
     return found.labels, found.failures
 
