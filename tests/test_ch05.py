@@ -33,25 +33,6 @@ def test_answer_lengths_count_failures_and_words():
     assert table.loc["no_context"].tolist() == [1, 0, 2.0, 2]
 
 
-def test_recall_table_reads_embedding_and_narrative_matches():
-    evaluated = pd.DataFrame({"qid": ["1"] * 4, "in_context": [True, True, False, False], "nugget": list("abcd"),
-                              "embedding_match": [True, False, True, False],
-                              "narrative_match": [False, False, True, False]})
-    recall = ch05.recall_table(evaluated)
-    assert recall.loc[("1", True), "embedding_recall"] == 0.5
-    assert recall.loc[("1", False), "narrative_only_baseline"] == 0.5
-
-
-def test_recall_summary_puts_the_held_out_nuggets_first():
-    evaluated = pd.DataFrame({"qid": ["1", "1", "2", "2"], "in_context": [True, False, False, False],
-                              "nugget": list("abcd"), "embedding_match": [True, False, True, True],
-                              "narrative_match": [False, False, True, False]})
-    summary = ch05.recall_summary(evaluated)
-    assert summary.index.tolist() == ["held out", "shown as notes"]
-    assert summary.loc["held out", ["nuggets", "topics"]].tolist() == [3, 2]
-    assert summary.loc["held out", "embedding_recall"] == 2 / 3
-
-
 def _alce(rows):
     return pd.DataFrame(rows, columns=["dataset", "qid", "system", "answer", "utility"])
 
@@ -209,9 +190,6 @@ def _tables(**changes):
                                         "ci_low": 0.168, "ci_high": 0.574, "ci_over": "68 questions",
                                         "ceiling": 0.623}]),
         "alce_created": _created([f"q{i}" for i in range(12)], [1, 2] + [0] * 10),
-        "rag_created": _created(["200", "219"], [1, 1]).assign(**{"automatic nuggets": [1, 10]}),
-        "recall": pd.DataFrame({"nuggets": [20, 20], "topics": [2, 2], "embedding_recall": [0.55, 0.55],
-                                "narrative_only_baseline": [0.1, 0.1]}, index=["held out", "shown as notes"]),
         "importance": _readings(), "importance_labels": _importance_set(),
         "triad_labels": _triad_labels(["support", "partial_support"], ["not_support", "not_support"]),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
@@ -232,8 +210,9 @@ def _tables(**changes):
 
 
 PARAMS = {"primary_score": "vital", "primary_rho": 0.3, "importance_kappa": 0.4, "vital_question_share": 0.5,
-          "answers_per_question": 4, "alpha": 0.05, "power": 0.8, "embedding_threshold": 0.6, "monitor_drop": 0.05,
-          "degraded_day": "d3", "recheck_day": "d5", "logged_per_day": 2, "triad_margin": 0.1, "seed": 0,
+          "answers_per_question": 4, "alpha": 0.05, "power": 0.8, "monitor_judge": "monitor", "monitor_drop": 0.05,
+          "degraded_day": "d3", "recheck_day": "d5", "logged_per_day": 2, "known_answer_margin": 0.1,
+          "dev_topics": 22, "seed": 0,
           "bootstrap_resamples": 200}
 
 
@@ -342,6 +321,14 @@ def test_release_differences_give_overall_as_the_mean_of_the_metrics():
     assert differences.overall.tolist() == pytest.approx([0.01] * 10)
 
 
+def test_release_differences_of_a_triad_leave_out_the_metrics_it_does_not_measure():
+    unmeasured = [m for m in monitor.METRICS if m not in monitor.JUDGES["traditional-triad"]]
+    triad = _judgments([0.05] * 10).assign(**dict.fromkeys(unmeasured, np.nan))
+    differences = ch05.release_differences(triad, "d3", "d5")
+    assert sorted(differences.columns) == ["answer_relevance", "groundedness", "overall"]
+    assert differences.overall.tolist() == pytest.approx([0.025] * 10)  # the mean of the two it measures
+
+
 def test_earlier_outcomes_are_words_of_the_vocabulary_for_keys_the_chapter_states(found):
     from lib.verdicts import VERDICTS
     keys = {v.key for v in found.verdicts()}
@@ -410,3 +397,16 @@ def test_the_threshold_reading_of_automatic_nuggets_leaves_an_unread_p_vital_unl
     table = ch05.creation_table({"q": auto}, threshold=0.2)
     assert table.loc["q", "vital"] == 0 and table.loc["q", ch05.VITAL_AT] == 1
     assert ch05.VITAL_AT not in ch05.creation_table({"q": auto}).columns
+
+
+def test_undecided_plans_size_the_rows_outside_their_band_from_their_own_interval():
+    from lib.verdicts import Claim, verdict
+    def row(key, estimate, low, high):
+        return verdict("05", key, "s", "c", Claim("known answer", 0.5, "higher", 0.1), "AUC", estimate, low, high,
+                       "topics", 10, "t")
+    outside, inside, decided = row("a", 0.75, 0.5, 0.95), row("b", 0.55, 0.3, 0.8), row("c", 0.95, 0.9, 1.0)
+    assert (outside.verdict, inside.verdict, decided.verdict) == ("undetermined", "undetermined", "sees")
+    (plan,) = ch05.undecided_plans([outside, inside, decided])
+    # SE = 0.45 / (2 · 1.96) = 0.1148; half-width 0.75 − 0.6 = 0.15: n = ⌈10 · (1.96 · 0.1148 / 0.15)²⌉ = 23
+    assert (plan.question, plan.unit, plan.units_have, plan.units_needed) == ("05.a", "topic", 10, 23)
+    assert plan.outcome == "undetermined" and not plan.reaches_precision

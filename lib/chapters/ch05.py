@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
-from lib import embeddings, known_answers, monitor, rag, tables, triads, verdicts
+from lib import known_answers, monitor, rag, tables, triads, verdicts
 from lib import nuggets as nug
 from lib.analysis import calibration, validity
 from lib.analysis.comparisons import holm_both_directions
-from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
+from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_interval, units_for_t_test
 from lib.analysis.stats import MIN_CI_UNITS, Interval, correlation_ci, nested_sample, sign_flip_test, unit_bootstrap
 from lib.analysis.text import count_text, interval_text, number_text
 from lib.llm.gateway import Gateway
@@ -116,16 +117,6 @@ def nuggets_for(judge: Gateway, query: str, sources: Sequence[str], creator: Cre
     return AutomaticNuggets(created, found.labels, found.probability("vital"), found.failures)
 
 
-def automatic_nuggets(judge: Gateway, qids: Sequence[str], narrative: Mapping[str, str], answers: pd.DataFrame,
-                      creator: Creator) -> dict[str, AutomaticNuggets]:
-    """Per topic: nuggets created from the narrative and the topic's answers, then labelled vital/okay. (The
-    topic's documents, AutoNuggetizer's sources, are not in this study's data; its notes are NIST nuggets, which
-    would hand creation the answer key.)"""
-    return {q: nuggets_for(judge, narrative[q],
-                           [narrative[q], *answers[(answers.qid == q) & answers.answer.notna()].answer.tolist()],
-                           creator, f"rag25:{q}") for q in qids}
-
-
 def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid", threshold: float | None = None
                    ) -> pd.DataFrame:
     """Per query: how creation went (nuggets, why it stopped, calls, passes, nuggets merged as near-duplicates
@@ -143,39 +134,6 @@ def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid", thres
 
 
 VITAL_AT = "vital at the threshold"
-
-
-def match_human_nuggets(evaluated: pd.DataFrame, auto: Mapping[str, AutomaticNuggets], narrative: Mapping[str, str],
-                        threshold: float) -> pd.DataFrame:
-    """``evaluated`` (the assessed NIST nuggets of the evaluated topics) with, per nugget, the best MiniLM cosine
-    to an automatic nugget and the embedding match at ``threshold``, and the same for the narrative as the only
-    "nugget" (a baseline: what topical similarity alone earns)."""
-    similarity = np.zeros(len(evaluated))
-    narrative_cosine = np.zeros(len(evaluated))
-    for q, a in auto.items():
-        rows = np.flatnonzero(evaluated.qid == q)
-        texts = embeddings.embed(evaluated.nugget.iloc[rows].tolist())
-        similarity[rows] = nug.embedding_match(embeddings.embed(a.created.nuggets), texts)
-        narrative_cosine[rows] = nug.embedding_match(embeddings.embed([narrative[q]]), texts)
-    return evaluated.assign(best_cosine=similarity, embedding_match=similarity >= threshold,
-                            narrative_cosine=narrative_cosine, narrative_match=narrative_cosine >= threshold)
-
-
-def recall_table(evaluated: pd.DataFrame) -> pd.DataFrame:
-    """Recall of the human nuggets per topic, shown as notes or held out: embedding and narrative-only."""
-    return evaluated.groupby(["qid", "in_context"]).agg(
-        nuggets=("nugget", "size"), embedding_recall=("embedding_match", "mean"),
-        narrative_only_baseline=("narrative_match", "mean"))
-
-
-def recall_summary(evaluated: pd.DataFrame) -> pd.DataFrame:
-    """Recall of the NIST nuggets held out from the generator (the primary figure: the with-notes answer, a source
-    of creation, copied the shown ones) and, apart, of the shown ones: nuggets, topics, embedding recall, the
-    narrative-only baseline."""
-    groups = evaluated.assign(nuggets_are=evaluated.in_context.map({False: "held out", True: "shown as notes"}))
-    return groups.groupby("nuggets_are").agg(
-        nuggets=("nugget", "size"), topics=("qid", "nunique"), embedding_recall=("embedding_match", "mean"),
-        narrative_only_baseline=("narrative_match", "mean")).reindex(["held out", "shown as notes"])
 
 
 def importance_labels(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str], per_topic: int
@@ -333,9 +291,9 @@ def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n
 
 
 def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesign, sample_rate: float,
-                seed: int) -> dict[str, int]:
-    """Fill a fresh simulated log and run ``study-monitor run`` for each day and the recheck day, as cron would:
-    the exit status per day (printed as it goes)."""
+                seed: int, judge_name: str = monitor.DEFAULT_JUDGE) -> dict[str, int]:
+    """Fill a fresh simulated log and run ``study-monitor run --judge judge_name`` for each day and the recheck day,
+    as cron would: the exit status per day (printed as it goes)."""
     if db.exists():
         db.unlink()  # the simulation starts from an empty log on every run
     monitor.init_database(db)
@@ -345,7 +303,7 @@ def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesi
     statuses = {}
     for day in [*design.days, design.recheck]:
         statuses[day] = monitor.main(["--db", str(db), "run", "--date", day, "--sample-rate", str(sample_rate),
-                                      "--seed", str(seed)], gateway=judge)
+                                      "--seed", str(seed), "--judge", judge_name], gateway=judge)
         print(f"exit status {statuses[day]}\n")
     return statuses
 
@@ -486,10 +444,11 @@ def assignment_differences(labels: pd.DataFrame) -> pd.Series:
 
 def release_differences(per_query: pd.DataFrame, broken_day: str, fixed_day: str) -> pd.DataFrame:
     """Per query judged under both releases (:func:`lib.monitor.release_comparison`): fixed − broken for each metric
-    and for ``overall``, the mean of the five (as :mod:`lib.monitor` defines an item's overall)."""
+    the judge measures and for ``overall``, their mean (as :func:`lib.monitor.overall_score` defines an item's)."""
     table, _ = monitor.release_comparison(per_query, broken_day, fixed_day)
     difference = table.xs("fixed", axis=1, level="release") - table.xs("broken", axis=1, level="release")
-    return difference[list(monitor.METRICS)].assign(overall=lambda d: d.mean(axis=1))
+    measured = difference[list(monitor.METRICS)].dropna(axis=1, how="all")
+    return measured.assign(overall=lambda d: d.mean(axis=1))
 
 
 @dataclass(frozen=True)
@@ -518,32 +477,20 @@ class AlceEvidence:
 
 @dataclass(frozen=True)
 class CreationEvidence:
-    """How nugget creation went over every query (ALCE and RAG25)."""
+    """How nugget creation went over the ALCE questions."""
     queries: int
     nuggets: int
     merged: int
     unsupported: int
     over_length: int
     stopped: dict[str, int]
-    rag25_least: int                 # automatic nuggets per RAG25 topic, least and most
-    rag25_most: int
-
-
-@dataclass(frozen=True)
-class Rag25Evidence:
-    """TREC RAG25 values the prose states: recall of the NIST nuggets by the automatic ones."""
-    threshold: float                 # embedding match: MiniLM cosine at least this
-    held_nuggets: int
-    held_topics: int
-    held_embedding: float
-    held_narrative: float            # the narrative alone as the only "nugget"
-    shown_embedding: float
 
 
 @dataclass(frozen=True)
 class MonitorEvidence:
     """The monitor's day-level rules and the power of its control limit (evidence; the days are too few for a
     verdict on the rule: one broken day)."""
+    judge: str                       # the study-monitor judge that read the log
     degraded_day: str
     degraded_overall: float
     normal_low: float                # the other days' overall means, lowest and highest
@@ -554,7 +501,7 @@ class MonitorEvidence:
     baseline_items: int
     below_control_limit: bool
     topics: int                      # topics judged under both releases
-    drop: dict[str, float]           # fixed − broken per metric and overall, mean over those topics
+    drop: dict[str, float]           # fixed − broken per measured metric and overall, mean over those topics
     declared_drop: float
     declared_power: float            # the control limit's power for the declared drop at the default rate
     measured_drop: float
@@ -618,6 +565,28 @@ def triad_monitor_plan(scores: pd.DataFrame, logged_per_day: int, rate: float = 
                          f"items a day for power {target_power:g}":
                              items_for_control_limit(drop, sd, limit_sds, target_power) if usable else np.nan})
     return pd.DataFrame(rows)
+
+
+def undecided_plans(rows: Sequence[Verdict], level: float = 0.95) -> tuple[Plan, ...]:
+    """For each undetermined row with an interval whose estimate lies outside its band: the units an interval of the
+    same spread needs to clear the band (:func:`lib.analysis.power.units_for_interval`, this run as the pilot: SE =
+    the interval's width / 2z; half-width = the estimate's distance to the band's edge on its side). A sizing for the
+    next run, read after this one; a row whose estimate lies inside its band gets none (no size clears it)."""
+    width_in_se = 2 * float(norm.ppf((1 + level) / 2))
+    plans = []
+    for row in rows:
+        if (row.verdict != "undetermined" or not np.isfinite(row.ci_low)
+                or abs(row.estimate - row.threshold) <= row.margin):
+            continue
+        edge = row.threshold + (row.margin if row.estimate > row.threshold else -row.margin)
+        distance = abs(row.estimate - edge)
+        se = (row.ci_high - row.ci_low) / width_in_se
+        plans.append(Plan(row.key, row.unit.removesuffix("s"),
+                          row.units, units_for_interval(se, row.units, distance, level),
+                          f"this run's {row.statistic} {row.estimate:.3f} ({row.ci_low:.3f} to {row.ci_high:.3f}) "
+                          f"over {row.units} {row.unit}, its interval narrowed to clear {edge:g}",
+                          ).with_outcome(row.verdict))
+    return tuple(plans)
 
 
 def _topic_auc(values: pd.DataFrame, score: str, seed: int, n_resamples: int) -> Interval:
@@ -726,9 +695,10 @@ class Findings:
     triads: tuple[Verdict, ...]
     triad_monitor: pd.DataFrame
     plan: Plan
+    next_plans: tuple[Plan, ...]           # the undetermined triad-check rows, sized for a next run at this spread
+    dev_topics: int                        # TREC RAG25 dev topics there are to draw from
     alce: AlceEvidence
     creation: CreationEvidence
-    rag25: Rag25Evidence
     monitor: MonitorEvidence
 
     def verdicts(self) -> tuple[Verdict, ...]:
@@ -784,16 +754,15 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     """Chapter 05's verdicts from its tables.
 
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
-    ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` and ``rag_created``
-    (:func:`creation_table`, ALCE's with the threshold), ``recall`` (:func:`recall_summary`), ``importance``
-    (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`), ``triad_labels``
-    (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`), ``monitor_rules``
-    (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
+    ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` (:func:`creation_table` with the
+    threshold), ``importance`` (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`),
+    ``triad_labels`` (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`),
+    ``monitor_rules`` (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
     ``triad_scores`` (:func:`lib.triads.traditional` and :func:`lib.triads.nuggetized`).
     ``params``: primary_score, primary_rho, importance_kappa, vital_question_share, answers_per_question, alpha,
-    power, embedding_threshold, monitor_drop, degraded_day, recheck_day, logged_per_day, triad_margin, seed,
-    bootstrap_resamples.
+    power, monitor_judge, monitor_drop, degraded_day, recheck_day, logged_per_day, known_answer_margin, dev_topics,
+    seed, bootstrap_resamples.
 
     The primary (declared before any run, so confirmatory; the pilot's questions set only the number of answers per
     question): the primary score's mean within-question ρ with ALCE utility on the non-empty answers, interval over
@@ -857,7 +826,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                 readings.loc[name, "kappa_ci_low"], readings.loc[name, "kappa_ci_high"], "topics",
                 int(readings.loc[name, "topics"]), "NIST nuggets with the judge's labels (notebook 05, importance)")
         for name, suffix in (("argmax", ""), ("threshold", ".threshold")))
-    importance += (importance_auc_verdict(tables["importance_labels"], float(params["triad_margin"]), seed, resamples),)
+    importance += (importance_auc_verdict(tables["importance_labels"], float(params["known_answer_margin"]), seed,
+                                          resamples),)
     vital_argmax = _correlation_verdict(
         "alce.vital_argmax.within", "nugget score (vital, importance as the judge wrote it)",
         "orders the answers to one question as ALCE human utility does", answered.loc[VITAL_ARGMAX], "within",
@@ -875,10 +845,11 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     per_query = tables["monitor_judgments"]
     differences = release_differences(per_query, str(params["degraded_day"]), str(params["recheck_day"]))
     drop = float(params["monitor_drop"])
+    monitor_judge = str(params["monitor_judge"])
     releases = holm_family([paired_difference(differences[metric], "topics", seed, resamples)
                             for metric in ("overall", "groundedness")])
     release_verdicts = [
-        verdict(CHAPTER, f"monitor.release.{metric}", f"judge via study-monitor ({metric})",
+        verdict(CHAPTER, f"monitor.release.{metric}", f"{monitor_judge} via study-monitor ({metric})",
                 "scores the broken release (answers written without the documents) below the fixed one on the "
                 "same topics", Claim("known behaviour", 0.0, margin=margin), "mean fixed − broken",
                 r.interval.value, r.interval.low, r.interval.high, "topics", r.interval.units,
@@ -910,28 +881,17 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         ceiling_pairs=int(ceiling_row["pairs"]), ceiling_exact=float(ceiling_row["exact"]),
         ceiling_apart_2=float(ceiling_row["apart_2"]))
 
-    both_created = pd.concat([tables["rag_created"], created])
     creation = CreationEvidence(
-        queries=len(both_created), nuggets=int(both_created["automatic nuggets"].sum()),
-        merged=int(both_created["merged"].sum()), unsupported=int(both_created["not from the sources"].sum()),
-        over_length=int(both_created["over 12 words"].sum()),
-        stopped={str(k): int(v) for k, v in both_created["stopped"].value_counts().sort_index().items()},
-        rag25_least=int(tables["rag_created"]["automatic nuggets"].min()),
-        rag25_most=int(tables["rag_created"]["automatic nuggets"].max()))
-
-    recall = tables["recall"]
-    held, shown = recall.loc["held out"], recall.loc["shown as notes"]
-    rag25 = Rag25Evidence(
-        threshold=float(params["embedding_threshold"]), held_nuggets=int(held["nuggets"]),
-        held_topics=int(held["topics"]), held_embedding=float(held["embedding_recall"]),
-        held_narrative=float(held["narrative_only_baseline"]), shown_embedding=float(shown["embedding_recall"]))
+        queries=len(created), nuggets=int(created["automatic nuggets"].sum()), merged=int(created["merged"].sum()),
+        unsupported=int(created["not from the sources"].sum()), over_length=int(created["over 12 words"].sum()),
+        stopped={str(k): int(v) for k, v in created["stopped"].value_counts().sort_index().items()})
 
     rules, monitor_plan_table = tables["monitor_rules"], tables["monitor_plan"]
     degraded = rules[rules["degraded"]].iloc[0]
     normal = rules[~rules["degraded"]]
     declared, measured = monitor_plan_table.loc[DECLARED_DROP], monitor_plan_table.loc[MEASURED_DROP]
     monitor_evidence = MonitorEvidence(
-        degraded_day=str(degraded["day"]), degraded_overall=float(degraded["overall"]),
+        judge=monitor_judge, degraded_day=str(degraded["day"]), degraded_overall=float(degraded["overall"]),
         normal_low=float(normal["overall"].min()), normal_high=float(normal["overall"].max()),
         target=float(degraded["target"]), below_target=bool(degraded["below_target"]),
         control_limit=float(degraded["control_limit"]), baseline_items=int(degraded["baseline_items"]),
@@ -942,16 +902,17 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
         items_a_day=int(declared["items a day at the default rate"]), per_item_sd=float(declared["per-item SD"]),
         items_judged=int(declared["items judged"]), logged_per_day=int(params["logged_per_day"]))
 
-    triad_margin = float(params["triad_margin"])
-    triad_construction = triad_construction_verdicts(tables["triad_construction"], triad_margin, seed, resamples)
+    margin = float(params["known_answer_margin"])
+    triad_construction = triad_construction_verdicts(tables["triad_construction"], margin, seed, resamples)
     triad_rows = (creation_verdict(tables["triad_creation"], float(params["alpha"]), seed, resamples),
-                  *triad_verdicts(triads.drops(tables["triad_scores"]), triad_margin, float(params["alpha"]), seed,
+                  *triad_verdicts(triads.drops(tables["triad_scores"]), margin, float(params["alpha"]), seed,
                                   resamples))
     return Findings(primary, vital_questions, ceiling, primary_pooled, secondary_within, secondary_pooled,
                     length_within, vital_argmax, importance, readings, assignment, release_verdicts[0],
                     release_verdicts[1], triad_construction, triad_rows,
-                    triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan, alce_evidence,
-                    creation, rag25, monitor_evidence)
+                    triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan,
+                    undecided_plans((assignment, *triad_rows)), int(params["dev_topics"]), alce_evidence,
+                    creation, monitor_evidence)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -989,7 +950,7 @@ def importance_text(f: Findings) -> str:
 
 def summary(f: Findings) -> str:
     """Chapter 05's "What the numbers say" as Markdown bullets, every number and verdict read from ``f``."""
-    a, c, r, m = f.alce, f.creation, f.rag25, f.monitor
+    a, c, m = f.alce, f.creation, f.monitor
     limit = (f"({m.control_limit:.3f}, {m.baseline_items} baseline items) {FLAGS[m.below_control_limit]} it"
              if np.isfinite(m.control_limit) else "has no baseline yet")
     measured = (f"the measured drop with {m.measured_power:.2f}, and catching it with power 0.8 would need "
@@ -1012,24 +973,17 @@ def summary(f: Findings) -> str:
         f"{count_text(a.with_empty_questions, 'question')}. The two ratings of a byte-identical answer agree exactly "
         f"in {a.ceiling_exact:.0%} of {a.ceiling_pairs} pairs and are 2 or more points apart in "
         f"{a.ceiling_apart_2:.0%}.",
-        f"**Recall of the held-out NIST nuggets** by the automatic ones (the primary recall figure; "
-        f"{r.held_nuggets} nuggets of {count_text(r.held_topics, 'topic')}, no interval under {MIN_CI_UNITS} topics): "
-        f"{r.held_embedding:.0%} by embedding match (cosine ≥ {r.threshold:g}; the narrative alone reaches "
-        f"{r.held_narrative:.0%}). The nuggets shown to the generator as notes, which the with-notes answer could "
-        f"copy: {r.shown_embedding:.0%}; {c.rag25_least} to {c.rag25_most} automatic nuggets per topic carry these "
-        "figures.",
-        f"**Creation** ({c.queries} queries): {c.nuggets} nuggets, {c.merged} merged as near-duplicates, "
-        f"{c.unsupported} dropped as stated in no source sentence, {c.over_length} over the 12 words asked for (kept "
-        "whole); stopped: " + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",
-        "**Assignment** (on the triad topics' nugget labels; the 2-topic assignment of the NIST nuggets to both "
-        "answers was cut when the importance readings came in: at 2 topics it decided nothing): "
-        + verdicts.sentence(f.assignment),
-        f"**Monitor**: on the broken-release day the overall mean was {m.degraded_overall:.3f} against "
+        f"**Creation** ({count_text(c.queries, 'ALCE question')}, one pass over the answers): {c.nuggets} nuggets, "
+        f"{c.merged} merged as near-duplicates, {c.unsupported} dropped as stated in no source sentence, "
+        f"{c.over_length} over the 12 words asked for (kept whole); stopped: "
+        + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",
+        "**Assignment** (on the triad topics' nugget labels): " + verdicts.sentence(f.assignment),
+        f"**Monitor** (study-monitor with the {m.judge}): on the broken-release day the overall mean was "
+        f"{m.degraded_overall:.3f} against "
         f"{m.normal_low:.3f}–{m.normal_high:.3f} on the other days; the absolute target {m.target:g} "
         f"{FLAGS[m.below_target]} it, the control limit {limit}. On the same "
-        f"{count_text(m.topics, 'topic')}, fixed − broken: groundedness {m.drop['groundedness']:+.3f}, overall "
-        f"{m.drop['overall']:+.3f}, and context relevance {m.drop['context_relevance']:+.3f}, which the broken "
-        f"release cannot change (the same documents): a known zero that shows the noise. "
+        f"{count_text(m.topics, 'topic')}, fixed − broken: "
+        + ", ".join(f"{metric.replace('_', ' ')} {value:+.3f}" for metric, value in m.drop.items()) + ". "
         f"{verdicts.sentence(f.release_overall)} {verdicts.sentence(f.release_groundedness)} At the command's "
         f"default rate the log gives {count_text(m.items_a_day, 'item')} a day: a drop of {m.declared_drop:g} would "
         f"be caught with probability {m.declared_power:.2f} (per-item SD {m.per_item_sd:.3f} over the "
@@ -1050,8 +1004,12 @@ def triads_text(f: Findings) -> str:
            f"{row['items a day for power 0.8']:.0f} a day for power 0.8" if np.isfinite(row.power)
            else "no drop to catch")
         for _, row in plan.iterrows())
+    sizes = "; ".join(f"{p.question}: {count_text(p.units_needed, p.unit)}" for p in f.next_plans)
+    next_run = (f" At this run's spread, an interval that decides each undetermined row of the check needs (the plans "
+                f"under Verdicts) {sizes}; TREC RAG25 has {count_text(f.dev_topics, 'dev topic')}." if sizes else "")
     return (" ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
-            + f" As a nightly monitor's groundedness, for a release that adds unsupported sentences: {monitor_line}.")
+            + f" As a nightly monitor's groundedness, for a release that adds unsupported sentences: {monitor_line}."
+            + next_run)
 
 
 def full_size_text(before: Mapping[str, Any], after: Mapping[str, Any], questions: int, all_questions: int) -> str:
