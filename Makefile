@@ -50,7 +50,7 @@ notebook = $(basename $(notdir $(wildcard notebooks/$(1)_*.ipynb)))
 $(CHAPTERS): $(INSTALLED) plan
 	$(PY) -m lib.tools.pipeline $(PROFILE_ARG) chapter $(call notebook,$@) || { $(PY) -m lib.llm.server stop --autostarted-only; exit 1; }
 
-plan: $(INSTALLED) ## print each chapter's LLM calls at PROFILE's sizes and their projected time (run before the chapters)
+plan: $(INSTALLED) ## print the endpoints, each chapter's LLM calls, tokens in and out and projected time at PROFILE's sizes, and their cost at list prices (run before the chapters)
 	$(PY) -m lib.tools.profiles $(PROFILE_ARG) --calls-per-s $(CALLS_PER_S)
 
 dry-run: $(INSTALLED) ## every chapter at PROFILE's sizes against a fake endpoint in a temporary folder: calls, time and memory per chapter into outputs/profiles/PROFILE.json

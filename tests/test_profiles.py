@@ -17,8 +17,10 @@ def write(folder: Path, name: str, record: dict) -> None:
 def test_default_sizes_count_every_ledger_of_a_chapter_and_project_at_both_rates(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("01_a:\n  n: 3\n")
-    write(tmp_path / "ledgers", "01_a", {"calls": 100, "requests": 101, "failures": {"timeout": 1}})
-    write(tmp_path / "ledgers", "01_a-judge", {"calls": 20, "requests": 20, "failures": {}})
+    write(tmp_path / "ledgers", "01_a", {"calls": 100, "requests": 101, "failures": {"timeout": 1},
+                                         "prompt_tokens": 50_000, "completion_tokens": 4_000})
+    write(tmp_path / "ledgers", "01_a-judge", {"calls": 20, "requests": 20, "failures": {},
+                                               "prompt_tokens": 10_000, "completion_tokens": 2_000})
     write(tmp_path / "bench", "01_a", {"cold requests sent": 50, "cold s": 100.0, "measurements requests sent": 10,
                                        "measurements s": 20.0})
     frame, source = profiles.plan(CHAPTERS, None, 2.0, params, tmp_path / "ledgers", tmp_path / "profiles",
@@ -27,7 +29,12 @@ def test_default_sizes_count_every_ledger_of_a_chapter_and_project_at_both_rates
     # 60 requests in 120 s: 0.5 requests/s, so 120 calls take 4.0 min; at 2 calls/s 1.0 min
     assert frame["minutes at the embedded model's rate"].tolist() == [4.0, 0.0, 4.0]
     assert frame["minutes at 2 calls/s"].tolist() == [1.0, 0.0, 1.0]
-    assert source.startswith("calls: the committed run's ledgers; the embedded model's rate 0.50 requests/s")
+    assert source.startswith("calls and tokens: the committed run's ledgers; the embedded model's rate 0.50 "
+                             "requests/s")
+    assert frame["prompt tokens"].tolist() == [60_000, 0, 60_000]
+    assert frame["completion tokens"].tolist() == [6_000, 0, 6_000]
+    # 60,000 in at $1/Mtok + 6,000 out at $10/Mtok = 0.06 + 0.06
+    assert profiles.cost_text(frame, {"model-x": (1.0, 10.0)}).endswith("model-x 0.12.")
 
 
 def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: Path) -> None:
@@ -42,9 +49,15 @@ def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: 
                            "02_b": {"calls": 0, "wall_s": 30.0, "peak_rss_mib": 900.0}},
               "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
     write(tmp_path / "profiles", "full", record)
+    write(tmp_path / "ledgers", "01_a", {"calls": 60, "requests": 60, "failures": {}, "prompt_tokens": 30_000,
+                                         "completion_tokens": 600})
     frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
                                   tmp_path / "bench")
     assert frame["LLM calls"].tolist() == [6000, 0, 6000]
+    # the committed run's tokens per call (500 in, 10 out) times the profile's calls
+    assert frame["prompt tokens"].tolist() == [3_000_000, 0, 3_000_000]
+    assert frame["completion tokens"].tolist() == [60_000, 0, 60_000]
+    assert "tokens: the committed run's tokens per call times these calls" in source
     assert frame["minutes at 10 calls/s"].tolist() == [10.0, 0.0, 10.0]
     assert frame["minutes at the embedded model's rate"].isna().all()
     assert frame["minutes without the LLM"].tolist() == [1.5, 0.5, 2.0]  # summed over chapters run one after another
@@ -67,3 +80,18 @@ def test_the_plan_names_the_endpoint_of_each_role(monkeypatch):
     assert endpoint_text(Endpoint.from_env("judge")) == "judge-7b at http://judge.example.org/v1"
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert endpoint_text(Endpoint.from_env("generator")).startswith("the embedded model qwen2.5")
+
+
+def test_tokens_are_unknown_where_a_profile_calls_a_chapter_the_committed_run_never_called(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("01_a:\n  n: 3\n")
+    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 30\n")
+    record = {"date": "2026-11-24", "cpus": 2, "chapters": {"01_a": {"calls": 40}, "02_b": {"calls": 5}},
+              "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
+    write(tmp_path / "profiles", "full", record)
+    write(tmp_path / "ledgers", "01_a", {"calls": 4, "requests": 4, "failures": {}, "prompt_tokens": 400,
+                                         "completion_tokens": 40})
+    frame, _ = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
+                             tmp_path / "bench")
+    assert frame["prompt tokens"].iloc[0] == 4_000 and frame["prompt tokens"].iloc[1:].isna().all()
+    assert profiles.cost_text(frame).startswith("cost: unknown")

@@ -10,6 +10,10 @@ A record made with other parameters than today's is said to be stale.
 The projected time is calls ÷ throughput at two throughputs: the embedded model's, measured by ``make bench``'s
 cold runs on this machine (requests sent ÷ wall seconds, over every recorded chapter), and one the user states
 (``CALLS_PER_S``, e.g. what their vLLM cluster or hosted API sustains at the study's concurrency).
+
+Tokens in and out per chapter are the committed ledgers' for the default sizes; for a profile, the committed run's
+tokens per call times the profile's calls (a fake endpoint's tokens say nothing). Their cost is read at the
+documented list prices of :data:`lib.costs.PRICES_USD_PER_MTOK` (:func:`cost_text`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from lib import paths
+from lib import costs, paths
 from lib.llm.gateway import Endpoint
 from lib.paths import shown
 from lib.tools import pipeline
@@ -39,11 +43,16 @@ def parameters_digest(chapters: list[str], params_file: Path, profile: str | Non
 
 
 def ledger_totals(chapter: str, ledgers: Path = paths.LEDGERS) -> dict[str, int]:
-    """Calls, requests and failures (all kinds) of ``chapter``'s ledger and side ledgers in ``ledgers``."""
+    """Calls, requests, failures (all kinds) and prompt and completion tokens of ``chapter``'s ledger and side
+    ledgers in ``ledgers``."""
     found = [ledgers / f"{chapter}.json", *sorted(ledgers.glob(f"{chapter}-*.json"))]
     records = [json.loads(path.read_text()) for path in found if path.exists()]
     return {"calls": sum(int(r["calls"]) for r in records), "requests": sum(int(r["requests"]) for r in records),
-            "failures": sum(int(n) for r in records for n in r["failures"].values())}
+            "failures": sum(int(n) for r in records for n in r["failures"].values()),
+            **{tokens: sum(int(r.get(tokens, 0)) for r in records) for tokens in TOKENS}}
+
+
+TOKENS = ("prompt_tokens", "completion_tokens")
 
 
 def embedded_rate(bench: Path = BENCH) -> float | None:
@@ -73,9 +82,10 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
         rerun = f"make dry-run PROFILE={profile}" if profile else "make dry-run"
         dry_run += f"; STALE: the parameters changed since, rerun `{rerun}`"
     rows = None if record is None else [record["chapters"].get(chapter, {}) for chapter in chapters]
+    committed = {chapter: ledger_totals(chapter, ledgers) for chapter in chapters}
     if profile is None:
-        calls = {chapter: ledger_totals(chapter, ledgers)["calls"] for chapter in chapters}
-        source = "calls: the committed run's ledgers"
+        calls = {chapter: committed[chapter]["calls"] for chapter in chapters}
+        source = "calls and tokens: the committed run's ledgers"
         if rows is not None:
             source += f"; time and memory without the LLM: {dry_run}"
     elif rows is None:
@@ -83,10 +93,13 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
                                 f"`make dry-run PROFILE={profile}` counts its calls against a fake endpoint")
     else:
         calls = {chapter: int(row.get("calls", 0)) for chapter, row in zip(chapters, rows, strict=True)}
-        source = f"calls: {dry_run}"
+        source = f"calls: {dry_run}; tokens: the committed run's tokens per call times these calls"
     frame = pd.DataFrame({"chapter": chapters, "LLM calls": [calls[c] for c in chapters]})
-    frame = pd.concat([frame, pd.DataFrame([{"chapter": "total", "LLM calls": sum(calls.values())}])],
-                      ignore_index=True)
+    for tokens in TOKENS:
+        frame[tokens.replace("_", " ")] = pd.Series(
+            [_projected_tokens(committed[c], tokens, calls[c]) for c in chapters]).round().astype("Int64")
+    total = {"chapter": "total", **frame.drop(columns="chapter").sum(min_count=len(frame)).to_dict()}
+    frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
     frame["minutes at the embedded model's rate"] = (frame["LLM calls"] / rate / 60).round(1) if rate else None
     frame[f"minutes at {calls_per_s:g} calls/s"] = (frame["LLM calls"] / calls_per_s / 60).round(1)
     if rows is not None:  # what the dry run measured beside the calls: the time and memory the LLM does not take
@@ -99,6 +112,25 @@ def plan(chapters: list[str], profile: str | None, calls_per_s: float, params_fi
                 f"{shown(bench)} (on the machine that recorded them, not necessarily this one)"
                 if rate else "no make bench cold run recorded for the embedded model's rate")
     return frame, f"{source}; {measured}; {calls_per_s:g} calls/s is the stated throughput (CALLS_PER_S)."
+
+
+def _projected_tokens(committed: dict[str, int], tokens: str, calls: int) -> float:
+    """A chapter's ``tokens`` at ``calls``: the committed run's tokens per call times ``calls`` (the committed
+    tokens themselves at the committed calls); NaN when calls are asked of a chapter the committed run made none."""
+    if calls == committed["calls"]:
+        return float(committed[tokens])
+    return float("nan") if committed["calls"] == 0 else committed[tokens] / committed["calls"] * calls
+
+
+def cost_text(frame: pd.DataFrame, prices: dict[str, tuple[float, float]] = costs.PRICES_USD_PER_MTOK) -> str:
+    """The plan's total tokens at each hosted model's list price (:func:`lib.costs.hosted_cost`: cached input not
+    discounted, so an upper bound; another tokenizer counts somewhat differently)."""
+    total = frame[frame.chapter == "total"].rename(columns=lambda c: c.replace(" ", "_"))
+    if total[list(TOKENS)].isna().to_numpy().any():
+        return "cost: unknown (a chapter asks for calls the committed run never made, so its tokens are unknown)"
+    usd = costs.hosted_cost(total.set_index("chapter"), prices).iloc[0]
+    return ("cost of these tokens at list prices (lib.costs.PRICES_USD_PER_MTOK, USD, cached input not discounted): "
+            + ", ".join(f"{model} {value:,.2f}" for model, value in usd.items()) + ".")
 
 
 def endpoint_text(endpoint: Endpoint) -> str:
@@ -118,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {role}: {endpoint_text(Endpoint.from_env(role))}")
     if not frame.empty:
         print(frame.to_string(index=False))
+        print(cost_text(frame))
     print(source)
 
 
