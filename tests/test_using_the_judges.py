@@ -80,6 +80,25 @@ def test_model_steps_generate_a_rubrics_steps_once_and_then_read_them(tmp_path):
     assert "Clarity (1-5) - how easy" in fake.requests[0]["messages"][0]["content"]
 
 
+def test_a_rubric_of_ones_own_scores_in_one_call_with_its_steps_written_once(tmp_path):
+    rubric = geval.Rubric("Clarity", (1, 5), geval.SUMMARY_TASK_INTRO, "how easy the summary is to follow.",
+                          steps_folder=tmp_path / "steps", reasons=True)
+
+    def is_form(body):
+        return any("Evaluation Form" in m["content"] for m in body["messages"])
+
+    def responder(body, n):
+        return (Reply('{"score": 4, "reason": "clear and short"}', logprobs=digit_logprobs({4: 0.5, 5: 0.5}))
+                if is_form(body) else Reply(STEPS))
+
+    with FakeOpenAI(responder) as fake:
+        results = rubric.score(gateway_for(fake, tmp_path), [JudgeItem("src", "out one"), JudgeItem("src", "two")])
+        rubric.score(gateway_for(fake, tmp_path), [JudgeItem("src", "three")])
+    assert (tmp_path / "steps" / "Clarity.txt").read_text() == STEPS + "\n"
+    assert sum(not is_form(r) for r in fake.requests) == 1  # the later call read the steps the first one wrote
+    assert [(r.score, r.reason) for r in results] == [(4.5, "clear and short")] * 2
+
+
 def four_point(tmp_path) -> list[relevance.Judgment]:
     probs = {0: 0.1, 1: 0.1, 2: 0.2, 3: 0.6}
     with FakeOpenAI(always('{"grade": 3}', logprobs=digit_logprobs(probs))) as fake:
@@ -179,7 +198,7 @@ def guide_code() -> str:
 
 def test_the_guides_python_runs_on_an_openai_compatible_endpoint(tmp_path):
     code = guide_code()
-    assert "with Gateway.from_env(" in code and "FrozenChoice.load(" in code and "model_steps(" in code
+    assert "with Gateway.from_env(" in code and "FrozenChoice.load(" in code and "steps_folder=" in code
     with FakeOpenAI(some_judge, keep_alive=True) as fake:
         done = run_script(code, fake.base_url, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -58,7 +58,9 @@ class Rubric:
     its ``construct`` is what the criteria ask (the criteria themselves unless given) and its scale the interval
     between its points (the score is probability-weighted). With ``reasons`` the form asks for a one-sentence
     reason after the score, in the same answer: the score token is still read first, at the prefilled position,
-    so the reason cannot move the score (the metrics of the G-Eval specification return ``{score, reason}``)."""
+    so the reason cannot move the score (the metrics of the G-Eval specification return ``{score, reason}``).
+    ``steps_folder``: for a rubric of one's own, where :meth:`score` keeps the model's evaluation steps
+    (:func:`model_steps`: written on the first call, read on every later one); without it, the study's steps."""
 
     name: str
     points: tuple[int, int]
@@ -69,6 +71,7 @@ class Rubric:
     construct: str = ""
     aliases: tuple[str, ...] = ()
     reasons: bool = False
+    steps_folder: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.construct:
@@ -96,10 +99,14 @@ class Rubric:
         return CITATION
 
     def score(self, gateway: Gateway | None, items: Sequence[JudgeItem], **options: Any) -> list[metrics.Result]:
-        """:func:`geval` with the study's evaluation steps unless ``steps=`` is given (and ``n_samples=``)."""
+        """Each item's :class:`lib.metrics.Result` (score and reason, or the failure) by :func:`geval`, with the
+        evaluation steps given as ``steps=``, else the model's steps in :attr:`steps_folder` when the rubric has one,
+        else the study's (and ``n_samples=``, ``reasons=``)."""
         judge = metrics.judge_gateway(gateway, self.name)
         steps = options.pop("steps", None)
-        steps = evaluation_steps(self, "study") if steps is None else steps
+        if steps is None:
+            steps = (evaluation_steps(self, "study") if self.steps_folder is None
+                     else model_steps(self, judge, self.steps_folder))
         return metrics.checked(self, [r.result() for r in geval(judge, items, self, steps, **options)], len(items))
 
 
