@@ -71,6 +71,22 @@ def test_missing_values_show_a_dash_and_progress_bars_are_dropped() -> None:
         "text/html"]
 
 
+def test_long_decimals_are_shortened_and_an_index_of_row_numbers_is_dropped() -> None:
+    assert [book.short_number(x) for x in ("0.006944", "-0.029630", "0.000042", "12.345678", "0.500000")] == [
+        "0.00694", "-0.0296", "4.2e-05", "12.35", "0.5"]
+    numbered = ('<table class="dataframe"><thead><tr><th></th><th>a</th></tr></thead><tbody>'
+                '<tr><th>0</th><td>0.123456</td></tr><tr><th>1</th><td>0.42</td></tr></tbody></table>')
+    cell = new_code_cell("x", outputs=[new_output("display_data", data={"text/html": numbered, "text/plain": "t"})])
+    book.tidy_outputs(cell)
+    assert cell.outputs[0].data["text/html"] == (
+        '<table class="dataframe"><thead><tr><th>a</th></tr></thead><tbody>'
+        '<tr><td>0.123</td></tr><tr><td>0.42</td></tr></tbody></table>')
+    labelled = numbered.replace("<th>0</th>", "<th>ToneEmpathy</th>")  # a row label stays
+    assert book.without_row_numbers(labelled) == labelled
+    skipping = numbered.replace("<th>1</th>", "<th>2</th>")  # a filtered frame's numbers say which rows
+    assert book.without_row_numbers(skipping) == skipping
+
+
 def test_untitled_figure_and_cell_without_figure() -> None:
     assert book.figure_title(new_code_cell("x")) is None
     cell = new_code_cell("x", outputs=[new_output("display_data", data={book.PLOTLY_MIME: {"data": []}})])

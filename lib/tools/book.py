@@ -52,6 +52,8 @@ CSS = (".cell_output table.dataframe { display: block; overflow-x: auto; max-wid
        "#what-the-study-found table td:last-child { min-width: 17em; }\n")
 MISSING_CELL = re.compile(r"<td>(?:NaN|nan|&lt;NA&gt;|None|NaT)</td>")
 PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|.*$\n?", re.MULTILINE)  # a tqdm progress bar's line
+LONG_DECIMAL = re.compile(r"<td>(-?\d+\.\d{4,})</td>")  # pandas' 6 decimals, more than a reader can use
+ROW_NUMBER = re.compile(r"(<tr>\s*)<th>(\d+)</th>")
 PARAMETER_TAGS = ("parameters", "injected-parameters")
 # Built files the offline site does not need: Sphinx's state for incremental builds and its config hash, copies of
 # the sources, the theme's source maps (for its developers' tools) and Sphinx's translations of its scripts into
@@ -138,9 +140,28 @@ def load_plotly(cell: nbformat.NotebookNode) -> None:
             return
 
 
+def short_number(text: str) -> str:
+    """A table's number as the book shows it: 2 decimals from 1 up, 3 significant digits below (0.00694, -0.0296;
+    4.2e-05 for what is smaller still)."""
+    value = float(text)
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+
+
+def without_row_numbers(html: str) -> str:
+    """A pandas table without its index column when the index is only row numbers (0, 1, 2, … under an empty
+    header): the first column is then the row label the reader needs. A named or labelled index is kept."""
+    head, _, body = html.partition("<tbody>")
+    numbers = [int(n) for _, n in ROW_NUMBER.findall(body)]
+    if (head.count("<tr") != 1 or "<th></th>" not in head or not numbers
+            or numbers != list(range(len(numbers))) or body.count("<tr") != len(numbers)):
+        return html
+    return head.replace("<th></th>", "", 1) + "<tbody>" + ROW_NUMBER.sub(r"\1", body)
+
+
 def tidy_outputs(cell: nbformat.NotebookNode) -> None:
     """What a reader of the book does not need from a code cell's outputs: a table cell for a missing value shows
-    "—" (the table's note or the prose says why it is missing), and progress bars are dropped (an output left
+    "—" (the table's note or the prose says why it is missing), long decimals are shortened (:func:`short_number`),
+    an index of row numbers is dropped (:func:`without_row_numbers`), and progress bars are dropped (an output left
     empty goes with them)."""
     kept = []
     for output in cell.get("outputs", []):
@@ -150,7 +171,9 @@ def tidy_outputs(cell: nbformat.NotebookNode) -> None:
                 continue
         html = output.get("data", {}).get("text/html")
         if html is not None and 'class="dataframe"' in "".join(html):
-            output["data"]["text/html"] = MISSING_CELL.sub("<td>—</td>", "".join(html))
+            table = MISSING_CELL.sub("<td>—</td>", "".join(html))
+            table = LONG_DECIMAL.sub(lambda m: f"<td>{short_number(m.group(1))}</td>", table)
+            output["data"]["text/html"] = without_row_numbers(table)
         kept.append(output)
     cell["outputs"] = kept
 
