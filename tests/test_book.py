@@ -45,6 +45,9 @@ def test_a_chapter_in_the_book_has_code_folded_parameters_listed_and_figures_cap
     assert len({cell.id for cell in chapter.cells}) == len(chapter.cells)
     assert "hide-input" not in notebook.cells[1].metadata.tags  # the executed notebook itself is untouched
     nbformat.validate(chapter)
+    briefed = book.book_chapter(notebook, 3, "**In brief.** It sees.")
+    assert briefed.cells[1].source == "**In brief.** It sees." and briefed.cells[2:] == chapter.cells[1:]
+    nbformat.validate(briefed)
 
 
 def test_only_the_first_figure_of_a_page_loads_plotly() -> None:

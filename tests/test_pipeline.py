@@ -213,6 +213,25 @@ def test_front_page(tmp_path: Path) -> None:
     assert matrix_rows["CulturalSensitivity"][2:] == ["0", f"{verdicts.NO_VERDICT_YET} |"]
 
 
+def test_a_chapters_in_brief_has_its_headline_its_counts_and_its_other_confirmatory_verdicts(tmp_path: Path) -> None:
+    claim = verdicts.Claim("known answer", 0.5, margin=0.1)
+    primary = verdicts.verdict("03", "primary", "judge", "sees tone", claim, "AUC", 0.9, 0.8, 0.95, "entries", 12,
+                               "t", primary=True, confirmatory=True, depends_on=["03.caveat"])
+    caveat = verdicts.verdict("03", "caveat", "judge", "sees values", claim, "AUC", 0.55, 0.4, 0.7, "entries", 12, "t",
+                              confirmatory=True)
+    other = verdicts.verdict("03", "other", "rule", "sees shame", claim, "AUC", 1.0, 1.0, 1.0, "entries", 12, "t",
+                             confirmatory=True, by_construction=True)
+    elsewhere = verdicts.verdict("05", "x", "judge", "sees", claim, "AUC", 0.9, 0.8, 0.95, "topics", 10, "t")
+    assert front_page.in_brief("03_judge_labeling", tmp_path) is None  # no verdicts table yet
+    verdicts.frame([primary, caveat, other, elsewhere]).to_parquet(tmp_path / "verdicts.parquet")
+    text = front_page.in_brief("03_judge_labeling", tmp_path)
+    assert text.startswith("**In brief.** " + front_page.headline("03_judge_labeling", tmp_path))
+    assert "records 3 verdicts (2 sees, 1 undetermined; 3 confirmatory; 1 by construction)" in text
+    # the caveat is already in the headline: only the other confirmatory verdict is listed
+    assert text.endswith("\n\n* rule — sees shame: **sees**; AUC 1.00 (1.00–1.00, 12 entries)")
+    assert front_page.in_brief("04_ndcg_analysis", tmp_path) is None
+
+
 def test_front_page_seed_matrix_names_rows_of_no_seed_system_and_needs_no_table(tmp_path: Path) -> None:
     before = front_page.seed_matrix(tmp_path)  # no chapter has run: every seed system, none with a verdict
     assert before.count(verdicts.NO_VERDICT_YET) == len(verdicts.SEED_SYSTEMS) and "Not in the matrix" not in before

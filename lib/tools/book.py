@@ -18,6 +18,8 @@ are; only the book's copies change):
 * **plotly.js once, where a figure is**: the figures' HTML carries no plotly.js (:func:`lib.plots.show`); the book
   ships one copy from the installed plotly package as a static file, loaded by the pages that show a figure
   (:func:`load_plotly`), before their first one.
+* **In brief**: after each chapter's title, its headline, its verdicts counted by outcome and its confirmatory
+  verdicts, from the ``verdicts`` table (:func:`lib.tools.front_page.in_brief`).
 * **The front page** (:mod:`lib.tools.front_page`) is the book's first page, with each chapter's primary verdict,
   the seed systems against their verdicts and every verdict of the study.
 
@@ -178,12 +180,15 @@ def tidy_outputs(cell: nbformat.NotebookNode) -> None:
     cell["outputs"] = kept
 
 
-def book_chapter(notebook: nbformat.NotebookNode, number: int) -> nbformat.NotebookNode:
+def book_chapter(notebook: nbformat.NotebookNode, number: int, brief: str | None = None) -> nbformat.NotebookNode:
     """The book's copy of an executed notebook: code folded, parameters listed, figures captioned (see the
-    module docstring). ``number`` is the chapter's number, which figure captions carry."""
+    module docstring), and ``brief`` (the chapter's "in brief", :func:`lib.tools.front_page.in_brief`) after its
+    title cell. ``number`` is the chapter's number, which figure captions carry."""
     chapter = nbformat.from_dict(json.loads(json.dumps(notebook)))  # a deep copy
     cells, figures = [], 0
-    for cell in chapter.cells:
+    for index, cell in enumerate(chapter.cells):
+        if index == 1 and brief is not None:
+            cells.append(nbformat.v4.new_markdown_cell(brief, id=f"{chapter.cells[0].id}-brief"))
         if cell.cell_type == "code":
             tags = list(cell.metadata.get("tags", []))
             if "parameters" in tags:
@@ -217,7 +222,8 @@ def assemble(chapters: list[str], notebooks: Path, executed: Path, tables: Path,
                                      encoding="utf-8")
     for chapter in built:
         notebook = nbformat.read(executed / f"{chapter}.ipynb", as_version=4)
-        nbformat.write(book_chapter(notebook, int(chapter[:2])), source / f"{chapter}.ipynb")
+        nbformat.write(book_chapter(notebook, int(chapter[:2]), front_page.in_brief(chapter, tables)),
+                       source / f"{chapter}.ipynb")
     static = source / "_static"
     static.mkdir()
     (static / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")

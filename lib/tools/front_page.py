@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from lib import verdicts
+from lib.analysis.text import count_text
 from lib.verdicts import Verdict
 
 TITLE = "LLM-as-judge evaluation for conversational assistants — a reproducible study"
@@ -97,6 +98,29 @@ def headline(chapter: str, tables: Path) -> str:
         return markdown_text(bookkeeping(TableFolder(tables)))
     except KeyError as missing:
         return f"*{NO_HEADLINE} (missing table: {missing.args[0]})*"
+
+
+def in_brief(chapter: str, tables: Path) -> str | None:
+    """A chapter's "in brief" for the top of its page: its headline (:func:`headline`: the primary verdict and the
+    verdicts it depends on), how many verdicts it records by outcome, and each other confirmatory one in brief
+    (:func:`lib.verdicts.brief`); None when the chapter has recorded no verdict."""
+    path = tables / "verdicts.parquet"
+    rows = [shown(v) for v in (verdicts.records(pd.read_parquet(path)) if path.exists() else [])
+            if v.chapter == chapter[:2]]
+    if not rows:
+        return None
+    counts = ", ".join(f"{n} {word}" for word in verdicts.VERDICTS if (n := sum(v.verdict == word for v in rows)))
+    flagged = {"confirmatory": sum(v.confirmatory for v in rows), "by construction": sum(v.by_construction
+                                                                                          for v in rows)}
+    flags = "; ".join(f"{n} {name}" for name, n in flagged.items() if n)
+    in_headline = {key for v in rows if v.primary for key in (v.key, *v.depends_on)}
+    confirmatory = [f"* {v.system} — {verdicts.brief(v)}" for v in rows
+                    if v.confirmatory and v.key not in in_headline]
+    return "\n".join([f"**In brief.** {headline(chapter, tables)}", "",
+                      f"This chapter records {count_text(len(rows), 'verdict')} "
+                      f"({counts}{'; ' + flags if flags else ''}); each is listed under Verdicts at its end."
+                      + (" Its other confirmatory verdicts:" if confirmatory else ""),
+                      *(["", *confirmatory] if confirmatory else [])])
 
 
 def verdict_table(tables: Path) -> str:
