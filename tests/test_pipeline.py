@@ -225,7 +225,7 @@ def test_a_chapters_in_brief_has_its_headline_its_counts_and_its_other_confirmat
     assert front_page.in_brief("03_judge_labeling", tmp_path) is None  # no verdicts table yet
     verdicts.frame([primary, caveat, other, elsewhere]).to_parquet(tmp_path / "verdicts.parquet")
     text = front_page.in_brief("03_judge_labeling", tmp_path)
-    assert text.startswith("**In brief.** " + front_page.headline("03_judge_labeling", tmp_path))
+    assert text is not None and text.startswith("**In brief.** " + front_page.headline("03_judge_labeling", tmp_path))
     assert "records 3 verdicts (2 sees, 1 undetermined; 3 confirmatory; 1 by construction)" in text
     # the caveat is already in the headline: only the other confirmatory verdict is listed
     assert text.endswith("\n\n* rule — sees shame: **sees**; AUC 1.00 (1.00–1.00, 12 entries)")
