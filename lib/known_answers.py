@@ -229,19 +229,33 @@ def ranker_scores(pools: Sequence[rankers.Pool], distractors: pd.DataFrame,
     """Every ranker's score of each pool's real candidates and of its entry's distractors, scored together as one
     extended pool but never ranked (schema ``lib.tables.SCHEMAS['known_answer_scores']``). Each ranker scores a
     candidate from the candidate alone (with its entry and persona), so the distractors do not change the real
-    candidates' scores, except the random ranker's draws."""
-    rows = []
+    candidates' scores, except the random ranker's draws.
+
+    The distractors of all pools are embedded in one call and grouped by entry once: a batch moves a vector in its
+    last bits only (padding changes the matrix shapes), far below the rounding of every cosine
+    (:func:`lib.embeddings.similarity`), so the scores are the same bytes as with one call per pool."""
+    columns = ["ranker", "run", "entry_id", "item_id", "kind", "score"]
+    if not pools or not ranker_runs:
+        return pd.DataFrame(columns=columns)
+    scored_distractors = distractors[distractors.entry_id.isin({pool.entry_id for pool in pools})]
+    scored_distractors = scored_distractors.rename(columns={"distractor_id": "candidate_id"}).reset_index(drop=True)
+    vectors = embed(scored_distractors.nudge_text.tolist()) if len(scored_distractors) else np.zeros((0, 0))
+    by_entry = scored_distractors.groupby("entry_id", sort=False).indices
+    names = np.array([ranker.name for ranker, _ in ranker_runs], dtype=object)
+    runs = np.array([run for _, run in ranker_runs], dtype=np.int64)
+    frames = []
     for pool in pools:
-        extra = distractors[distractors.entry_id == pool.entry_id].rename(columns={"distractor_id": "candidate_id"})
-        extended = pd.concat([pool.candidates.assign(kind="real"), extra], ignore_index=True)
-        vectors = np.vstack([pool.vectors, embed(extra.nudge_text.tolist())]) if len(extra) else pool.vectors
-        scored = rankers.Pool(pool.entry_id, pool.entry_vector, pool.category, pool.persona, extended, vectors)
-        for ranker, run in ranker_runs:
-            rows += [{"ranker": ranker.name, "run": run, "entry_id": pool.entry_id, "item_id": item, "kind": kind,
-                      "score": float(score)}
-                     for item, kind, score in zip(extended.candidate_id, extended.kind, ranker.scores(scored),
-                                                  strict=True)]
-    return pd.DataFrame(rows, columns=["ranker", "run", "entry_id", "item_id", "kind", "score"])
+        rows = by_entry.get(pool.entry_id, np.zeros(0, dtype=int))
+        extended = pd.concat([pool.candidates.assign(kind="real"), scored_distractors.iloc[rows]], ignore_index=True)
+        scored = rankers.Pool(pool.entry_id, pool.entry_vector, pool.category, pool.persona, extended,
+                              np.vstack([pool.vectors, vectors[rows]]) if len(rows) else pool.vectors)
+        items = len(extended)
+        frames.append(pd.DataFrame({
+            "ranker": np.repeat(names, items), "run": np.repeat(runs, items), "entry_id": pool.entry_id,
+            "item_id": np.tile(extended.candidate_id.to_numpy(dtype=object), len(ranker_runs)),
+            "kind": np.tile(extended.kind.to_numpy(dtype=object), len(ranker_runs)),
+            "score": np.concatenate([np.asarray(ranker.scores(scored), dtype=float) for ranker, _ in ranker_runs])}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def with_value_component(scores: pd.DataFrame, alpha: float, system: str = "value_aware",

@@ -212,23 +212,82 @@ def rank_all(pools: list[Pool], rankers: list[tuple[Ranker, int]], tie_seed: int
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def pool_taus(rankings: pd.DataFrame, ranker_a: str, ranker_b: str, run_a: int = 0, run_b: int = 0) -> np.ndarray:
-    """Kendall's τ-b between two (ranker, run) rankings of the same pool, one value per pool of ≥ 2 candidates
-    (in entry-id order). τ-b = (C − D) / √((C + D + T_a)(C + D + T_b)) over candidate pairs (concordant C,
-    discordant D, ties T; Kendall 1945), via scipy.stats.kendalltau."""
-    from scipy.stats import kendalltau
+def kendall_tau_b(x: np.ndarray, y: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b (Kendall 1945) of every row of two pools × slots matrices, over the slots ``present`` in that
+    row (a pool's candidates; the other slots are padding and may hold anything):
 
-    a = rankings[(rankings.ranker == ranker_a) & (rankings.run == run_a)]
-    b = rankings[(rankings.ranker == ranker_b) & (rankings.run == run_b)]
-    merged = a.merge(b, on=["entry_id", "candidate_id"], suffixes=("_a", "_b"))
-    return np.array([kendalltau(g.rank_a, g.rank_b).statistic for _, g in merged.groupby("entry_id") if len(g) >= 2])
+        τ_b = (C − D) / √(n₀ − n_x) / √(n₀ − n_y),
+
+    with C − D = Σ_{i<j} sgn(x_i − x_j)·sgn(y_i − y_j) over the n₀ = n(n−1)/2 pairs of present slots, n_x and n_y
+    the pairs tied in x and in y (so n₀ − n_x counts the pairs x orders). Ties shrink the denominator, not only the
+    numerator as in τ-a = (C − D) / n₀. This is ``scipy.stats.kendalltau``'s default (variant 'b'), computed as it
+    does: the same integers, divided in the same order, clipped to [−1, 1]; NaN for a row whose x or y orders no pair
+    (fewer than 2 present slots, or all tied) or holds a NaN among its present slots (scipy's nan_policy
+    'propagate'). Comparisons rather than differences, so −∞ ties −∞ as in scipy."""
+    x, y, present = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(present, dtype=bool)
+    pairs = present[:, :, None] & present[:, None, :] & np.triu(np.ones((x.shape[1],) * 2, dtype=bool), k=1)
+
+    def signs(v: np.ndarray) -> np.ndarray:
+        return (v[:, :, None] > v[:, None, :]).astype(np.int64) - (v[:, :, None] < v[:, None, :])
+
+    sx, sy = signs(x), signs(y)
+    con_minus_dis = (sx * sy * pairs).sum(axis=(1, 2))
+    ordered_x, ordered_y = ((sx != 0) & pairs).sum(axis=(1, 2)), ((sy != 0) & pairs).sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = con_minus_dis / np.sqrt(ordered_x.astype(float)) / np.sqrt(ordered_y.astype(float))
+    undefined = (ordered_x == 0) | (ordered_y == 0) | ((np.isnan(x) | np.isnan(y)) & present).any(axis=1)
+    return np.where(undefined, np.nan, np.clip(tau, -1.0, 1.0))
+
+
+@dataclass(frozen=True)
+class PoolRanks:
+    """Every (ranker, run) of a rankings table as one array: ``ranks[k, p, s]`` is the rank run ``runs[(ranker,
+    run)] = k`` gives the candidate in slot s of pool p (pools in entry-id order, a pool's candidates in the order
+    they first appear), ``present`` marks the slots that run ranked."""
+
+    runs: dict[tuple[str, int], int]
+    ranks: np.ndarray
+    present: np.ndarray
+
+    @classmethod
+    def of(cls, rankings: pd.DataFrame) -> PoolRanks:
+        if rankings.duplicated(["ranker", "run", "entry_id", "candidate_id"]).any():
+            raise ValueError("a run ranks a candidate twice")
+        pool, _ = pd.factorize(rankings.entry_id, sort=True)
+        candidate, candidates = pd.factorize(pd.MultiIndex.from_arrays([rankings.entry_id, rankings.candidate_id]))
+        slot_of = pd.Series(candidates.get_level_values(0)).groupby(candidates.get_level_values(0)).cumcount()
+        slot = slot_of.to_numpy()[candidate]
+        run, runs = pd.factorize(pd.MultiIndex.from_arrays([rankings.ranker, rankings.run]))
+        shape = (len(runs), pool.max(initial=-1) + 1, slot.max(initial=-1) + 1)
+        ranks, present = np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+        ranks[run, pool, slot] = rankings["rank"].to_numpy(dtype=float)
+        present[run, pool, slot] = True
+        return cls({(r, int(n)): k for k, (r, n) in enumerate(runs)}, ranks, present)
+
+    def taus(self, a: tuple[str, int], b: tuple[str, int]) -> np.ndarray:
+        """:func:`kendall_tau_b` of runs a and b on each pool where both rank ≥ 2 of the same candidates, in
+        entry-id order (empty when either run is missing)."""
+        if a not in self.runs or b not in self.runs:
+            return np.zeros(0)
+        present = self.present[self.runs[a]] & self.present[self.runs[b]]
+        kept = present.sum(axis=1) >= 2
+        return kendall_tau_b(self.ranks[self.runs[a]][kept], self.ranks[self.runs[b]][kept], present[kept])
+
+
+def pool_taus(rankings: pd.DataFrame, ranker_a: str, ranker_b: str, run_a: int = 0, run_b: int = 0) -> np.ndarray:
+    """Kendall's τ-b (:func:`kendall_tau_b`) between two (ranker, run) rankings of the same pool, one value per
+    pool where both rank ≥ 2 of the same candidates (in entry-id order)."""
+    return PoolRanks.of(rankings).taus((ranker_a, run_a), (ranker_b, run_b))
+
+
+def _mean_over_pools(taus: np.ndarray) -> tuple[float, int]:
+    return (float(np.mean(taus)) if taus.size else float("nan")), int(taus.size)
 
 
 def mean_kendall_tau(rankings: pd.DataFrame, ranker_a: str, ranker_b: str, run_a: int = 0, run_b: int = 0
                      ) -> tuple[float, int]:
     """Mean over pools of :func:`pool_taus`; returns (τ̄, number of pools)."""
-    taus = pool_taus(rankings, ranker_a, ranker_b, run_a, run_b)
-    return (float(np.mean(taus)) if taus.size else float("nan")), int(taus.size)
+    return _mean_over_pools(pool_taus(rankings, ranker_a, ranker_b, run_a, run_b))
 
 
 def kendall_tau_table(rankings: pd.DataFrame, rankers: Sequence[str] = RANKER_ORDER) -> pd.DataFrame:
@@ -241,8 +300,11 @@ def kendall_tau_table(rankings: pd.DataFrame, rankers: Sequence[str] = RANKER_OR
     * ``sd_over_runs`` — sample sd (ddof 1) of the per-run-pair means, i.e. the spread over seeds, not over
       seed averages; NaN for a single run pair;
     * ``run_pairs`` and ``pools`` (pools per run pair).
+
+    The rankings are laid out once (:class:`PoolRanks`) and each run pair's τ-b computed over all pools at once.
     """
-    runs = {m: sorted(rankings.loc[rankings.ranker == m, "run"].unique()) for m in rankers}
+    laid_out = PoolRanks.of(rankings[rankings.ranker.isin(rankers)])
+    runs = {m: sorted(n for r, n in laid_out.runs if r == m) for m in rankers}
     rows = []
     for a in rankers:
         for b in rankers:
@@ -250,7 +312,7 @@ def kendall_tau_table(rankings: pd.DataFrame, rankers: Sequence[str] = RANKER_OR
                 pairs = [(r, s) for i, r in enumerate(runs[a]) for s in runs[a][i + 1:]]
             else:
                 pairs = [(r, s) for r in runs[a] for s in runs[b]]
-            means = [mean_kendall_tau(rankings, a, b, r, s) for r, s in pairs]
+            means = [_mean_over_pools(laid_out.taus((a, r), (b, s))) for r, s in pairs]
             values = np.array([m for m, _ in means])
             rows.append({"ranker_a": a, "ranker_b": b, "tau": float(values.mean()) if values.size else np.nan,
                          "sd_over_runs": float(values.std(ddof=1)) if values.size > 1 else np.nan,

@@ -2,6 +2,8 @@
 per-entry AUC of real over distractor against hand counts."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -120,6 +122,77 @@ def test_ranker_scores_score_distractors_beside_the_pool_without_changing_it():
     assert scores.score.tolist() == [1.0, 1.0, 1.0, 0.0]
     table = known_answers.ranker_discrimination(scores, seed=0, n_resamples=200)
     assert table[["ranker", "kind", "auc", "ci_over"]].values.tolist() == [["embedding", "off_topic", 1.0, "1 entries"]]
+
+
+def test_ranker_scores_embed_the_distractors_of_every_pool_in_one_call():
+    from lib import rankers
+
+    calls = []
+
+    def embed(texts):  # a text about entry 0 points along x, anything else along y
+        calls.append(list(texts))
+        return np.array([[1.0, 0.0] if "entry 0" in t else [0.0, 1.0] for t in texts])
+
+    pool = candidates(3).assign(confidence=0.5)
+    pools = [rankers.Pool(e, np.array([1.0, 0.0]), "insight", design.PERSONAS_BY_ID["caregiver"],
+                          g[["candidate_id", "position", "nudge_text", "confidence"]].reset_index(drop=True),
+                          embed(g.nudge_text.tolist()))
+             for e, g in pool.groupby("entry_id")]
+    # e00 has two distractors, e01 none, e02 one; e09 has no pool, so its distractor is not embedded
+    distractors = pd.DataFrame({"entry_id": ["e00", "e09", "e02", "e00"],
+                                "distractor_id": ["e00/off_topic", "e09/tone", "e02/tone", "e00/tone"],
+                                "kind": ["off_topic", "tone", "tone", "tone"], "persona_id": "caregiver",
+                                "source_candidate_id": ["e02/c0", "e09/c0", "e02/c0", "e00/c0"],
+                                "nudge_text": ["about entry 2", "about entry 9", "no, entry 2", "no, entry 0"],
+                                "position": 0, "confidence": 0.5})
+    runs: list[tuple[rankers.Ranker, int]] = [(rankers.EmbeddingSimilarityRanker(), 0),
+                                              (rankers.RandomRanker(seed=3), 3)]
+    calls.clear()
+    scores = known_answers.ranker_scores(pools, distractors, runs, embed)
+    assert calls == [["about entry 2", "no, entry 2", "no, entry 0"]]
+    per_pool = pd.concat([known_answers.ranker_scores([p], distractors, runs, embed) for p in pools],
+                         ignore_index=True)
+    pd.testing.assert_frame_equal(scores, per_pool, check_exact=True)
+    e00 = scores[(scores.entry_id == "e00") & (scores.ranker == "embedding")]
+    assert e00.item_id.tolist() == ["e00/c0", "e00/c1", "e00/c2", "e00/off_topic", "e00/tone"]
+    assert e00.score.tolist() == [1.0, 1.0, 1.0, 0.0, 1.0]
+    assert scores[scores.entry_id == "e01"].kind.eq("real").all() and len(scores) == 2 * (5 + 3 + 4)
+    assert scores.run.tolist()[:5] == [0] * 5 and scores.run.tolist()[5:10] == [3] * 5
+    assert known_answers.ranker_scores(pools, distractors, [], embed).empty
+
+
+def test_one_batched_call_scores_the_committed_entries_as_one_call_per_entry_does_with_real_minilm():
+    """The committed run's pools and distractors with the real MiniLM: the batch moves the distractors' vectors in
+    their last bits only (far below the 1e-5 rounding of every cosine), and the known-answer scores are the same
+    bytes as with one embedding call per entry (the former way)."""
+    from lib import rankers
+    from lib.embeddings import embed
+
+    calls: list[tuple[list[str], np.ndarray]] = []
+
+    def recorded(texts):
+        vectors = embed(texts)
+        calls.append((list(texts), vectors))
+        return vectors
+
+    entries = tables.read_table("entries")
+    pools = rankers.build_pools(entries, nudges.pool_candidates(tables.read_table("candidates"), "drop"), embed)
+    runs = rankers.study_rankers(pools, embed, n_random_seeds=2, alpha=0.5)
+    distractors = tables.read_table("distractors")
+    batched = known_answers.ranker_scores(pools, distractors, runs, recorded)
+    per_entry = pd.concat([known_answers.ranker_scores([p], distractors, runs, recorded) for p in pools],
+                          ignore_index=True)
+    assert len(calls) == 1 + len(pools) and len(calls[0][0]) == len(distractors) > len(calls[1][0])
+    batch_vectors = dict(zip(calls[0][0], calls[0][1], strict=True))
+    moved = max(float(np.abs(batch_vectors[t] - v).max()) for texts, vectors in calls[1:]
+                for t, v in zip(texts, vectors, strict=True))
+    assert moved < 1e-12
+    buffers = []
+    for frame in (batched, per_entry):
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        buffers.append(buffer.getvalue())
+    assert buffers[0] == buffers[1]
 
 
 def test_the_value_component_is_recovered_from_the_system_and_embedding_scores():

@@ -216,6 +216,83 @@ def test_kendall_tau_table_averages_over_all_random_seeds():
     assert matrix.loc["generator_order", "random"] == pytest.approx(row.tau)
 
 
+def _scipy_tau_b(x, y) -> float:
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(x, y).statistic)
+
+
+def test_kendall_tau_b_divides_by_the_pairs_each_side_orders_not_by_all_pairs():
+    # x 1 1 2, y 1 2 3: pairs (0,1) tied in x, (0,2) and (1,2) concordant -> C − D = 2 over 3 pairs.
+    # τ-b = 2 / √(2·3) ≈ 0.816; τ-a (ties left in the denominator) would be 2/3.
+    tau = rankers.kendall_tau_b(np.array([[1.0, 1.0, 2.0]]), np.array([[1.0, 2.0, 3.0]]), np.ones((1, 3), bool))
+    assert tau[0] == pytest.approx(2 / np.sqrt(6)) and tau[0] != pytest.approx(2 / 3)
+    assert tau[0] == _scipy_tau_b([1, 1, 2], [1, 2, 3])
+
+
+def test_kendall_tau_b_equals_scipy_on_random_pools_with_ties():
+    """Pools of 0–8 candidates padded to 8 slots, x from 2–4 levels (many ties, some pools all tied), y with fewer
+    ties, −∞ (a failed candidate) in x and NaN in y; the padding holds junk that must be ignored."""
+    rng = np.random.default_rng(0)
+    pools, slots = 400, 8
+    levels = rng.integers(2, 5, size=(pools, 1))
+    x = rng.integers(0, 4, size=(pools, slots)) % levels
+    y = rng.integers(0, 4, size=(pools, slots)) % levels + rng.random((pools, slots)).round(1)
+    x, y = x.astype(float), y.astype(float)
+    x[rng.random((pools, slots)) < 0.05] = -np.inf
+    y[rng.random((pools, slots)) < 0.01] = np.nan
+    sizes = rng.integers(0, slots + 1, size=pools)
+    present = np.arange(slots)[None, :] < sizes[:, None]
+    padded_x = np.where(present, x, rng.random((pools, slots)))
+    taus = rankers.kendall_tau_b(padded_x, y, present)
+    expected = np.array([_scipy_tau_b(x[i, :n], y[i, :n]) if n > 1 else np.nan for i, n in enumerate(sizes)])
+    assert np.array_equal(np.isnan(taus), np.isnan(expected))
+    assert np.isnan(expected).sum() > 10 and (np.isfinite(expected) & (np.abs(expected) < 1)).sum() > 200
+    assert np.nanmax(np.abs(taus - expected)) <= 1e-12
+    # The control: τ-a = (C − D) / (n(n−1)/2) differs from these values on most pools, so ties are exercised.
+    def signs(v):
+        return (v[:, None] > v[None, :]).astype(int) - (v[:, None] < v[None, :])
+
+    tau_a = np.array([np.sum(signs(x[i, :n]) * signs(y[i, :n])) / (n * (n - 1)) if n > 1 else np.nan
+                      for i, n in enumerate(sizes)])
+    assert (np.abs(tau_a - expected) > 1e-6).sum() > 150
+
+
+def _scipy_pool_taus(rankings, a, b):
+    """The reference: merge two runs on (entry, candidate) and scipy's kendalltau per pool of ≥ 2 candidates."""
+    merged = (rankings[(rankings.ranker == a[0]) & (rankings.run == a[1])]
+              .merge(rankings[(rankings.ranker == b[0]) & (rankings.run == b[1])], on=["entry_id", "candidate_id"],
+                     suffixes=("_a", "_b")))
+    return np.array([_scipy_tau_b(g.rank_a, g.rank_b) for _, g in merged.groupby("entry_id") if len(g) >= 2])
+
+
+def test_kendall_tau_table_equals_scipy_on_the_committed_run():
+    from lib import tables
+
+    committed = tables.read_table("rankings")
+    laid_out = rankers.PoolRanks.of(committed)
+    for a in laid_out.runs:
+        for b in laid_out.runs:
+            expected = _scipy_pool_taus(committed, a, b)
+            assert laid_out.taus(a, b).shape == expected.shape
+            assert np.max(np.abs(laid_out.taus(a, b) - expected), initial=0.0) <= 1e-12
+    table = rankers.kendall_tau_table(committed).set_index(["ranker_a", "ranker_b"])
+    seeds = sorted(n for r, n in laid_out.runs if r == "random")
+    expected = np.mean([_scipy_pool_taus(committed, ("random", s), ("embedding", 0)).mean() for s in seeds])
+    assert table.loc[("random", "embedding"), "tau"] == pytest.approx(expected, abs=1e-12)
+    assert table.loc[("random", "embedding"), "run_pairs"] == len(seeds) > 1
+
+
+def test_pool_ranks_compare_only_the_candidates_both_runs_ranked():
+    # run b lacks candidate c of pool e and ranks pool f alone: e is compared on a, b (τ −1), f not at all
+    table = pd.concat([_ranking("generator_order", 0, "e", ["a", "b", "c"]), _ranking("embedding", 0, "e", ["b", "a"]),
+                       _ranking("generator_order", 0, "d", ["x"]), _ranking("embedding", 0, "f", ["y", "z"])])
+    assert rankers.pool_taus(table, "generator_order", "embedding").tolist() == [-1.0]
+    assert rankers.pool_taus(table, "generator_order", "self_confidence").size == 0
+    with pytest.raises(ValueError, match="ranks a candidate twice"):
+        rankers.PoolRanks.of(pd.concat([table, table]))
+
+
 def test_confidence_vs_generator_order_by_hand():
     candidates = pd.DataFrame({
         "entry_id": ["p"] * 4 + ["q"] * 3 + ["r"],
