@@ -200,7 +200,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "answer_relevance": "mean, 0–1: the answer against the query",
         "completeness": "mean, 0–1",
         "no_hallucination": "mean, 0–1",
-        "overall": "mean of the items' overall scores (each the mean of its five metrics); the target is 0.7",
+        "overall": "mean of the items' overall scores (each the mean of the metrics its judge measures: five for the "
+                   "monitor judge, two for a RAG triad); the target is 0.7",
         "control_limit": "the relative rule's limit for the day (lib.monitor.control_limit); null while the "
                          "baseline has fewer than 3 items",
         "degraded": "the day on which the broken release was served",

@@ -332,7 +332,8 @@ def test_release_differences_of_a_triad_leave_out_the_metrics_it_does_not_measur
 def test_earlier_outcomes_are_words_of_the_vocabulary_for_keys_the_chapter_states(found):
     from lib.verdicts import VERDICTS
     keys = {v.key for v in found.verdicts()}
-    assert set(ch05.EARLIER) <= keys and set(ch05.EARLIER.values()) <= set(VERDICTS)
+    for earlier in (ch05.EARLIER, ch05.BEFORE_THE_CUTS):
+        assert set(earlier) <= keys and set(earlier.values()) <= set(VERDICTS)
 
 
 # --- prose: formatters of a findings record --------------------------------------------------------------------------
@@ -399,14 +400,27 @@ def test_the_threshold_reading_of_automatic_nuggets_leaves_an_unread_p_vital_unl
     assert ch05.VITAL_AT not in ch05.creation_table({"q": auto}).columns
 
 
-def test_undecided_plans_size_the_rows_outside_their_band_from_their_own_interval():
+def test_next_run_sizes_follow_how_each_row_is_decided():
     from lib.verdicts import Claim, verdict
-    def row(key, estimate, low, high):
+
+    def row(key, estimate, low, high, **test):
         return verdict("05", key, "s", "c", Claim("known answer", 0.5, "higher", 0.1), "AUC", estimate, low, high,
-                       "topics", 10, "t")
-    outside, inside, decided = row("a", 0.75, 0.5, 0.95), row("b", 0.55, 0.3, 0.8), row("c", 0.95, 0.9, 1.0)
-    assert (outside.verdict, inside.verdict, decided.verdict) == ("undetermined", "undetermined", "sees")
-    (plan,) = ch05.undecided_plans([outside, inside, decided])
-    # SE = 0.45 / (2 · 1.96) = 0.1148; half-width 0.75 − 0.6 = 0.15: n = ⌈10 · (1.96 · 0.1148 / 0.15)²⌉ = 23
-    assert (plan.question, plan.unit, plan.units_have, plan.units_needed) == ("05.a", "topic", 10, 23)
-    assert plan.outcome == "undetermined" and not plan.reaches_precision
+                       "topics", 10, "t", **test)
+
+    outside, inside = row("out", 0.75, 0.5, 0.95), row("in", 0.55, 0.45, 0.8)
+    tested = row("test", 0.6, 0.4, 0.8, test="sign-flip", p=0.2, p_against=0.9)
+    decided = row("seen", 0.95, 0.9, 1.0)
+    assert (outside.verdict, inside.verdict, tested.verdict, decided.verdict) == ("undetermined",) * 3 + ("sees",)
+    sizes = ch05.next_run_sizes([outside, inside, tested, decided], {"05.test": 4}).set_index("row")
+    assert list(sizes.index) == ["05.out", "05.in", "05.test"]  # a decided row needs no next run
+    z, power = 1.959964, 0.841621
+    # interval clear of the threshold 0.5 (not of the band's edge 0.6): SE 0.45 / 2z, d 0.25
+    se = 0.45 / (2 * z)
+    assert sizes.loc["05.out", "units for power 0.8"] == np.ceil(10 * ((z + power) * se / 0.25) ** 2)
+    # inside the band: sized to fit in 0.5 ± 0.1, d = 0.1 − 0.05
+    assert sizes.loc["05.in", "decided by"] == "95% interval inside 0.5 ± 0.1"
+    assert sizes.loc["05.in", "units for power 0.8"] == np.ceil(10 * ((z + power) * (0.35 / (2 * z)) / 0.05) ** 2)
+    # a tested row at the first Holm step of 4: z_{1 − 0.05/4}
+    assert sizes.loc["05.test", "decided by"] == "one-sided test at α 0.05/4 (first Holm step)"
+    holm_first, se_tested = 2.241403, 0.4 / (2 * z)
+    assert sizes.loc["05.test", "units for power 0.8"] == np.ceil(10 * ((holm_first + power) * se_tested / 0.1) ** 2)

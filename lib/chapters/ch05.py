@@ -24,7 +24,7 @@ from lib import known_answers, monitor, rag, tables, triads, verdicts
 from lib import nuggets as nug
 from lib.analysis import calibration, validity
 from lib.analysis.comparisons import holm_both_directions
-from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_interval, units_for_t_test
+from lib.analysis.power import Plan, control_limit_power, items_for_control_limit, units_for_t_test
 from lib.analysis.stats import MIN_CI_UNITS, Interval, correlation_ci, nested_sample, sign_flip_test, unit_bootstrap
 from lib.analysis.text import count_text, interval_text, number_text
 from lib.llm.gateway import Gateway
@@ -34,7 +34,8 @@ from lib.verdicts import Claim, Verdict, verdict
 @dataclass(frozen=True)
 class LogDesign:
     """The simulated query log's calendar: the sampled topics fill ``per_day`` queries a day; the topics of the
-    degraded day are the ones evaluated nugget by nugget, and come back on the recheck day after the fix."""
+    degraded day (``nugget_qids``) are also answered without the notes, and come back on the recheck day after the
+    fix."""
     topics: list[str]
     days: list[str]
     per_day: int
@@ -54,7 +55,7 @@ def log_design(topics: Sequence[str], start_day: str, log_days: int, degraded_da
 
 
 def answer_requests(design: LogDesign, narrative: Mapping[str, str], notes: Mapping[str, list[str]]) -> pd.DataFrame:
-    """One request per topic with its notes, and one without notes per topic evaluated by nuggets."""
+    """One request per topic with its notes, and one without notes per topic of the degraded day."""
     return pd.DataFrame([{"qid": q, "variant": "with_context", "query": narrative[q], "notes": notes[q]}
                          for q in design.topics]
                         + [{"qid": q, "variant": "no_context", "query": narrative[q], "notes": None}
@@ -391,6 +392,20 @@ EARLIER: dict[str, str] = {
     "05.monitor.release.groundedness": "undetermined",  # +0.020, read beside the same sentence
 }
 
+# What commit 155ae75 (the last run before issue #35's budget cuts: two creation passes, the monitor's five-metric
+# judge) decided for the verdicts those cuts could move, by key.
+BEFORE_THE_CUTS: dict[str, str] = {
+    "05.primary": "undetermined",                         # 0.20, no interval (5 questions)
+    "05.alce.all.within": "undetermined",                 # 0.35, no interval (6 questions)
+    "05.alce.all.pooled": "holds",                        # 0.43 (0.10 to 0.65)
+    "05.alce.vital.pooled": "undetermined",               # 0.11 (−0.20 to 0.44)
+    "05.alce.importance.vital_questions": "holds",        # 0.92 (0.75 to 1.00)
+    "05.alce.importance.vital_questions.argmax": "fails",  # 0.17 (0.00 to 0.42)
+    "05.alce.vital_argmax.within": "undetermined",        # no question with a within ρ
+    "05.monitor.release.overall": "undetermined",         # +0.009, no interval (2 topics)
+    "05.monitor.release.groundedness": "undetermined",    # +0.020, no interval (2 topics)
+}
+
 # the all-nugget score, the trivial baseline, and the vital score with importance as written, beside the primary score
 SECONDARY_SCORE, LENGTH, VITAL_ARGMAX = "all", "words", "vital_argmax"
 
@@ -567,26 +582,39 @@ def triad_monitor_plan(scores: pd.DataFrame, logged_per_day: int, rate: float = 
     return pd.DataFrame(rows)
 
 
-def undecided_plans(rows: Sequence[Verdict], level: float = 0.95) -> tuple[Plan, ...]:
-    """For each undetermined row with an interval whose estimate lies outside its band: the units an interval of the
-    same spread needs to clear the band (:func:`lib.analysis.power.units_for_interval`, this run as the pilot: SE =
-    the interval's width / 2z; half-width = the estimate's distance to the band's edge on its side). A sizing for the
-    next run, read after this one; a row whose estimate lies inside its band gets none (no size clears it)."""
-    width_in_se = 2 * float(norm.ppf((1 + level) / 2))
-    plans = []
+def next_run_sizes(rows: Sequence[Verdict], families: Mapping[str, int] | None = None, power: float = 0.8,
+                   level: float = 0.95) -> pd.DataFrame:
+    """For each undetermined row with an interval, the units a next run would need to decide it with probability
+    ``power`` if this run's estimate were the truth: a normal approximation with this run as the pilot (SE = the
+    interval's width / 2·z_{(1+level)/2}, shrinking as 1/√n), n = max(MIN_CI_UNITS, ⌈n₀ · ((z_crit + z_power) · SE /
+    d)²⌉). As :func:`lib.verdicts.decide` decides: a row with a test needs p < α/k, the first step of its Holm family
+    of k tests (``families`` by key, 1 when absent; z_crit = z_{1−α/k}, d = |estimate − threshold|); a row without
+    one needs its interval clear of the threshold (z_crit = z_{(1+level)/2}, same d), or, when its estimate lies in
+    its blind band, inside the band ("blind" or "ruled out": d = margin − |estimate − threshold|). Sized after this
+    run, for a next one; a next run that keeps these units looks at them a second time."""
+    families = families or {}
+    z_interval, z_power = float(norm.ppf((1 + level) / 2)), float(norm.ppf(power))
+    out = []
     for row in rows:
-        if (row.verdict != "undetermined" or not np.isfinite(row.ci_low)
-                or abs(row.estimate - row.threshold) <= row.margin):
+        if row.verdict != "undetermined" or not (np.isfinite(row.ci_low) and np.isfinite(row.ci_high)):
             continue
-        edge = row.threshold + (row.margin if row.estimate > row.threshold else -row.margin)
-        distance = abs(row.estimate - edge)
-        se = (row.ci_high - row.ci_low) / width_in_se
-        plans.append(Plan(row.key, row.unit.removesuffix("s"),
-                          row.units, units_for_interval(se, row.units, distance, level),
-                          f"this run's {row.statistic} {row.estimate:.3f} ({row.ci_low:.3f} to {row.ci_high:.3f}) "
-                          f"over {row.units} {row.unit}, its interval narrowed to clear {edge:g}",
-                          ).with_outcome(row.verdict))
-    return tuple(plans)
+        se = (row.ci_high - row.ci_low) / (2 * z_interval)
+        offset = abs(row.estimate - row.threshold)
+        if row.p is not None and np.isfinite(row.p):
+            k = families.get(row.key, 1)
+            z_crit, distance, decided_by = float(norm.ppf(1 - row.alpha / k)), offset, (
+                f"one-sided test at α {row.alpha:g}" + (f"/{k} (first Holm step)" if k > 1 else ""))
+        elif offset > row.margin:
+            z_crit, distance, decided_by = z_interval, offset, f"{level:.0%} interval clear of {row.threshold:g}"
+        else:
+            z_crit, distance, decided_by = z_interval, row.margin - offset, (
+                f"{level:.0%} interval inside {row.threshold:g} ± {row.margin:g}")
+        needed = (max(MIN_CI_UNITS, math.ceil(row.units * ((z_crit + z_power) * se / distance) ** 2))
+                  if distance > 0 else np.nan)
+        out.append({"row": row.key, "decided by": decided_by, "estimate": row.estimate, "SE": se,
+                    "unit": row.unit, "units now": row.units, f"units for power {power:g}": needed})
+    return pd.DataFrame(out, columns=["row", "decided by", "estimate", "SE", "unit", "units now",
+                                      f"units for power {power:g}"])
 
 
 def _topic_auc(values: pd.DataFrame, score: str, seed: int, n_resamples: int) -> Interval:
@@ -695,7 +723,7 @@ class Findings:
     triads: tuple[Verdict, ...]
     triad_monitor: pd.DataFrame
     plan: Plan
-    next_plans: tuple[Plan, ...]           # the undetermined triad-check rows, sized for a next run at this spread
+    next_run: pd.DataFrame                 # the undetermined triad-check rows, sized for a next run at this spread
     dev_topics: int                        # TREC RAG25 dev topics there are to draw from
     alce: AlceEvidence
     creation: CreationEvidence
@@ -911,7 +939,9 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                     length_within, vital_argmax, importance, readings, assignment, release_verdicts[0],
                     release_verdicts[1], triad_construction, triad_rows,
                     triad_monitor_plan(tables["triad_scores"], int(params["logged_per_day"])), plan,
-                    undecided_plans((assignment, *triad_rows)), int(params["dev_topics"]), alce_evidence,
+                    next_run_sizes((assignment, *triad_rows),
+                                   {f"{CHAPTER}.triad.nuggetized.vs_traditional.{d}": 2 * len(triads.DEFECTS)
+                                    for d in triads.DEFECTS}), int(params["dev_topics"]), alce_evidence,
                     creation, monitor_evidence)
 
 
@@ -978,7 +1008,7 @@ def summary(f: Findings) -> str:
         f"{c.over_length} over the 12 words asked for (kept whole); stopped: "
         + ", ".join(f"{k} {v}" for k, v in c.stopped.items()) + ".",
         "**Assignment** (on the triad topics' nugget labels): " + verdicts.sentence(f.assignment),
-        f"**Monitor** (study-monitor with the {m.judge}): on the broken-release day the overall mean was "
+        f"**Monitor** (study-monitor with the {m.judge} judge): on the broken-release day the overall mean was "
         f"{m.degraded_overall:.3f} against "
         f"{m.normal_low:.3f}–{m.normal_high:.3f} on the other days; the absolute target {m.target:g} "
         f"{FLAGS[m.below_target]} it, the control limit {limit}. On the same "
@@ -1004,9 +1034,13 @@ def triads_text(f: Findings) -> str:
            f"{row['items a day for power 0.8']:.0f} a day for power 0.8" if np.isfinite(row.power)
            else "no drop to catch")
         for _, row in plan.iterrows())
-    sizes = "; ".join(f"{p.question}: {count_text(p.units_needed, p.unit)}" for p in f.next_plans)
-    next_run = (f" At this run's spread, an interval that decides each undetermined row of the check needs (the plans "
-                f"under Verdicts) {sizes}; TREC RAG25 has {count_text(f.dev_topics, 'dev topic')}." if sizes else "")
+    column = f.next_run.columns[-1]
+    sizes = "; ".join(f"{r.row}: {count_text(int(r[column]), r.unit.removesuffix('s'))}"
+                      for _, r in f.next_run.iterrows() if np.isfinite(r[column]))
+    next_run = (f" Sized after this run for a next one (the table under Verdicts; this run's estimates taken as the "
+                f"truth, power {column.rsplit(' ', 1)[-1]}): {sizes}. TREC RAG25 has "
+                f"{count_text(f.dev_topics, 'dev topic')}, and a next run would look at these again."
+                if sizes else "")
     return (" ".join(verdicts.sentence(v) for v in (*f.triad_construction, *f.triads))
             + f" As a nightly monitor's groundedness, for a release that adds unsupported sentences: {monitor_line}."
             + next_run)

@@ -158,6 +158,8 @@ def chapter02() -> list[dict[str, Any]]:
 def chapter05() -> list[dict[str, Any]]:
     from lib.embeddings import similarity
 
+    # runs the chapter through its triad check in replay: on the way it refills the simulated monitor log
+    # (outputs/monitor/, not committed) as the chapter does
     state = notebook_state("05_nugget_evaluation", "triads.nugget_labels(")
     cut, labels, answers, notes = (state["embedding_threshold"], state["triad_labels"], state["triad_answers"],
                                    state["triad_notes"])
