@@ -112,8 +112,10 @@ def test_an_unknown_prefill_is_refused_over_http(tmp_path):
 def test_ledger_totals_sum_a_chapter_and_its_side_ledgers_only(tmp_path):
     for name, calls, failures in [("07_x", 5, {"timeout": 1}), ("07_x-drift-c1", 2, {}), ("07_xy", 100, {})]:
         (tmp_path / f"{name}.json").write_text(json.dumps({"calls": calls, "requests": calls + 1,
-                                                           "failures": failures}))
-    assert profiles.ledger_totals("07_x", tmp_path) == {"calls": 7, "requests": 9, "failures": 1}
+                                                           "failures": failures, "prompt_tokens": 10 * calls,
+                                                           "completion_tokens": calls}))
+    assert profiles.ledger_totals("07_x", tmp_path) == {"calls": 7, "requests": 9, "failures": 1,
+                                                        "prompt_tokens": 70, "completion_tokens": 7}
 
 
 def notebook(path: Path, code: str) -> None:
