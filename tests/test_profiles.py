@@ -14,6 +14,16 @@ def write(folder: Path, name: str, record: dict) -> None:
     (folder / f"{name}.json").write_text(json.dumps(record))
 
 
+def full_profile(tmp_path: Path, chapters: dict, base: str, overlay: str) -> Path:
+    """params.yaml and params.full.yaml with these texts, and a current dry-run record of profile full."""
+    params = tmp_path / "params.yaml"
+    params.write_text(base)
+    (tmp_path / "params.full.yaml").write_text(overlay)
+    write(tmp_path / "profiles", "full", {"date": "2026-11-24", "cpus": 2, "chapters": chapters,
+                                          "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")})
+    return params
+
+
 def test_default_sizes_count_every_ledger_of_a_chapter_and_project_at_both_rates(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("01_a:\n  n: 3\n")
@@ -44,11 +54,9 @@ def test_a_profile_reads_its_dry_run_record_and_says_when_it_is_stale(tmp_path: 
     frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
                                   tmp_path / "bench")
     assert frame.empty and "no dry-run record" in source and "make dry-run PROFILE=full" in source
-    record = {"date": "2026-11-24", "cpus": 2,
-              "chapters": {"01_a": {"calls": 6000, "wall_s": 90.0, "peak_rss_mib": 700.0},
-                           "02_b": {"calls": 0, "wall_s": 30.0, "peak_rss_mib": 900.0}},
-              "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
-    write(tmp_path / "profiles", "full", record)
+    full_profile(tmp_path, {"01_a": {"calls": 6000, "wall_s": 90.0, "peak_rss_mib": 700.0},
+                            "02_b": {"calls": 0, "wall_s": 30.0, "peak_rss_mib": 900.0}},
+                 "01_a:\n  n: 3\n02_b:\n  k: 1\n", "01_a:\n  n: 3000\n")
     write(tmp_path / "ledgers", "01_a", {"calls": 60, "requests": 60, "failures": {}, "prompt_tokens": 30_000,
                                          "completion_tokens": 600})
     frame, source = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
@@ -83,12 +91,8 @@ def test_the_plan_names_the_endpoint_of_each_role(monkeypatch):
 
 
 def test_tokens_are_unknown_where_a_profile_calls_a_chapter_the_committed_run_never_called(tmp_path: Path) -> None:
-    params = tmp_path / "params.yaml"
-    params.write_text("01_a:\n  n: 3\n")
-    (tmp_path / "params.full.yaml").write_text("01_a:\n  n: 30\n")
-    record = {"date": "2026-11-24", "cpus": 2, "chapters": {"01_a": {"calls": 40}, "02_b": {"calls": 5}},
-              "parameters_sha256": profiles.parameters_digest(CHAPTERS, params, "full")}
-    write(tmp_path / "profiles", "full", record)
+    params = full_profile(tmp_path, {"01_a": {"calls": 40}, "02_b": {"calls": 5}}, "01_a:\n  n: 3\n",
+                          "01_a:\n  n: 30\n")
     write(tmp_path / "ledgers", "01_a", {"calls": 4, "requests": 4, "failures": {}, "prompt_tokens": 400,
                                          "completion_tokens": 40})
     frame, _ = profiles.plan(CHAPTERS, "full", 10.0, params, tmp_path / "ledgers", tmp_path / "profiles",
