@@ -14,17 +14,6 @@ from lib.analysis.power import control_limit_power
 from lib.chapters import ch05
 
 
-def test_log_design_puts_the_degraded_days_topics_under_nugget_evaluation():
-    design = ch05.log_design(["1", "2", "3", "4", "5", "6", "7", "8"], "2026-11-01", 4, 3)
-    assert design.days == ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
-    assert (design.per_day, design.degraded, design.recheck) == (2, "2026-11-03", "2026-11-05")
-    assert design.nugget_qids == ["5", "6"]
-    requests = ch05.answer_requests(design, {q: f"query {q}" for q in design.topics},
-                                    {q: [f"note {q}"] for q in design.topics})
-    assert len(requests) == 10 and requests[requests.variant == "no_context"].qid.tolist() == ["5", "6"]
-    assert requests[requests.variant == "no_context"].notes.isna().all()
-
-
 def test_answer_lengths_count_failures_and_words():
     answers = pd.DataFrame({"qid": ["1", "2", "1"], "variant": ["with_context", "with_context", "no_context"],
                             "answer": ["one two three", None, "a b"]})

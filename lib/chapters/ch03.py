@@ -21,7 +21,9 @@ The verdicts (:meth:`Findings.verdicts`):
 * ``03.guardrail.FinancialSafety`` — does the guardrail pass the safe worked examples and block the unsafe ones?
   Written to its rules (by construction) and fewer than ``MIN_CI_UNITS`` examples: no interval.
 
-The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes.
+The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes. Nor has the
+importance labelling of NIST's RAG25 nuggets (:func:`importance_labels`): chapter 05 reads its table and decides what
+the labels can see.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lib import design, known_answers, verdicts
+from lib import nuggets as nug
 from lib.analysis.ranking import unorderable_pools
 from lib.analysis.stats import Interval, krippendorff_alpha, sign_flip_test, unit_bootstrap
 from lib.judges import geval
@@ -78,6 +81,21 @@ EARLIER: dict[str, str] = {
     "03.first_candidate": "holds",
     "03.geval.ToneEmpathy.tone": "sees",
 }
+
+
+def importance_labels(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
+    """Chapter 05's importance set (:meth:`lib.rag.StudyDraw.importance_nuggets`) labelled by the judge, one call a
+    topic (:func:`lib.nuggets.label_importance`). Columns qid, nugget, ``nist`` (1: NIST calls it vital), ``argmax``
+    (1: the judge wrote vital; missing for a failed call) and ``p_vital`` (read from the same answer's logprobs;
+    missing where it could not be read)."""
+    rows = []
+    for q, topic in nuggets.groupby("qid", sort=False):
+        found = nug.label_importance(judge, narrative[q], topic.nugget.tolist(), call_label=f"rag25-importance:{q}")
+        rows += [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
+                  "p_vital": p}
+                 for n, i, w, p in zip(topic.nugget, topic.importance, found.labels, found.probability("vital"),
+                                       strict=True)]
+    return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})
 
 
 def judged_items(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:

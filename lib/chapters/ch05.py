@@ -31,37 +31,6 @@ from lib.llm.gateway import Gateway
 from lib.verdicts import Claim, Verdict, verdict
 
 
-@dataclass(frozen=True)
-class LogDesign:
-    """The simulated query log's calendar: the sampled topics fill ``per_day`` queries a day; the topics of the
-    degraded day (``nugget_qids``) are also answered without the notes, and come back on the recheck day after the
-    fix."""
-    topics: list[str]
-    days: list[str]
-    per_day: int
-    degraded: str
-    recheck: str
-    nugget_qids: list[str]
-
-
-def log_design(topics: Sequence[str], start_day: str, log_days: int, degraded_day: int) -> LogDesign:
-    """Days from ``start_day``; day ``degraded_day`` (1-based) serves the broken release; the recheck is the day
-    after the last one."""
-    days = [(pd.Timestamp(start_day) + pd.Timedelta(days=d)).date().isoformat() for d in range(log_days)]
-    per_day = len(topics) // log_days
-    recheck = (pd.Timestamp(days[-1]) + pd.Timedelta(days=1)).date().isoformat()
-    nugget_qids = list(topics[(degraded_day - 1) * per_day:degraded_day * per_day])
-    return LogDesign(list(topics), days, per_day, days[degraded_day - 1], recheck, nugget_qids)
-
-
-def answer_requests(design: LogDesign, narrative: Mapping[str, str], notes: Mapping[str, list[str]]) -> pd.DataFrame:
-    """One request per topic with its notes, and one without notes per topic of the degraded day."""
-    return pd.DataFrame([{"qid": q, "variant": "with_context", "query": narrative[q], "notes": notes[q]}
-                         for q in design.topics]
-                        + [{"qid": q, "variant": "no_context", "query": narrative[q], "notes": None}
-                           for q in design.nugget_qids])
-
-
 def answer_lengths(answers: pd.DataFrame) -> pd.DataFrame:
     """Per variant: answers, failed generations, mean and longest answer in words."""
     words = answers.answer.fillna("").str.split().str.len()
@@ -137,30 +106,15 @@ def creation_table(auto: Mapping[Any, AutomaticNuggets], key: str = "qid", thres
 VITAL_AT = "vital at the threshold"
 
 
-def importance_labels(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str], per_topic: int
-                      ) -> pd.DataFrame:
-    """The importance set: per topic, the first ``per_topic`` of its sampled NIST nuggets (``order`` below it, so the
-    set grows by nesting), labelled by the judge in one call a topic (:func:`lib.nuggets.label_importance`). Columns
-    qid, nugget, ``nist`` (1: NIST calls it vital), ``argmax`` (1: the judge wrote vital; missing for a failed call)
-    and ``p_vital`` (read from the same answer's logprobs; missing where it could not be read)."""
-    rows = []
-    for q, topic in nuggets[nuggets.order < per_topic].groupby("qid", sort=False):
-        found = nug.label_importance(judge, narrative[q], topic.nugget.tolist(), call_label=f"rag25-importance:{q}")
-        rows += [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
-                  "p_vital": p}
-                 for n, i, w, p in zip(topic.nugget, topic.importance, found.labels, found.probability("vital"),
-                                       strict=True)]
-    return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})
-
-
 # the two readings of the judge's importance, as the verdict rows name them
 IMPORTANCE_READINGS = {"argmax": "as the judge wrote it", "threshold": "p(vital) at a threshold fit on NIST's labels"}
 
 
 def importance_readings(labelled: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
-    """Both readings of the judge's importance against NIST's labels on :func:`importance_labels`: ``argmax`` (the
-    label written) and ``threshold`` (p(vital) at the cut that maximises κ, :func:`lib.analysis.calibration.
-    fit_thresholds` on the 0/1 scale, cross-fitted by topic so that no topic is read with a cut fit on it). Per
+    """Both readings of the judge's importance against NIST's labels on chapter 03's ``nugget_importance``
+    (:func:`lib.chapters.ch03.importance_labels`): ``argmax`` (the label written) and ``threshold`` (p(vital) at
+    the cut that maximises κ, :func:`lib.analysis.calibration.fit_thresholds` on the 0/1 scale, cross-fitted by
+    topic so that no topic is read with a cut fit on it). Per
     reading: Cohen's κ with a CI over topics, exact agreement, topics and nuggets read, the vital shares, and
     ``threshold``: the cut fit on every topic, the one applied to the ALCE nuggets (NaN for argmax)."""
     readable = labelled.dropna(subset=["p_vital"])
@@ -291,7 +245,7 @@ def alce_correlations(scores: pd.DataFrame, columns: Sequence[str], seed: int, n
     return pd.DataFrame(rows).set_index(["answers", "score"])
 
 
-def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: LogDesign, sample_rate: float,
+def run_monitor(db: Path, judge: Gateway, answers: pd.DataFrame, design: rag.LogDesign, sample_rate: float,
                 seed: int, judge_name: str = monitor.DEFAULT_JUDGE) -> dict[str, int]:
     """Fill a fresh simulated log and run ``study-monitor run --judge judge_name`` for each day and the recheck day,
     as cron would: the exit status per day (printed as it goes)."""
@@ -538,25 +492,6 @@ TRIAD_CONSTRUCTS = {"unsupported": "sentences stating facts absent from the cont
 CONSTRUCTION_SCORE = {"unsupported": "cos_notes", "irrelevant": "cos_query"}  # the MiniLM reading of each defect
 
 
-def nested_topic_ids(all_qids: Sequence[str], first: Sequence[str], n: int, seed: int) -> list[str]:
-    """``n`` topics nested on the ones already used: ``first`` in their order, then a seeded draw
-    (:func:`lib.analysis.validity.sample_ids`) of the other topics up to ``n`` (all of them when n ≤ len(first))."""
-    rest = sorted(set(all_qids) - set(first), key=int)
-    extra = validity.sample_ids(rest, max(0, n - len(first)), seed, key=int) if n > len(first) else []
-    return [*first, *extra]
-
-
-def extend_assessed(human: pd.DataFrame, assessed: pd.DataFrame, qids: Sequence[str], per_topic: int, seed: int
-                    ) -> pd.DataFrame:
-    """The sampled NIST nuggets of topics ``qids``: the topics ``assessed`` already holds keep their draw, the others
-    are drawn the same way (:func:`lib.rag.assessed_nuggets`) with its own generator, so an earlier draw never
-    changes when topics are added."""
-    kept = assessed[assessed.qid.isin(qids)].drop(columns="in_context", errors="ignore")
-    extra = [q for q in qids if q not in set(kept.qid)]
-    parts = [kept, rag.assessed_nuggets(human, extra, per_topic, seed)] if extra else [kept]
-    return pd.concat(parts, ignore_index=True)
-
-
 def triad_monitor_plan(scores: pd.DataFrame, logged_per_day: int, rate: float = monitor.DEFAULT_SAMPLE_RATE,
                        limit_sds: float = monitor.LIMIT_SDS, target_power: float = 0.8) -> pd.DataFrame:
     """Each triad's reading of each defect as a monitor would use it: the mean drop over topics of the component the
@@ -747,7 +682,7 @@ def importance_auc_verdict(labelled: pd.DataFrame, margin: float, seed: int, n_r
                    "ranks NIST's vital nuggets above its okay ones within a topic", Claim("human labels", 0.5,
                                                                                           "higher", margin),
                    "mean within-topic AUC (vital over okay, on p(vital))", auc.value, auc.low, auc.high, "topics",
-                   auc.units, "NIST nuggets with the judge's p(vital) (notebook 05, importance_labels)")
+                   auc.units, "NIST nuggets with the judge's p(vital) (chapter 03, nugget_importance)")
 
 
 def vital_questions_verdict(created: pd.DataFrame, column: str, suffix: str, score: str, share: float, seed: int,
@@ -783,7 +718,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` (:func:`creation_table` with the
-    threshold), ``importance`` (:func:`importance_readings`), ``importance_labels`` (:func:`importance_labels`),
+    threshold), ``importance`` (:func:`importance_readings`), ``importance_labels`` (chapter 03's
+    ``nugget_importance``, :func:`lib.chapters.ch03.importance_labels`),
     ``triad_labels`` (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`),
     ``monitor_rules`` (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
