@@ -261,20 +261,28 @@ def _labelled_batches(gateway: Gateway, n_items: int, messages_for, labels: tupl
                       call_label: str, window: int, top_logprobs: int | None = None) -> Labelled:
     """Label ``n_items`` in batches of ``window`` with ``messages_for(start, stop)``; a failed batch leaves its
     items None and is recorded. With ``top_logprobs``, each label's distribution is read from the same answer."""
-    batches = [(s, min(s + window, n_items)) for s in range(0, n_items, window)]
-    calls = [LLMCall(messages_for(s, e), labels_schema(labels, e - s), call_label=f"{call_label}:{step}:{s}",
-                     max_tokens=12 + 8 * (e - s), top_logprobs=top_logprobs) for s, e in batches]
-    out: list[str | None] = [None] * n_items
-    distributions: list[dict[str, float] | None] = [None] * n_items
-    failures: list[BatchFailure] = []
-    for (s, e), result in zip(batches, gateway.complete_many(calls, desc=f"{call_label} {step}"), strict=True):
+    return _labelled_lists(gateway, [(n_items, messages_for, call_label)], labels, step, window, top_logprobs)[0]
+
+
+def _labelled_lists(gateway: Gateway, lists: Sequence[tuple[int, Any, str]], labels: tuple[str, ...], step: str,
+                    window: int, top_logprobs: int | None = None) -> list[Labelled]:
+    """:func:`_labelled_batches` for several lists ``(n_items, messages_for, call_label)`` at once: their calls go
+    to the endpoint together, so independent lists keep every slot busy; each list's labels come back on their own."""
+    jobs = [(k, s, min(s + window, n)) for k, (n, _, _) in enumerate(lists) for s in range(0, n, window)]
+    calls = [LLMCall(lists[k][1](s, e), labels_schema(labels, e - s), call_label=f"{lists[k][2]}:{step}:{s}",
+                     max_tokens=12 + 8 * (e - s), top_logprobs=top_logprobs) for k, s, e in jobs]
+    out: list[list[str | None]] = [[None] * n for n, _, _ in lists]
+    distributions: list[list[dict[str, float] | None]] = [[None] * n for n, _, _ in lists]
+    failures: list[list[BatchFailure]] = [[] for _ in lists]
+    desc = f"{lists[0][2]} {step}" if len(lists) == 1 else f"{step} of {len(lists)} lists"
+    for (k, s, e), result in zip(jobs, gateway.complete_many(calls, desc=desc), strict=True):
         if result.ok:
             written = list(result.value.labels)
-            out[s:e] = written
-            distributions[s:e] = label_distributions(result.logprobs, labels, written)
+            out[k][s:e] = written
+            distributions[k][s:e] = label_distributions(result.logprobs, labels, written)
         else:
-            failures.append(BatchFailure(step, tuple(range(s, e)), result.failure_kind or "unknown", result.error))
-    return Labelled(out, failures, distributions if top_logprobs else None)
+            failures[k].append(BatchFailure(step, tuple(range(s, e)), result.failure_kind or "unknown", result.error))
+    return [Labelled(out[k], failures[k], distributions[k] if top_logprobs else None) for k in range(len(lists))]
 
 
 def query_list_messages(prompt: str, query: str, nuggets: Sequence[str]) -> list[dict[str, str]]:
@@ -291,9 +299,18 @@ def label_importance(gateway: Gateway, query: str, nuggets: Sequence[str], *, wi
     """``vital`` / ``okay`` per nugget (None for the nuggets of a failed batch), the failed batches, and p(vital)
     read from the same answers' logprobs (:meth:`Labelled.probability`): the written label is one reading, a
     threshold on p(vital) another (the written one calls almost every nugget okay)."""
-    return _labelled_batches(gateway, len(nuggets),
-                             lambda s, e: query_list_messages("nugget_importance", query, nuggets[s:e]),
-                             IMPORTANCE, "importance", call_label, window, top_logprobs=IMPORTANCE_TOP_LOGPROBS)
+    return label_importance_many(gateway, [(query, nuggets, call_label)], window=window)[0]
+
+
+def label_importance_many(gateway: Gateway, lists: Sequence[tuple[str, Sequence[str], str]], *,
+                          window: int = WINDOW) -> list[Labelled]:
+    """:func:`label_importance` of several ``(query, nuggets, call_label)`` lists, their calls sent together (the
+    same requests as one list at a time, so the same cache entries)."""
+    def messages_for(query: str, nuggets: Sequence[str]):
+        return lambda s, e: query_list_messages("nugget_importance", query, nuggets[s:e])
+
+    return _labelled_lists(gateway, [(len(n), messages_for(q, n), label) for q, n, label in lists], IMPORTANCE,
+                           "importance", window, top_logprobs=IMPORTANCE_TOP_LOGPROBS)
 
 
 def label_relevance(gateway: Gateway, query: str, nuggets: Sequence[str], *, window: int = WINDOW,

@@ -179,7 +179,7 @@ def _tables(**changes):
                                         "ci_low": 0.168, "ci_high": 0.574, "ci_over": "68 questions",
                                         "ceiling": 0.623}]),
         "alce_created": _created([f"q{i}" for i in range(12)], [1, 2] + [0] * 10),
-        "importance": _readings(), "importance_labels": _importance_set(),
+        "importance": _readings(), "nugget_importance": _importance_set(),
         "triad_labels": _triad_labels(["support", "partial_support"], ["not_support", "not_support"]),
         # groundedness +0.02 and −0.01 in turn: overall moves a fifth of that
         "monitor_judgments": _judgments([0.02, -0.01] * 5),

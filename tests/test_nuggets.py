@@ -121,6 +121,23 @@ def test_importance_reads_p_vital_from_the_same_answer(tmp_path):
         nug.Labelled(["okay"], []).probability("vital")
 
 
+def test_importance_of_several_lists_sends_the_requests_of_one_list_at_a_time(tmp_path):
+    def reply(body, n):  # the query decides the labels, so each list's answer is told apart
+        count = user_text(body).count("\n[")
+        label = "vital" if "first query" in user_text(body) else "okay"
+        return Reply(content=json.dumps({"labels": [label] * count}))
+
+    lists = [("first query", ["a", "b"], "one"), ("second query", ["c"], "two")]
+    with FakeOpenAI(reply) as fake:
+        together = nug.label_importance_many(gateway_for(fake, tmp_path / "together"), lists)
+        sent_together = sorted(json.dumps(r["messages"]) for r in fake.requests)
+        fake.requests.clear()
+        alone = [nug.label_importance(gateway_for(fake, tmp_path / "alone"), q, n, call_label=c) for q, n, c in lists]
+        sent_alone = sorted(json.dumps(r["messages"]) for r in fake.requests)
+    assert sent_together == sent_alone and len(sent_alone) == 2
+    assert [t.labels for t in together] == [a.labels for a in alone] == [["vital", "vital"], ["okay"]]
+
+
 def word_embed(texts):
     """A small stand-in for MiniLM: unit bag-of-words vectors (a word's dimension from its SHA-256), so texts
     sharing most words are near-duplicates and texts sharing none have cosine 0."""

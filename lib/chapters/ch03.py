@@ -22,7 +22,7 @@ The verdicts (:meth:`Findings.verdicts`):
   Written to its rules (by construction) and fewer than ``MIN_CI_UNITS`` examples: no interval.
 
 The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes. Nor has the
-importance labelling of NIST's RAG25 nuggets (:func:`importance_labels`): chapter 05 reads its table and decides what
+importance labelling of NIST's RAG25 nuggets (:func:`nugget_importance`): chapter 05 reads its table and decides what
 the labels can see.
 """
 from __future__ import annotations
@@ -83,18 +83,19 @@ EARLIER: dict[str, str] = {
 }
 
 
-def importance_labels(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
+def nugget_importance(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
     """Chapter 05's importance set (:meth:`lib.rag.StudyDraw.importance_nuggets`) labelled by the judge, one call a
-    topic (:func:`lib.nuggets.label_importance`). Columns qid, nugget, ``nist`` (1: NIST calls it vital), ``argmax``
-    (1: the judge wrote vital; missing for a failed call) and ``p_vital`` (read from the same answer's logprobs;
-    missing where it could not be read)."""
-    rows = []
-    for q, topic in nuggets.groupby("qid", sort=False):
-        found = nug.label_importance(judge, narrative[q], topic.nugget.tolist(), call_label=f"rag25-importance:{q}")
-        rows += [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
-                  "p_vital": p}
-                 for n, i, w, p in zip(topic.nugget, topic.importance, found.labels, found.probability("vital"),
-                                       strict=True)]
+    topic, all topics' calls sent together (:func:`lib.nuggets.label_importance_many`). Columns qid, nugget, ``nist``
+    (1: NIST calls it vital), ``argmax`` (1: the judge wrote vital; missing for a failed call) and ``p_vital`` (read
+    from the same answer's logprobs; missing where it could not be read)."""
+    topics = list(nuggets.groupby("qid", sort=False))
+    found = nug.label_importance_many(judge, [(narrative[q], topic.nugget.tolist(), f"rag25-importance:{q}")
+                                             for q, topic in topics])
+    rows = [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
+             "p_vital": p}
+            for (q, topic), labelled in zip(topics, found, strict=True)
+            for n, i, w, p in zip(topic.nugget, topic.importance, labelled.labels, labelled.probability("vital"),
+                                  strict=True)]
     return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})
 
 

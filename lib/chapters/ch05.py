@@ -112,7 +112,7 @@ IMPORTANCE_READINGS = {"argmax": "as the judge wrote it", "threshold": "p(vital)
 
 def importance_readings(labelled: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
     """Both readings of the judge's importance against NIST's labels on chapter 03's ``nugget_importance``
-    (:func:`lib.chapters.ch03.importance_labels`): ``argmax`` (the label written) and ``threshold`` (p(vital) at
+    (:func:`lib.chapters.ch03.nugget_importance`): ``argmax`` (the label written) and ``threshold`` (p(vital) at
     the cut that maximises κ, :func:`lib.analysis.calibration.fit_thresholds` on the 0/1 scale, cross-fitted by
     topic so that no topic is read with a cut fit on it). Per
     reading: Cohen's κ with a CI over topics, exact agreement, topics and nuggets read, the vital shares, and
@@ -718,8 +718,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` (:func:`creation_table` with the
-    threshold), ``importance`` (:func:`importance_readings`), ``importance_labels`` (chapter 03's
-    ``nugget_importance``, :func:`lib.chapters.ch03.importance_labels`),
+    threshold), ``importance`` (:func:`importance_readings`), ``nugget_importance`` (chapter 03's table,
+    :func:`lib.chapters.ch03.nugget_importance`),
     ``triad_labels`` (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`),
     ``monitor_rules`` (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),
@@ -790,7 +790,7 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
                 readings.loc[name, "kappa_ci_low"], readings.loc[name, "kappa_ci_high"], "topics",
                 int(readings.loc[name, "topics"]), "NIST nuggets with the judge's labels (notebook 05, importance)")
         for name, suffix in (("argmax", ""), ("threshold", ".threshold")))
-    importance += (importance_auc_verdict(tables["importance_labels"], float(params["known_answer_margin"]), seed,
+    importance += (importance_auc_verdict(tables["nugget_importance"], float(params["known_answer_margin"]), seed,
                                           resamples),)
     vital_argmax = _correlation_verdict(
         "alce.vital_argmax.within", "nugget score (vital, importance as the judge wrote it)",
