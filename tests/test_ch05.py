@@ -356,6 +356,14 @@ def test_summary_formats_every_verdict_and_reads_its_phrases_from_the_record(fou
     assert "the fixed release did not score higher" in quiet
 
 
+def test_a_next_run_size_past_int64_is_told_not_raised(found):
+    # a row sized with a distance near 0 needs more units than an int64 holds: its column is then of objects
+    huge = pd.DataFrame({"row": ["05.far"], "decided by": ["x"], "estimate": [0.5], "SE": [1.0], "unit": ["topics"],
+                         "units now": [10], "units for power 0.8": [10 ** 30]})
+    assert huge["units for power 0.8"].dtype == object
+    assert f"05.far: {10 ** 30} topics" in ch05.triads_text(replace(found, next_run=huge))
+
+
 # --- importance: the written label and p(vital) at a threshold fit on NIST's labels ----------------------------------
 
 def _importance_set(topics=12):

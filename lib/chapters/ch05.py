@@ -972,7 +972,7 @@ def triads_text(f: Findings) -> str:
         for _, row in plan.iterrows())
     column = f.next_run.columns[-1]
     sizes = "; ".join(f"{r.row}: {count_text(int(r[column]), r.unit.removesuffix('s'))}"
-                      for _, r in f.next_run.iterrows() if np.isfinite(r[column]))
+                      for _, r in f.next_run.iterrows() if pd.notna(r[column]))  # an int past int64 is an object
     next_run = (f" Sized after this run for a next one (the table under Verdicts; this run's estimates taken as the "
                 f"truth, power {column.rsplit(' ', 1)[-1]}): {sizes}. TREC RAG25 has "
                 f"{count_text(f.dev_topics, 'dev topic')}, and a next run would look at these again."
