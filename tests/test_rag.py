@@ -23,11 +23,10 @@ def _topics(topics: int = 12) -> pd.DataFrame:
                          "narrative": [f"need {q}" for q in range(1, topics + 1)]})
 
 
-def _draw(**changes) -> rag.StudyDraw:
-    params = {"topic_sample": 4, "topic_seed": 0, "triad_topics": 6, "importance_topics": 8,
-              "importance_per_topic": 3, "assessed_per_topic": 5, "context_nuggets": 2, "nugget_seed": 0,
-              "start_day": "2026-11-01", "log_days": 2, "degraded_day": 2} | changes
-    return rag.study_draw(_topics(), _human(), **params)
+def _draw(**changes: int) -> rag.StudyDraw:
+    sizes = {"topic_sample": 4, "topic_seed": 0, "triad_topics": 6, "importance_topics": 8, "importance_per_topic": 3,
+             "assessed_per_topic": 5, "context_nuggets": 2, "nugget_seed": 0, "log_days": 2, "degraded_day": 2}
+    return rag.study_draw(_topics(), _human(), start_day="2026-11-01", **(sizes | changes))
 
 
 def test_log_design_puts_the_degraded_days_topics_under_nugget_evaluation():
