@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lib.llm import cache as cache_module
 from lib.llm.cache import (
     CorruptEntry,
     KeyedRequest,
@@ -447,3 +448,24 @@ def test_check_verifies_every_entry_and_names_each_damaged_one(tmp_path, capsys)
     (tmp_path / "broken.sqlite").write_text("not SQLite")
     with pytest.raises(SystemExit, match=rf"^error: {tmp_path / 'broken.sqlite'}: .*restore"):
         main(["--cache", str(tmp_path / "broken.sqlite"), "check"])
+
+
+class _LockedFor:
+    """A connection stand-in whose WAL switch is refused as locked ``times`` times (or always), as SQLite refuses it
+    when other processes switch a new file at the same moment."""
+
+    def __init__(self, times: float) -> None:
+        self.times, self.calls = times, 0
+
+    def execute(self, sql: str) -> None:
+        self.calls += 1
+        if self.calls <= self.times:
+            raise sqlite3.OperationalError("database is locked")
+
+
+def test_the_wal_switch_is_tried_again_while_another_process_holds_the_file():
+    held_twice = _LockedFor(2)
+    cache_module._switch_to_wal(held_twice)  # type: ignore[arg-type]
+    assert held_twice.calls == 3
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        cache_module._switch_to_wal(_LockedFor(float("inf")), timeout_s=0.05)  # type: ignore[arg-type]

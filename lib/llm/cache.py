@@ -81,6 +81,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -184,6 +185,21 @@ def _row(key: str, entry: Entry) -> tuple[str, str, bytes]:
     """The ``(key, label, data)`` row that stores ``entry``."""
     text = canonical_json({**entry, "checksum": checksum(entry)})
     return key, entry.get("label", ""), zlib.compress(text.encode("utf-8"), 9)
+
+
+def _switch_to_wal(db: sqlite3.Connection, timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Put the file in WAL mode. Switching needs the file to itself, and when several processes open a new file and
+    switch it at once SQLite answers "database is locked" at once instead of waiting on its busy timeout, so the
+    switch is tried again until ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 class ResponseCache:
@@ -445,7 +461,7 @@ class ResponseCache:
                 db = self._connection(create=True)
                 assert db is not None
                 if not self._writing:
-                    db.execute("PRAGMA journal_mode=WAL")
+                    _switch_to_wal(db)
                     self._writing = True
                 db.execute("BEGIN IMMEDIATE")
                 try:
