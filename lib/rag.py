@@ -108,11 +108,13 @@ def extend_assessed(human: pd.DataFrame, assessed: pd.DataFrame, qids: Sequence[
 
 @dataclass(frozen=True)
 class StudyDraw:
-    """Chapter 05's RAG25 units, nested: the log's topics (``log.topics``), then the triad check's up to
-    ``triad_qids``, then the importance set's up to ``importance_qids``; ``assessed`` holds each topic's seeded
-    sample of NIST nuggets (``order`` 0, 1, …), drawn for the log's topics first, so adding topics never redraws one;
-    the first ``context_nuggets`` of a topic are the notes its answer is written from, the first
-    ``importance_per_topic`` the nuggets whose importance the judge labels."""
+    """Chapter 05's RAG25 units: the log's topics (``log.topics``), then the triad check's up to ``triad_qids``, then
+    the importance set's up to ``importance_qids`` (each list begins with the one before); ``assessed`` holds each
+    topic's seeded sample of NIST nuggets (``order`` 0, 1, …), drawn for the log's topics first, so the log's topics
+    keep their nuggets whatever the other sizes. The topics beyond the log's are a seeded draw per size
+    (:func:`nested_topic_ids`): raising ``triad_topics`` or ``importance_topics`` redraws them. The first
+    ``context_nuggets`` of a topic are the notes its answer is written from, the first ``importance_per_topic`` the
+    nuggets whose importance the judge labels."""
     log: LogDesign
     triad_qids: list[str]
     importance_qids: list[str]
@@ -156,9 +158,8 @@ def study_draw(topics: pd.DataFrame, human: pd.DataFrame, *, topic_sample: int, 
     triad_qids = nested_topic_ids(topics.qid, log.topics, triad_topics, topic_seed)
     importance_qids = nested_topic_ids(topics.qid, triad_qids, importance_topics, topic_seed)
     first = assessed_nuggets(human, log.topics, assessed_per_topic, nugget_seed)
-    every = [*dict.fromkeys([*triad_qids, *importance_qids])]
-    return StudyDraw(log, triad_qids, importance_qids,
-                     extend_assessed(human, first, every, assessed_per_topic, nugget_seed), context_nuggets,
+    return StudyDraw(log, triad_qids, importance_qids,  # importance_qids holds every topic, the triad's first
+                     extend_assessed(human, first, importance_qids, assessed_per_topic, nugget_seed), context_nuggets,
                      importance_per_topic)
 
 
