@@ -42,6 +42,27 @@ def test_kappa_is_one_for_identical_and_nan_when_undefined():
     assert math.isnan(cohen_kappa([2, 2, 2], [2, 2, 2], [0, 1, 2]))
 
 
+@pytest.mark.parametrize("weights", [None, "quadratic"])
+def test_cohen_kappa_equals_statsmodels_to_the_last_bit(weights):
+    from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
+
+    rng = np.random.default_rng(3)
+    categories = [0, 1, 2, 3]
+    for _ in range(200):
+        n = int(rng.integers(2, 40))
+        a, b = rng.integers(0, 4, n), rng.integers(0, 4, n)
+        table = np.zeros((4, 4))
+        np.add.at(table, (a, b), 1)
+        if np.isclose(np.outer(table.sum(1), table.sum(0)).trace() / n ** 2, 1.0):
+            continue
+        assert cohen_kappa(a, b, categories, weights) == float(sm_kappa(table, wt=weights, return_results=False))
+
+
+def test_cohen_kappa_refuses_labels_outside_its_categories():
+    with pytest.raises(KeyError, match="outside the categories"):
+        cohen_kappa([0, 1, 5], [0, 1, 1], [0, 1, 2])
+
+
 def test_krippendorff_alpha_nominal_hand_computed():
     # Two raters, four items: (0,0), (1,1), (0,1), (1,1). Coincidence matrix o: o00=2, o01=o10=1, o11=4; n=8
     # D_o = (o01+o10)/n = 2/8; n0=3, n1=5 -> D_e = 2·n0·n1/(n(n-1)) = 30/56

@@ -20,19 +20,38 @@ from lib.analysis.text import interval_text, number_text
 def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[int], weights: str | None = None) -> float:
     """Cohen's κ between two label sequences over fixed ``categories`` (Cohen 1960):
     κ = (p_o − p_e) / (1 − p_e), p_o observed agreement, p_e agreement expected from the marginals.
-    ``weights="quadratic"`` gives weighted κ (Cohen 1968) with disagreement weights (i−j)²/(k−1)².
-    Computed by statsmodels.stats.inter_rater.cohens_kappa on the k×k contingency table.
+    ``weights="quadratic"`` gives weighted κ (Cohen 1968), κ_w = 1 − Σ w_ij o_ij / Σ w_ij e_ij with disagreement
+    weights w_ij = (i−j)²/(k−1)², o and e the observed and expected shares of the k×k contingency table.
+    The table is counted with one ``bincount`` and κ follows statsmodels' ``cohens_kappa`` operation for operation,
+    so the two agree to the last bit (tests/test_analysis_stats.py checks it): a bootstrap calls this thousands of
+    times, and statsmodels' per-call overhead was most of a chapter's statistics time.
     Returns NaN when both raters use a single identical category (κ undefined)."""
-    from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
-
-    index = {c: i for i, c in enumerate(categories)}
-    table = np.zeros((len(categories), len(categories)))
-    for x, y in zip(a, b, strict=True):
-        table[index[x], index[y]] += 1
-    expected = np.outer(table.sum(1), table.sum(0)) / table.sum() ** 2
+    labels = np.asarray(categories)
+    k = len(labels)
+    position = {}
+    for name, values in (("a", a), ("b", b)):
+        column = np.asarray(values).reshape(-1)
+        match = column[:, None] == labels[None, :]
+        if not match.any(axis=1).all():
+            raise KeyError(f"{name} holds labels outside the categories {list(categories)}")
+        position[name] = match.argmax(axis=1)
+    if len(position["a"]) != len(position["b"]):
+        raise ValueError(f"label sequences of lengths {len(position['a'])} and {len(position['b'])}")
+    table = np.bincount(position["a"] * k + position["b"], minlength=k * k).reshape(k, k).astype(float)
+    nobs = table.sum()
+    expected = np.outer(table.sum(1), table.sum(0)) / nobs ** 2
     if np.isclose(expected.trace(), 1.0):
         return float("nan")
-    return float(sm_kappa(table, wt=weights, return_results=False))
+    freq_row, freq_col = table.sum(1) / nobs, table.sum(0) / nobs
+    prob_exp = freq_col * freq_row[:, None]
+    if weights is None:
+        agree_exp = np.diag(prob_exp).sum()
+        return float((np.diag(table).sum() / nobs - agree_exp) / (1 - agree_exp))
+    if weights != "quadratic":
+        raise ValueError(f"weights {weights!r}: None or 'quadratic'")
+    steps = np.arange(k, dtype=float)
+    disagreement = (steps[:, None] - steps) ** 2 / (steps[-1] - steps[0]) ** 2
+    return float(1 - (disagreement * table).sum() / nobs / (disagreement * prob_exp).sum())
 
 
 MeasurementLevel = Literal["nominal", "ordinal", "interval", "ratio"]

@@ -21,7 +21,7 @@ import nbformat
 import numpy as np
 import pandas as pd
 
-from lib import verdicts
+from lib import costs, verdicts
 from lib.analysis.text import count_text
 from lib.verdicts import Verdict
 
@@ -236,9 +236,11 @@ def _cells(values: dict[str, float]) -> str:
     return " | ".join(f"{value:,.1f}" if key == "recorded_latency_s" else f"{value:,}" for key, value in values.items())
 
 
-def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, ledgers: Path) -> str:
+def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, ledgers: Path,
+           bench: Path | None = None) -> str:
     """The page (MyST Markdown) for ``chapters`` (notebook stems, in order), titled from the notebooks in
-    ``notebooks``; a chapter not in ``built`` is listed without a link."""
+    ``notebooks``; a chapter not in ``built`` is listed without a link. ``bench`` holds the cold-run records the
+    page sums against the study's budget (default: ``bench`` beside ``ledgers``, as in ``outputs/``)."""
     items = []
     for number, chapter in enumerate(chapters, start=1):
         title = markdown_text(chapter_title(nbformat.read(notebooks / f"{chapter}.ipynb", as_version=4), chapter))
@@ -291,4 +293,8 @@ stored with the responses (parallel requests counted separately), the same in a 
 |---|{"---:|" * len(LEDGER_COLUMNS)}
 {body}
 | **total** | {_cells(totals)} |
+
+{costs.cold_runs(chapters, costs.STUDY_BUDGET_MIN, ledgers.parent / "bench" if bench is None else bench)} Each
+chapter's record is its latest `make bench COLD=<chapter>`, with the measurements its `make` target runs before it;
+records of different days carry the machine's day-to-day speed.
 """
