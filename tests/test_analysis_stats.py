@@ -61,6 +61,16 @@ def test_cohen_kappa_equals_statsmodels_to_the_last_bit(weights):
 def test_cohen_kappa_refuses_labels_outside_its_categories():
     with pytest.raises(KeyError, match="outside the categories"):
         cohen_kappa([0, 1, 5], [0, 1, 1], [0, 1, 2])
+    with pytest.raises(KeyError, match="outside the categories"):
+        cohen_kappa([0, 1, 1], [0, -1, 1], [0, 1, 2])
+
+
+def test_cohen_kappa_reads_integer_grades_float_grades_and_other_labels_alike():
+    a, b = [1, 2, 3, 3, 2, 1, 1], [1, 3, 3, 2, 2, 1, 2]
+    expected = cohen_kappa(a, b, [1, 2, 3], "quadratic")
+    assert cohen_kappa(np.array(a, dtype=float), np.array(b, dtype=float), [1, 2, 3], "quadratic") == expected
+    letters = {1: "x", 2: "y", 3: "z"}
+    assert cohen_kappa([letters[x] for x in a], [letters[x] for x in b], ["x", "y", "z"], "quadratic") == expected
 
 
 def test_krippendorff_alpha_nominal_hand_computed():

@@ -95,6 +95,7 @@ def test_drift_bullet_and_card_rows_read_each_rerun():
     assert ch07.drift(two).split("at most 0.200")[-1] == ch07.drift(two.assign(ci_low=[0.012, 0.020])).split(
         "at most 0.200")[-1]
     assert "draws no conclusion on which concurrency drifts less" in ch07.drift(two)
+    assert "concurrency drifts less" not in text  # one rerun: nothing to compare
     rows = rc.report_card(rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", "m", "TREC DL19"))
     assert rows.statistic.tolist() == [rc.DRIFT] and rows.ci_over.tolist() == ["40 queries"]
     assert rows.criterion.tolist() == ["drift rerun: concurrency 1, fresh server"] and rows.n.tolist() == [40]

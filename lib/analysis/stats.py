@@ -28,13 +28,20 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[int], weights: 
     Returns NaN when both raters use a single identical category (κ undefined)."""
     labels = np.asarray(categories)
     k = len(labels)
+    # consecutive integer categories (the grade scales) index by subtraction; any others by comparison
+    consecutive = labels.dtype.kind in "iu" and np.array_equal(labels, labels[0] + np.arange(k))
     position = {}
     for name, values in (("a", a), ("b", b)):
         column = np.asarray(values).reshape(-1)
-        match = column[:, None] == labels[None, :]
-        if not match.any(axis=1).all():
+        if consecutive and column.dtype.kind in "iu":
+            index = column - labels[0]
+            found = (index >= 0) & (index < k)
+        else:
+            match = column[:, None] == labels[None, :]
+            index, found = match.argmax(axis=1), match.any(axis=1)
+        if not found.all():
             raise KeyError(f"{name} holds labels outside the categories {list(categories)}")
-        position[name] = match.argmax(axis=1)
+        position[name] = index
     if len(position["a"]) != len(position["b"]):
         raise ValueError(f"label sequences of lengths {len(position['a'])} and {len(position['b'])}")
     table = np.bincount(position["a"] * k + position["b"], minlength=k * k).reshape(k, k).astype(float)

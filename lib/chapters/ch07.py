@@ -255,8 +255,8 @@ DRIFT_JUDGE = "pointwise, E[g] (run-to-run drift)"
 def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`), measured before the chapter runs (by
     ``python -m lib.tools.pipeline measure 07_validity`` and by ``run-all``), because its reruns restart the server
-    (the chapter's ``make`` target runs both, and its budget counts both): the first judged passage of each of ``drift_queries``
-    queries of the chapter's relevance sample (in the bias battery's nested order), judged as section C judges it
+    (the chapter's ``make`` target runs both, and its budget counts both): the first judged passage of each of
+    ``drift_queries`` queries of the chapter's relevance sample (in the bias battery's nested order), judged as section C judges it
     and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
     (``07_validity-drift-c<k>``). ``params`` are the chapter's parameters (``params.yaml``). Returns the drift
     table (:data:`lib.judges.drift.DRIFT_COLUMNS` and the judge model), which the chapter reads as
@@ -356,6 +356,18 @@ EARLIER: dict[str, str] = {
     "07.construct.cr_segments.echo": "holds",
 }
 
+
+# What commit a5cb063 (the last run before issue #35's cut of the bias battery to the study's minimum of 10 queries:
+# 20 for injection and verbosity, 30 pairs) decided for the verdicts the cut could move, by key.
+BEFORE_THE_CUTS: dict[str, str] = {
+    "07.bias.verbosity.filler": "undetermined",            # +0.077 (−0.032 to 0.198), 20 queries
+    "07.bias.verbosity.restated": "holds",                 # −0.073 (−0.144 to −0.009), 20 queries
+    "07.bias.verbosity.restated_vs_filler": "holds",       # −0.150 (−0.305 to −0.017), 20 queries
+    "07.bias.injection": "fails",                          # 0.799 (0.705 to 0.910), 20 queries
+    "07.bias.injection.defence": "undetermined",           # −0.002 (−0.050 to 0.052), 20 queries
+    "07.bias.position": "fails",                           # 1.000 (0.884 to 1.000), 30 pairs
+    "07.bias.position.combined": "undetermined",           # 0.667 (0.500 to 0.833), 30 pairs
+}
 
 @dataclass(frozen=True)
 class Findings:
@@ -653,9 +665,10 @@ def drift(table: pd.DataFrame) -> str:
     parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
              f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
              f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
-    return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts)
-            + ". The chapter draws no conclusion on which concurrency drifts less (two marginal intervals are not a "
-              "test of a paired difference); the default concurrency is the embedded server's two slots.")
+    compared = (" The chapter draws no conclusion on which concurrency drifts less (two marginal intervals are not "
+                "a test of a paired difference)." if len(table) > 1 else "")
+    return ("**Run-to-run drift** (the same T = 0 requests sent again): " + "; ".join(parts) + "." + compared
+            + " The default concurrency is the embedded server's two slots.")
 
 
 def construct_test(v: Verdict) -> str:
