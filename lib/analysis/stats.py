@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from lib.analysis.text import interval_text, number_text
 
 
-def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[int], weights: str | None = None) -> float:
+def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[Hashable], weights: str | None = None) -> float:
     """Cohen's κ between two label sequences over fixed ``categories`` (Cohen 1960):
     κ = (p_o − p_e) / (1 − p_e), p_o observed agreement, p_e agreement expected from the marginals.
     ``weights="quadratic"`` gives weighted κ (Cohen 1968), κ_w = 1 − Σ w_ij o_ij / Σ w_ij e_ij with disagreement
@@ -56,7 +56,7 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[int], weights: 
         return float((np.diag(table).sum() / nobs - agree_exp) / (1 - agree_exp))
     if weights != "quadratic":
         raise ValueError(f"weights {weights!r}: None or 'quadratic'")
-    steps = np.arange(k, dtype=float)
+    steps: np.ndarray = np.arange(k, dtype=float)
     disagreement = (steps[:, None] - steps) ** 2 / (steps[-1] - steps[0]) ** 2
     return float(1 - (disagreement * table).sum() / nobs / (disagreement * prob_exp).sum())
 

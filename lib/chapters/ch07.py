@@ -256,8 +256,8 @@ def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     """Run-to-run drift of the pointwise judge (:mod:`lib.judges.drift`), measured before the chapter runs (by
     ``python -m lib.tools.pipeline measure 07_validity`` and by ``run-all``), because its reruns restart the server
     (the chapter's ``make`` target runs both, and its budget counts both): the first judged passage of each of
-    ``drift_queries`` queries of the chapter's relevance sample (in the bias battery's nested order), judged as section C judges it
-    and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
+    ``drift_queries`` queries of the chapter's relevance sample (in the bias battery's nested order), judged as
+    section C judges it and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
     (``07_validity-drift-c<k>``). ``params`` are the chapter's parameters (``params.yaml``). Returns the drift
     table (:data:`lib.judges.drift.DRIFT_COLUMNS` and the judge model), which the chapter reads as
     ``judge_drift``."""
