@@ -89,8 +89,8 @@ lint: $(INSTALLED) ## ruff (lint and import order) and mypy (types) over lib and
 	$(VENV)/bin/ruff check lib tests
 	$(VENV)/bin/mypy
 
-bench: $(INSTALLED) ## gateway throughput at concurrency 1, 8, 32 against a fake endpoint, the server's rates; GATEWAY_ONLY=1: the first alone; COLD=07_validity: that notebook cold vs warm
-	$(PY) -m lib.tools.bench $(if $(GATEWAY_ONLY),--gateway-only) $(if $(COLD),--cold-notebook $(COLD))
+bench: $(INSTALLED) ## gateway throughput at concurrency 1, 8, 32 against a fake endpoint, the server's rates; GATEWAY_ONLY=1: the first alone; COLD=07_validity: that notebook cold vs warm; WARM_ALL=1: only make all replaying the cache, step by step
+	$(PY) -m lib.tools.bench $(if $(GATEWAY_ONLY),--gateway-only) $(if $(COLD),--cold-notebook $(COLD)) $(if $(WARM_ALL),--warm-all)
 
 prune-cache: $(INSTALLED) ## replay every notebook, delete the LLM cache entries none of them asked for, check no stored failure
 	rm -f .cache/cache-usage.log

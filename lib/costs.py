@@ -97,3 +97,18 @@ def cold_runs(names: Sequence[str], budget_min: float, folder: Path = paths.OUTP
     return (f"Cold runs of {' + '.join(names)} (make bench, {', '.join(dates)}): "
             + " + ".join(f"{m:.1f}" for m in minutes.values())
             + f" = {total:.1f} min for {requests} requests, {within} their budget of {budget_min:g} min.")
+
+
+def warm_make_all(folder: Path = paths.OUTPUTS / "bench") -> str:
+    """One sentence on the latest ``make all`` replaying the committed cache, as ``make bench WARM_ALL=1`` recorded
+    it in ``folder`` (:func:`lib.tools.bench.warm_make_all`): its total and the steps that took longest; says so
+    when none is recorded."""
+    path = folder / "make_all_warm.json"
+    if not path.exists():
+        return f"No warm make all is recorded ({paths.shown(path)}: make bench WARM_ALL=1)."
+    record = json.loads(path.read_text(encoding="utf-8"))
+    steps = sorted(((k.removesuffix(" s"), v) for k, v in record.items() if k.endswith(" s") and k != "total s"),
+                   key=lambda step: -step[1])
+    return (f"A make all replaying the committed cache (make bench WARM_ALL=1, {record['date']}, {record['cpus']} "
+            f"CPUs) took {record['total s']:.0f} s; the longest steps: "
+            + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in steps[:3]) + ".")

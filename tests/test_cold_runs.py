@@ -92,3 +92,33 @@ def test_prefix_share_and_rates_read_the_servers_own_counts(tmp_path):
     assert (rates.notebook, rates.calls, rates.requests, rates.processed) == ("07_validity", "dl19", 2, 100)
     assert rates.cached_share == pytest.approx(0.75) and rates.prompt_tok_s == pytest.approx(50.0)
     assert rates.generation_tok_s == pytest.approx(10.0)
+
+
+def test_a_warm_make_all_replays_every_step_in_order_and_records_each(tmp_path, monkeypatch):
+    outputs = tmp_path / "outputs"
+    (outputs / "tables").mkdir(parents=True)
+    monkeypatch.setattr(paths, "OUTPUTS", outputs)
+    monkeypatch.setattr(bench.pipeline, "notebook_names", lambda: ["01_a", "02_b"])
+    ran = []
+
+    def run(command, cwd, env, check, capture_output):
+        assert env["LLM_MODE"] == "replay" and env["STUDY_OUTPUT_DIR"] != str(outputs)
+        ran.append(command[2:])
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    times = bench.warm_make_all()
+    assert ran == [["lib.tools.profiles"], ["lib.tools.pipeline", "chapter", "01_a"],
+                   ["lib.tools.pipeline", "chapter", "02_b"], ["lib.tools.pipeline", "book"]]
+    assert list(times) == ["total s", "plan s", "01_a s", "02_b s", "book s"]
+    record = json.loads((outputs / "bench" / "make_all_warm.json").read_text())
+    assert set(record) == {"date", "cpus", *times}
+
+
+def test_the_warm_make_all_sentence_reads_its_record(tmp_path):
+    assert costs.warm_make_all(tmp_path).startswith("No warm make all is recorded")
+    (tmp_path / "make_all_warm.json").write_text(json.dumps(
+        {"date": "2026-11-28", "cpus": 2, "total s": 150.4, "plan s": 5.0, "01_a s": 20.0, "07_b s": 70.2,
+         "book s": 30.0}))
+    assert costs.warm_make_all(tmp_path) == (
+        "A make all replaying the committed cache (make bench WARM_ALL=1, 2026-11-28, 2 CPUs) took 150 s; the longest "
+        "steps: 07_b 70 s, book 30 s, 01_a 20 s.")

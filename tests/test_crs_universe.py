@@ -96,6 +96,13 @@ def test_titles_are_read_first_and_hide_their_words(universe):
     assert universe.gazetteer.masked_tokens("Try Heat (1995) with Al Pacino") == ["try", "<name>", "with", "<actor>"]
 
 
+def test_a_text_read_again_gives_the_same_mentions_and_a_caller_cannot_change_them(universe):
+    text = "Try Heat (1995) with Al Pacino"
+    first = universe.gazetteer.mentions(text)
+    first.clear()
+    assert [m.concept for m in universe.gazetteer.mentions(text)] == ["name=heat 1995", "actor=al pacino"]
+
+
 def test_find_title(universe):
     assert universe.find_title("Heat (1995)") == "1"
     assert universe.find_title("heat") == "1"

@@ -191,15 +191,23 @@ class Gazetteer:
         self.titles = {key: (name,) for key, name in titles.items()}
         self.values = {key: tuple(candidates) for key, candidates in values.items()}
         self.years = frozenset(years)
+        # each table with its longest surface form in tokens, the widest span a match can take
+        self._tables = [(table, max((len(key) for key in table), default=0)) for table in (self.titles, self.values)]
+        # E(x) of a text is asked for again by every metric reading the same turn (extract, masked_tokens)
+        self._found: dict[str, tuple[Mention, ...]] = {}
 
     def mentions(self, text: str) -> list[Mention]:
         """Non-overlapping mentions in token order: titles first (leftmost-longest), then, in the words left,
-        the other values (leftmost-longest) and years."""
+        the other values (leftmost-longest) and years. Each text is read once per gazetteer."""
+        if text not in self._found:
+            self._found[text] = tuple(self._read(text))
+        return list(self._found[text])
+
+    def _read(self, text: str) -> list[Mention]:
         words = tokens(text)
         taken = [False] * len(words)
         found: list[Mention] = []
-        for table in (self.titles, self.values):
-            longest = max((len(key) for key in table), default=0)
+        for table, longest in self._tables:
             i = 0
             while i < len(words):
                 end = next((e for e in range(min(len(words), i + longest), i, -1)

@@ -12,7 +12,9 @@ gateway and the cache cost or save. Prints tables; not a test (timings are never
    cache, as in a cold ``make all``; into a temporary output folder) and warm (replaying that cache); the cold
    run's requests are checked against the committed cache, so a scheduling change that altered a request would
    show up as new keys. The figures are kept in ``outputs/bench/NAME.json``.
-5. **Gateway throughput** (no model; alone with ``--gateway-only``): calls/s through the gateway against a fake
+5. With ``--warm-all`` (alone, no model): ``make all`` replaying the committed cache, timed step by step, kept in
+   ``outputs/bench/make_all_warm.json``.
+6. **Gateway throughput** (no model; alone with ``--gateway-only``): calls/s through the gateway against a fake
    OpenAI-compatible endpoint that answers at once (the tests' :class:`~tests.fakes.FakeOpenAI`, in its own
    process so that it does not share the gateway's interpreter lock), at concurrency 1, 8 and 32, with an empty
    cache (every call live and written) and then replaying that cache. *Added ms per call* is what the gateway
@@ -366,6 +368,30 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     return times
 
 
+def warm_make_all() -> dict[str, float]:
+    """Wall time of ``make all`` replaying the committed cache, step by step as the Makefile runs it: the plan, each
+    chapter (its measurements, then its notebook) and the book, each in its own process, into a temporary output
+    folder seeded with the committed outputs (the cache is read where it is, as a replay only reads it). The
+    seconds per step and their total are also written to ``outputs/bench/make_all_warm.json`` with the date and
+    the machine: what a reader who changes one parameter waits for when no LLM call is needed."""
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        _copy_outputs(Path(tmp))
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(paths.LLM_CACHE), "LLM_MODE": "replay"}
+        steps = [("plan", ["lib.tools.profiles"]),
+                 *((name, ["lib.tools.pipeline", "chapter", name]) for name in pipeline.notebook_names()),
+                 ("book", ["lib.tools.pipeline", "book"])]
+        for step, command in steps:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", *command], cwd=paths.ROOT, env=env, check=True, capture_output=True)
+            times[f"{step} s"] = time.perf_counter() - start
+    times = {"total s": sum(times.values()), **times}
+    record = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), **{k: round(v, 1) for k, v in times.items()}}
+    (paths.OUTPUTS / "bench").mkdir(exist_ok=True)
+    (paths.OUTPUTS / "bench" / "make_all_warm.json").write_text(json.dumps(record, indent=1) + "\n")
+    return times
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--grid", nargs="*", default=list(GRID), choices=list(GRID),
@@ -374,6 +400,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="prompts for the gateway overhead comparison (0: skip it)")
     parser.add_argument("--cold-notebook", default=None,
                         help="also time this notebook cold and warm (e.g. 07_validity)")
+    parser.add_argument("--warm-all", action="store_true",
+                        help="only time make all replaying the committed cache, step by step (no model needed)")
     parser.add_argument("--keep", action="store_true",
                         help="copy every cache entry the cold run wrote into the committed cache")
     parser.add_argument("--gateway-calls", type=int, default=1000,
@@ -382,6 +410,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="only the gateway throughput against a fake endpoint (no model needed)")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
+    if args.warm_all:
+        print("\n".join(f"make all, warm: {k} {v:,.1f}" for k, v in warm_make_all().items()))
+        return
     if args.gateway_calls:
         print("Gateway throughput against a fake endpoint that answers at once:")
         print(gateway_throughput(args.gateway_calls).round(2).to_string(index=False))

@@ -247,6 +247,7 @@ def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, 
         link = f"[{title}]({chapter}.ipynb)" if chapter in built else f"{title} *(not rendered)*"
         items.append(f"{number}. {link}\n\n   {headline(chapter, tables)}")
     rows = ledger_rows(ledgers)
+    records = ledgers.parent / "bench" if bench is None else bench
     totals = {key: sum(row[key] for row in rows.values()) for key in LEDGER_COLUMNS}
     body = "\n".join(f"| {markdown_text(name)} | {_cells(row)} |" for name, row in rows.items())
     figure = known_answer_figure(tables)
@@ -294,7 +295,7 @@ stored with the responses (parallel requests counted separately), the same in a 
 {body}
 | **total** | {_cells(totals)} |
 
-{costs.cold_runs(chapters, costs.STUDY_BUDGET_MIN, ledgers.parent / "bench" if bench is None else bench)} Each
-chapter's record is its latest `make bench COLD=<chapter>`, with the measurements its `make` target runs before it;
-records of different days carry the machine's day-to-day speed.
+{costs.cold_runs(chapters, costs.STUDY_BUDGET_MIN, records)} Each chapter's record is its latest
+`make bench COLD=<chapter>`, with the measurements its `make` target runs before it; records of different days carry
+the machine's day-to-day speed. {costs.warm_make_all(records)}
 """
