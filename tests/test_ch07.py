@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib import verdicts
+from lib import tables, verdicts
 from lib.analysis import power
 from lib.analysis import report_card as rc
 from lib.chapters import ch07
@@ -99,6 +99,12 @@ def test_drift_bullet_and_card_rows_read_each_rerun():
     rows = rc.report_card(rc.drift_rows(table, "pointwise, E[g] (run-to-run drift)", "m", "TREC DL19"))
     assert rows.statistic.tolist() == [rc.DRIFT] and rows.ci_over.tolist() == ["40 queries"]
     assert rows.criterion.tolist() == ["drift rerun: concurrency 1, fresh server"] and rows.n.tolist() == [40]
+
+
+def test_drift_off_at_size_zero_makes_no_call_and_says_so():
+    table = ch07.drift_measurement({"drift_queries": 0})  # returns before the data, the judge or the server
+    assert table.empty and list(table.columns) == [*tables.SCHEMAS["judge_drift"]]
+    assert ch07.drift(table).startswith("**Run-to-run drift** is not measured at this size")
 
 
 # ---------------------------------------------------------------------------------------------------------------

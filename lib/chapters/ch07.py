@@ -228,8 +228,9 @@ def bias_battery(judge: Gateway, judged: pd.DataFrame, samples: BiasSamples, mod
         "T = 1, predicted from p(g)", *_mean_over_queries(np.asarray(shares)[kept], judged.qid[kept], seed,
                                                              n_resamples))
 
-    def items_of(rows: pd.DataFrame) -> list[JudgeItem]:
-        return [JudgeItem(source=q, output=t) for q, t in zip(rows["query"], rows["passage"], strict=True)]
+    def items_of(rows: pd.DataFrame) -> list[JudgeItem]:  # none when the check is off (its size 0)
+        return [] if rows.empty else [JudgeItem(source=q, output=t)
+                                      for q, t in zip(rows["query"], rows["passage"], strict=True)]
 
     results = [consistency,
                *judge_bias.verbosity_effect(judge, items_of(samples.verbosity), seed, n_resamples, prompts=prompts,
@@ -260,10 +261,13 @@ def drift_measurement(params: Mapping[str, Any]) -> pd.DataFrame:
     section C judges it and again at each of ``drift_concurrencies``, each rerun in its own gateway and ledger
     (``07_validity-drift-c<k>``). ``params`` are the chapter's parameters (``params.yaml``). Returns the drift
     table (:data:`lib.judges.drift.DRIFT_COLUMNS` and the judge model), which the chapter reads as
-    ``judge_drift``."""
+    ``judge_drift``; with ``drift_queries`` 0 (the default size since issue #35's budget cut) an empty one, and no
+    call or restart."""
     from lib.judges import drift
     from lib.llm import server
 
+    if not params["drift_queries"]:
+        return pd.DataFrame(columns=[*drift.DRIFT_COLUMNS, "model"])
     dl19 = load_dl19()
     pilot = pilot_rows(dl19, params["pilot_dev_queries"], params["pilot_test_queries"],
                        params["pilot_passages_per_query"], params["split_seed"])
@@ -357,8 +361,8 @@ EARLIER: dict[str, str] = {
 }
 
 
-# What commit a5cb063 (the last run before issue #35's cut of the bias battery to the study's minimum of 10 queries:
-# 20 for injection and verbosity, 30 pairs) decided for the verdicts the cut could move, by key.
+# What commit a5cb063 (the last run before issue #35's cuts of the bias battery: 20 queries for injection and
+# verbosity, now off at the default size, and 30 pairs, now 10) decided for the verdicts the cuts could move, by key.
 BEFORE_THE_CUTS: dict[str, str] = {
     "07.bias.verbosity.filler": "undetermined",            # +0.077 (−0.032 to 0.198), 20 queries
     "07.bias.verbosity.restated": "holds",                 # −0.073 (−0.144 to −0.009), 20 queries
@@ -652,9 +656,11 @@ def bias(f: Findings, battery: pd.DataFrame) -> str:
     return ("**Bias** (TREC DL19; self-consistency over every judged passage, each other check one passage or pair "
             "per query; a T = 0 judge's real noise is run-to-run drift, not sampling): "
             + " ".join(verdicts.sentence(v) for v in f.bias)
-            + f" The filler repeats no query term but speaks of the passage's subject, so it controls for length and "
-              f"query terms, not for a content-free addition. Pairwise, both orders: {shares} (published position "
-              f"consistency: {consistent.anchors}).")
+            + (" The filler repeats no query term but speaks of the passage's subject, so it controls for length and "
+               "query terms, not for a content-free addition." if battery[battery.bias == "verbosity"].n.sum() else
+               " Verbosity and injection are not run at this size (`bias_queries` = 0 since issue #35's budget cut; "
+               "the full profile runs them on every query).")
+            + f" Pairwise, both orders: {shares} (published position consistency: {consistent.anchors}).")
 
 
 def drift(table: pd.DataFrame) -> str:
@@ -662,6 +668,9 @@ def drift(table: pd.DataFrame) -> str:
     change of E[g] with its interval over queries, the noise floor under every difference between readings of
     the same calls. No comparison of the concurrencies is drawn: two marginal intervals are not a test of their
     paired difference, and the table keeps no per-passage changes."""
+    if table.empty:
+        return ("**Run-to-run drift** is not measured at this size (`drift_queries` = 0 since issue #35's budget cut; "
+                "the full profile reruns every query).")
     parts = [f"{r['rerun'].removeprefix('drift rerun: ')}: {int(r['grades_changed'])} of {int(r['items'])} grades "
              f"changed, E[g] moved by {r['mean_abs_change']:.3f} on average ({interval_over_text(r, digits=3)}), at "
              f"most {r['max_abs_change']:.3f}" for r in table.to_dict("records")]
