@@ -71,10 +71,10 @@ def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
     measured = (f" and its measurements, run before it, {measurements:.1f} min for "
                 f"{int(record['measurements requests sent'])} requests: {total:.1f} min" if measurements else "")
     return (f"Cold run of {name} (its own calls live, earlier chapters' from the cache; make bench, {record['date']}, "
-            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min for {int(record['cold requests sent'])} "
-            f"requests{measured}, {within} the chapter budget of {CHAPTER_BUDGET_MIN} min; "
-            f"{int(record['cold requests not in the committed cache'])} of its requests are not in the committed "
-            f"cache.")
+            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min ({record['cold s']:,.1f} s) for "
+            f"{int(record['cold requests sent'])} requests{measured}, {within} the chapter budget of "
+            f"{CHAPTER_BUDGET_MIN} min; {int(record['cold requests not in the committed cache'])} of its requests are "
+            f"not in the committed cache.")
 
 
 def cold_runs(names: Sequence[str], budget_min: float, folder: Path = paths.OUTPUTS / "bench") -> str:
