@@ -373,6 +373,7 @@ BEFORE_THE_CUTS: dict[str, str] = {
     "07.bias.position.combined": "undetermined",           # 0.667 (0.500 to 0.833), 30 pairs
 }
 
+
 @dataclass(frozen=True)
 class Findings:
     """Every verdict chapter 07 states, with the plans of its two declared questions (their outcomes set).

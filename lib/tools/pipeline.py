@@ -40,8 +40,8 @@ PROGRESS_TIMING = re.compile(r" \[[\d:]+<[^\]\n]*\]")
 
 # Measurements a chapter reads but does not make, run before its notebook with the notebook's parameters: the
 # table each writes, and the function (module:name) that returns it. Chapter 07's judge drift restarts the
-# server twice to rerun requests on a fresh one: a measurement of the judge's infrastructure (it also sets the
-# default concurrency), kept out of the chapter's own run and its 20-minute budget.
+# server to rerun requests on a fresh one, which a notebook's own gateway cannot do mid-run; the chapter's make
+# target runs both, and its 20-minute budget counts both (lib.costs.cold_run).
 MEASUREMENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "07_validity": (("judge_drift", "lib.chapters.ch07:drift_measurement"),),
 }
