@@ -323,15 +323,15 @@ def _prefix_share(entries: Sequence[Entry]) -> float:
 
 
 def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
-    """Wall time of one notebook cold and then replaying it, in a temporary output folder set up as a cold
-    ``make all`` reaches it (:func:`seed_cold_run`): first its measurements (``pipeline.MEASUREMENTS``, timed
-    apart; the chapter's budget counts them, :func:`lib.costs.cold_run`), then the notebook with every call of its
-    own live. Also: the requests each sent (new cache entries), how many are not in the committed cache (0 when
-    scheduling changed no request), and the share of the notebook's prompt tokens the server served from its prefix cache. The result
-    is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's cold
-    budget is read from. With ``keep``, every cache entry the cold run wrote is copied into the committed cache
-    (replacing an entry of the same request), so a chapter whose requests changed needs no second live run: a
-    replay then writes its outputs."""
+    """Wall time of one notebook cold and then replaying it, in a temporary output folder set up as a cold ``make
+    all`` reaches it (:func:`seed_cold_run`): first its measurements (``pipeline.MEASUREMENTS``, timed apart; the
+    chapter's budget counts them, :func:`lib.costs.cold_run`), then the notebook with every call of its own live.
+    Also: the requests each sent (new cache entries), how many are not in the committed cache (0 when scheduling
+    changed no request), and the share of the notebook's prompt tokens the server served from its prefix cache. The
+    result is also written to ``outputs/bench/<name>.json`` with the date and the machine, the record the chapter's
+    cold budget is read from. With ``keep``, every cache entry the cold run wrote is copied into the committed cache
+    (replacing an entry of the same request), so a chapter whose requests changed needs no second live run: a replay
+    then writes its outputs."""
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
