@@ -59,22 +59,22 @@ def _cold_record(name: str, folder: Path) -> dict | None:
 def cold_run(name: str, folder: Path = paths.OUTPUTS / "bench") -> str:
     """One sentence on the latest cold run of notebook ``name`` recorded by ``make bench COLD=<name>`` in
     ``folder`` (:func:`lib.tools.bench.notebook_cold_warm`): the notebook's wall time and the requests it sent, its
-    measurements' (run before it by the same ``make`` target), and their sum against :data:`CHAPTER_BUDGET_MIN`;
-    the date and the CPUs. Says so when none is recorded."""
+    measurements' (run before it by the same ``make`` target; named when they sent requests), and their sum, as
+    :func:`cold_runs` sums it, against :data:`CHAPTER_BUDGET_MIN`; the date and the CPUs. Says so when none is
+    recorded."""
     record = _cold_record(name, folder)
     if record is None:
         return f"No cold run of {name} is recorded ({paths.shown(folder / f'{name}.json')}: make bench COLD={name})."
-    minutes = record["cold s"] / 60
-    measurements = record["measurements s"] / 60 if record["measurements requests sent"] else 0.0
-    total = minutes + measurements
+    total = (record["cold s"] + record["measurements s"]) / 60
     within = "within" if total <= CHAPTER_BUDGET_MIN else "over"
-    measured = (f" and its measurements, run before it, {measurements:.1f} min for "
-                f"{int(record['measurements requests sent'])} requests: {total:.1f} min" if measurements else "")
+    measured = (f" and its measurements, run before it, {record['measurements s'] / 60:.1f} min for "
+                f"{int(record['measurements requests sent'])} requests" if record["measurements requests sent"] else "")
     return (f"Cold run of {name} (its own calls live, earlier chapters' from the cache; make bench, {record['date']}, "
-            f"{record['cpus']} CPUs, {record['model']}): {minutes:.1f} min ({record['cold s']:,.1f} s) for "
-            f"{int(record['cold requests sent'])} requests{measured}, {within} the chapter budget of "
-            f"{CHAPTER_BUDGET_MIN} min; {int(record['cold requests not in the committed cache'])} of its requests are "
-            f"not in the committed cache.")
+            f"{record['cpus']} CPUs, {record['model']}): {record['cold s'] / 60:.1f} min ({record['cold s']:,.1f} s) "
+            f"for {int(record['cold requests sent'])} requests{measured}; {total:.1f} min with its measurements, "
+            f"{within} the chapter budget of {CHAPTER_BUDGET_MIN} min; "
+            f"{int(record['cold requests not in the committed cache'])} of its requests are not in the committed "
+            f"cache.")
 
 
 def cold_runs(names: Sequence[str], budget_min: float, folder: Path = paths.OUTPUTS / "bench") -> str:
