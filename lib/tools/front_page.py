@@ -236,18 +236,17 @@ def _cells(values: dict[str, float]) -> str:
     return " | ".join(f"{value:,.1f}" if key == "recorded_latency_s" else f"{value:,}" for key, value in values.items())
 
 
-def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, ledgers: Path,
-           bench: Path | None = None) -> str:
+def render(chapters: list[str], notebooks: Path, built: set[str], tables: Path, ledgers: Path) -> str:
     """The page (MyST Markdown) for ``chapters`` (notebook stems, in order), titled from the notebooks in
-    ``notebooks``; a chapter not in ``built`` is listed without a link. ``bench`` holds the cold-run records the
-    page sums against the study's budget (default: ``bench`` beside ``ledgers``, as in ``outputs/``)."""
+    ``notebooks``; a chapter not in ``built`` is listed without a link. The cold-run records the page sums
+    against the study's budget are read from ``bench`` beside ``ledgers``, as in ``outputs/``."""
     items = []
     for number, chapter in enumerate(chapters, start=1):
         title = markdown_text(chapter_title(nbformat.read(notebooks / f"{chapter}.ipynb", as_version=4), chapter))
         link = f"[{title}]({chapter}.ipynb)" if chapter in built else f"{title} *(not rendered)*"
         items.append(f"{number}. {link}\n\n   {headline(chapter, tables)}")
     rows = ledger_rows(ledgers)
-    records = ledgers.parent / "bench" if bench is None else bench
+    records = ledgers.parent / "bench"
     totals = {key: sum(row[key] for row in rows.values()) for key in LEDGER_COLUMNS}
     body = "\n".join(f"| {markdown_text(name)} | {_cells(row)} |" for name, row in rows.items())
     figure = known_answer_figure(tables)
