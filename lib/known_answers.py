@@ -7,7 +7,9 @@ is made:
 
 * ``off_topic`` — a real candidate written for another entry, of another nudge category: about something else;
 * ``value_mismatch`` — a nudge written for this entry's text but for the persona whose values are furthest from the
-  entry's persona (:func:`contrasting_persona`): right topic, wrong person (:func:`value_mismatch_calls`);
+  entry's persona (:func:`contrasting_persona`): right topic, wrong person (:func:`value_mismatch_calls`). Chapter 01
+  writes it for a nested prefix of its entries (``value_mismatch_entries``; none at the default size, because its
+  construction could not be shown without the judge);
 * ``value_contrast`` — a real candidate of the entry followed by a sentence that argues against the value its
   persona weights most (:func:`value_contrast_rewrite`): the same advice, set against this person's values. Unlike
   ``value_mismatch``, whose nudge may fit this persona as well as its own, it is worse for the person by how it is
@@ -148,14 +150,16 @@ def entry_auc(real: Sequence[float], distractors: Sequence[float]) -> float:
     return float(((r[:, None] > d[None, :]) + 0.5 * (r[:, None] == d[None, :])).mean())
 
 
-def discrimination(scores: pd.DataFrame, score: str, seed: int, n_resamples: int = 2000) -> pd.DataFrame:
+def discrimination(scores: pd.DataFrame, score: str, seed: int, n_resamples: int = 2000,
+                   kinds: Sequence[DistractorKind] | None = None) -> pd.DataFrame:
     """Per distractor kind, how often ``score`` puts a real candidate above a distractor: the mean over entries
     of :func:`entry_auc`, with its 95% interval over entries. ``scores`` has columns entry_id, kind ("real" or
-    a :data:`DistractorKind`) and ``score``; rows with a missing score (a failed call) are left out. Columns kind,
-    entries, auc, ci_low, ci_high, ci_over."""
+    a :data:`DistractorKind`) and ``score``; rows with a missing score (a failed call) are left out. ``kinds``: the
+    kinds reported, each with a row (0 entries and no estimate for a kind not scored, such as one a run did not
+    build); by default the kinds scored. Columns kind, entries, auc, ci_low, ci_high, ci_over."""
     kept = scores.dropna(subset=[score])
     rows = []
-    for kind in [k for k in DISTRACTOR_KINDS if k in set(kept.kind)]:
+    for kind in [k for k in DISTRACTOR_KINDS if (k in kinds if kinds is not None else k in set(kept.kind))]:
         per_entry = []
         for entry_id, part in kept.groupby("entry_id", sort=True):
             auc = entry_auc(part.loc[part.kind == "real", score], part.loc[part.kind == kind, score])
@@ -181,7 +185,8 @@ DISTRACTOR_COLUMNS = ["entry_id", "distractor_id", "kind", "persona_id", "source
 def distractors_table(sampled: pd.DataFrame, mismatch: Sequence[LLMResult], pools: pd.DataFrame, seed: int
                       ) -> pd.DataFrame:
     """Every entry's distractors (schema ``lib.tables.SCHEMAS['distractors']``): the value-mismatch nudge of each
-    successful call in ``mismatch`` (row-aligned with ``sampled``; a failed call gives no distractor), and the
+    successful call in ``mismatch`` (row-aligned with the first ``len(mismatch)`` rows of ``sampled``, a nested
+    prefix; a failed call gives no distractor), and the
     off-topic and tone distractors drawn from ``pools`` (the candidates later chapters judge, with position and
     confidence). ``persona_id`` is the persona a distractor was written for; ``position`` and ``confidence`` are
     its source candidate's (the value-mismatch nudge's own), so every ranker can score it."""
@@ -189,7 +194,7 @@ def distractors_table(sampled: pd.DataFrame, mismatch: Sequence[LLMResult], pool
              "persona_id": contrasting_persona(row.persona_id).persona_id, "source_candidate_id": None,
              "nudge_text": result.value.candidates[0].nudge_text.strip(), "position": 0,
              "confidence": result.value.candidates[0].confidence}
-            for row, result in zip(sampled.itertuples(), mismatch, strict=True) if result.ok]
+            for row, result in zip(sampled.head(len(mismatch)).itertuples(), mismatch, strict=True) if result.ok]
     source = pools.set_index("candidate_id")
     for drawn in (off_topic_distractors(pools, seed), value_contrast_distractors(pools), tone_distractors(pools)):
         rows += [{**d, "persona_id": source.at[d["source_candidate_id"], "persona_id"],
@@ -280,12 +285,13 @@ def with_value_component(scores: pd.DataFrame, alpha: float, system: str = "valu
     return pd.concat([scores, component[scores.columns]], ignore_index=True)
 
 
-def ranker_discrimination(scores: pd.DataFrame, seed: int, n_resamples: int = 2000) -> pd.DataFrame:
+def ranker_discrimination(scores: pd.DataFrame, seed: int, n_resamples: int = 2000,
+                          kinds: Sequence[DistractorKind] | None = None) -> pd.DataFrame:
     """:func:`discrimination` of each ranker in ``scores`` (:func:`ranker_scores`; a ranker's runs pooled per
-    entry), rankers in ``lib.rankers.RANKER_ORDER``, then any other (such as :data:`VALUE_COMPONENT`) in the order
-    they appear. Columns ranker, then :func:`discrimination`'s."""
+    entry) over ``kinds``, rankers in ``lib.rankers.RANKER_ORDER``, then any other (such as
+    :data:`VALUE_COMPONENT`) in the order they appear. Columns ranker, then :func:`discrimination`'s."""
     present = [r for r in rankers.RANKER_ORDER if r in set(scores.ranker)]
     present += [r for r in dict.fromkeys(scores.ranker) if r not in present]
-    return pd.concat([discrimination(scores[scores.ranker == r], "score", seed, n_resamples).assign(ranker=r)
+    return pd.concat([discrimination(scores[scores.ranker == r], "score", seed, n_resamples, kinds).assign(ranker=r)
                       for r in present], ignore_index=True)[["ranker", "kind", "entries", "auc", "ci_low", "ci_high",
                                                              "ci_over"]]

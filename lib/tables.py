@@ -48,12 +48,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "distractors": {
         "entry_id": "the entry whose pool the distractor is judged with (never ranked in its pool)",
         "distractor_id": "<entry_id>/<kind>",
-        "kind": "off_topic | value_mismatch | tone (lib.known_answers.DISTRACTOR_KINDS): why it is worse by "
-                "construction",
+        "kind": "off_topic | value_mismatch | value_contrast | tone (lib.known_answers.DISTRACTOR_KINDS): why it "
+                "is worse by construction (value_mismatch only for chapter 01's value_mismatch_entries)",
         "persona_id": "persona the nudge was written for (value_mismatch: the entry persona's contrasting "
                       "persona, lib.known_answers.contrasting_persona)",
-        "source_candidate_id": "the real candidate it was taken from (off_topic: another entry's; tone: the "
-                               "entry's first), null for value_mismatch",
+        "source_candidate_id": "the real candidate it was taken from (off_topic: another entry's; value_contrast "
+                               "and tone: the entry's first), null for value_mismatch",
         "nudge_text": "the distractor's text",
         "position": "its source candidate's position (value_mismatch: 0, its own answer's)",
         "confidence": "its source candidate's self-reported confidence (value_mismatch: its own)",

@@ -107,6 +107,11 @@ def test_construction_text_reads_the_record():
     assert text.count("\n") == 3 and "shown worse without the judge" in text
     doubtful = replace(f, construction=(replace(f.construction[1], verdict="blind"),))
     assert "itself in doubt" in ch01.construction_text(doubtful)
+    unwritten = ch01.findings({"construction_scores": scores_table(0.2, 0.0).query("kind != 'value_mismatch'")},
+                              PARAMS)
+    row = {v.key: v for v in unwritten.verdicts()}["01.construction.value_mismatch"]
+    assert (row.units, row.verdict) == (0, "undetermined")
+    assert "value-mismatch distractor is not written in this run" in ch01.construction_text(unwritten)
 
 
 def test_bookkeeping_counts_the_tables():

@@ -48,9 +48,11 @@ def test_reading_discrimination():
     table = ch03.reading_discrimination(judged_frame(), seed=0, n_resamples=300)
     assert list(table.columns) == list(tables.SCHEMAS["judge_discrimination"])
     expected = table[table.reading == "expected_grade"].set_index("kind")
-    # real (1.6, 1.4): off-topic 0.2 -> 1; mismatch 1.3 -> 1; tone 1.6 -> (½ + 0) / 2
-    assert expected.auc.to_dict() == {"off_topic": 1.0, "value_mismatch": 1.0, "tone": 0.25}
-    assert known_answers.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True, "tone": False}
+    # real (1.6, 1.4): off-topic 0.2 -> 1; mismatch 1.3 -> 1; tone 1.6 -> (½ + 0) / 2; no value contrast was judged
+    assert expected.auc.dropna().to_dict() == {"off_topic": 1.0, "value_mismatch": 1.0, "tone": 0.25}
+    assert expected.entries.to_dict() == {"off_topic": 12, "value_mismatch": 12, "value_contrast": 0, "tone": 12}
+    assert known_answers.sees(expected).to_dict() == {"off_topic": True, "value_mismatch": True,
+                                                      "value_contrast": False, "tone": False}
 
 
 def test_layout_repeat_counts_changes_per_reading():

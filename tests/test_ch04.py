@@ -165,12 +165,14 @@ def test_the_primary_needs_the_manipulation_check_and_the_judge_key_chapter_03_w
     assert findings_of(MIXED, earlier=[]).judge == ()  # chapter 03 not yet run: nothing to read
 
 
-def test_the_value_contrast_the_judge_sees_qualifies_the_primary_under_its_own_name():
-    f = findings_of(MIXED, earlier=judge_verdicts(("off_topic", "value_mismatch", "value_contrast")))
-    assert f.primary.depends_on[-1] == "03.known_answer.value_contrast.expected_grade"
-    text = ch04.conclusion(f)
-    assert "tells a value contrast distractor from a real nudge" in text  # the caveat names its own kind
-    assert "is not shown that the judge's gain tells a value mismatch distractor" in text
+def test_a_kind_chapter_03_judged_on_no_entry_is_not_read_as_the_judges():
+    unjudged = verdicts.verdict("03", "known_answer.value_contrast.expected_grade", "judge (expected_grade)",
+                                "tells …", Claim("known answer", 0.5, margin=0.1), "AUC", float("nan"), float("nan"),
+                                float("nan"), "entries", 0, "judge_discrimination")
+    f = findings_of(MIXED, earlier=[*judge_verdicts(), unjudged])
+    assert [v.key for v in f.judge] == ["03.known_answer.off_topic.expected_grade",
+                                        "03.known_answer.value_mismatch.expected_grade"]
+    assert "value contrast" not in ch04.known_answer_text(f).splitlines()[0]  # the judge's line
 
 
 def test_the_conclusion_formats_the_record_and_its_caveats():

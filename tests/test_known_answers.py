@@ -104,6 +104,16 @@ def test_distractors_table_has_four_kinds_per_entry_and_drops_a_failed_generatio
     assert (tone.source_candidate_id, tone.position, tone.confidence) == ("e00/c0", 0, 0.9)
 
 
+def test_value_mismatch_nudges_of_a_nested_prefix_go_to_its_entries():
+    pool = candidates(3).assign(persona_id="caregiver", confidence=0.5)
+    answer = nudges.candidate_set_schema(1)(candidates=[{"nudge_text": "n", "reasoning": "r", "confidence": 0.6}])
+    table = known_answers.distractors_table(sampled(3), [LLMResult(ok=True, value=answer, text="")], pool, seed=0)
+    assert table[table.kind == "value_mismatch"].entry_id.tolist() == ["e00"]
+    assert "value_mismatch" not in set(known_answers.distractors_table(sampled(3), [], pool, seed=0).kind)
+    with pytest.raises(ValueError):  # more answers than entries: not a prefix
+        known_answers.distractors_table(sampled(1), [LLMResult(ok=True, value=answer, text="")] * 2, pool, seed=0)
+
+
 def test_ranker_scores_score_distractors_beside_the_pool_without_changing_it():
     from lib import rankers
 

@@ -11,7 +11,9 @@ score that needs no LLM (:data:`CONSTRUCTION_SCORES`), against chance 0.5 ± the
 * ``value_mismatch`` — the *value lean*: cosine to the entry persona's description minus cosine to the contrasting
   persona's (the one the distractor was written for; ``lib.known_answers.contrasting_persona``). A real candidate
   should lean towards its own persona more than the distractor does. If it does not, the embedding cannot show
-  that the distractor was written for someone else, and the known answer itself is in doubt;
+  that the distractor was written for someone else, and the known answer itself is in doubt. On 40 entries it did
+  not (:data:`BEFORE_THE_CUTS`), so the default size writes none (``value_mismatch_entries``: 0) and the row is
+  undetermined with no entry;
 * ``value_contrast`` — a rule: the text carries the sentence against the entry persona's most weighted value
   (:data:`lib.known_answers.VALUE_DISMISSALS`), so it flags the distractor by how it is built (``by_construction``)
   and shows that no real candidate argues against that value in those words;
@@ -58,6 +60,12 @@ _STATISTIC = {"cos_entry": "AUC (real over distractor, cos to entry)",
 
 # Chapter 01 stated no verdict at commit cd3530b (outputs/notebooks/01_nudge_candidates.ipynb there).
 EARLIER: dict[str, str] = {}
+
+# What commit 5e38d9d (the last run that wrote value-mismatch nudges, for 40 entries, before issue #35's budget cut
+# them: a known answer not shown worse by construction is not put to the judge) decided of their construction.
+BEFORE_THE_CUTS: dict[str, str] = {
+    "01.construction.value_mismatch": "undetermined",  # value lean AUC 0.593 (0.463 to 0.714), 40 entries
+}
 
 
 def bookkeeping(tables: Mapping[str, pd.DataFrame]) -> str:
@@ -112,11 +120,12 @@ def construction_scores(entries: pd.DataFrame, pools: pd.DataFrame, distractors:
 
 def construction_table(scores: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
     """:func:`lib.known_answers.discrimination` of every score of :func:`construction_scores` for every kind:
-    how often a real candidate comes out above the distractor on it (a row per score and kind; over entries). The
-    score each kind's verdict reads is marked ``declared``."""
+    how often a real candidate comes out above the distractor on it (a row per score and kind, every kind of
+    :data:`lib.known_answers.DISTRACTOR_KINDS`, with 0 entries where a run wrote none; over entries). The score each
+    kind's verdict reads is marked ``declared``."""
     columns = ["cos_entry", "cos_persona", "cos_contrasting", "value_lean", "not_against_values", "not_dismissive"]
-    table = pd.concat([known_answers.discrimination(scores, c, seed, n_resamples).assign(score=c) for c in columns],
-                      ignore_index=True)
+    table = pd.concat([known_answers.discrimination(scores, c, seed, n_resamples, known_answers.DISTRACTOR_KINDS)
+                       .assign(score=c) for c in columns], ignore_index=True)
     table["declared"] = [CONSTRUCTION_SCORES[k] == s for k, s in zip(table.kind, table.score, strict=True)]
     return table[["score", "kind", "declared", "entries", "auc", "ci_low", "ci_high", "ci_over"]]
 
@@ -160,7 +169,9 @@ _MEANING = {
 
 
 def construction_text(f: Findings, kinds: Sequence[str] = known_answers.DISTRACTOR_KINDS) -> str:
-    """One line per kind: the verdict on its construction and what it means for the judge's known answer."""
+    """One line per kind: the verdict on its construction and what it means for the judge's known answer (a kind
+    with no entry was not written in this run)."""
     by_kind = {v.key.rsplit(".", 1)[1]: v for v in f.construction}
     return "\n".join(f"* {verdicts.sentence(by_kind[k])} The {k.replace('_', '-')} distractor is "
-                     f"{_MEANING[by_kind[k].verdict]}." for k in kinds if k in by_kind)
+                     f"{_MEANING[by_kind[k].verdict] if by_kind[k].units else 'not written in this run'}."
+                     for k in kinds if k in by_kind)

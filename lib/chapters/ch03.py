@@ -11,7 +11,12 @@ The verdicts (:meth:`Findings.verdicts`):
   over entries above 0.5) and the kind chapter 04 needs (``primary_known_answer``, chapter 04's
   ``known_answer_kind``) were declared in commit 31779ac, before the live run that made the labels (7f36a38); the
   margin was declared in issue #33, after them, so a *blind* rests on a margin chosen after the data. The other
-  readings are exploratory. The declared gain's check of ``primary_known_answer`` is the chapter's primary.
+  readings are exploratory. The declared gain's check of ``primary_known_answer`` is the chapter's primary. It was
+  the value mismatch until issue #35's budget cut it: its construction could not be shown without the judge
+  (``01.construction.value_mismatch``), so its row is undetermined with no entry at the default size
+  (:data:`BEFORE_THE_CUTS` keeps what 40 entries gave), and the primary moved to the value contrast, the known answer
+  #35 built worse by construction for the same question and declared before its run. The move was made after both
+  outcomes were seen: the value contrast's check is confirmatory, its place as the primary is not.
 * ``03.first_candidate`` — does the declared gain favour the generator's first candidate (sign-flip test over
   entries, one-sided in the direction the section asks about)?
 * ``03.geval.ToneEmpathy.tone`` — does G-Eval ToneEmpathy score a real candidate above its dismissive rewrite?
@@ -82,6 +87,14 @@ EARLIER: dict[str, str] = {
     "03.geval.ToneEmpathy.tone": "sees",
 }
 
+# What commit 5e38d9d (the last run that judged value-mismatch nudges, 40 entries) decided of them, before issue #35's
+# budget cut them (a known answer whose construction cannot be shown is not put to the judge).
+BEFORE_THE_CUTS: dict[str, str] = {
+    "03.known_answer.value_mismatch.expected_grade": "undetermined",    # 0.543 (0.422 to 0.668), 40 entries
+    "03.known_answer.value_mismatch.grade": "blind",                    # 0.531 (0.493 to 0.578), 40 entries
+    "03.known_answer.value_mismatch.rounded_expected": "undetermined",  # 0.543 (0.460 to 0.630), 40 entries
+}
+
 
 def nugget_importance(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
     """Chapter 05's importance set (:meth:`lib.rag.StudyDraw.importance_nuggets`) labelled by the judge, one call a
@@ -131,9 +144,10 @@ def reading_table(judged: pd.DataFrame) -> pd.DataFrame:
 
 def reading_discrimination(judged: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
     """:func:`lib.known_answers.discrimination` of each reading in :data:`READINGS`: how often it puts a real
-    candidate above each kind of distractor, with intervals over entries (schema
-    ``lib.tables.SCHEMAS['judge_discrimination']``)."""
-    table = pd.concat([known_answers.discrimination(judged, reading, seed, n_resamples).assign(reading=reading)
+    candidate above each kind of distractor (every kind, with 0 entries where the run built none), with intervals
+    over entries (schema ``lib.tables.SCHEMAS['judge_discrimination']``)."""
+    table = pd.concat([known_answers.discrimination(judged, reading, seed, n_resamples,
+                                                    known_answers.DISTRACTOR_KINDS).assign(reading=reading)
                        for reading in READINGS], ignore_index=True)
     return table[["reading", *[c for c in table.columns if c != "reading"]]]
 
@@ -397,13 +411,15 @@ def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary
                           ) -> tuple[Verdict, ...]:
     """One known-answer verdict per row of a ``judge_discrimination`` table: key
     ``03.known_answer.<kind>.<reading>``, AUC against chance 0.5 ± ``margin`` over entries. Rows of ``label_rule``
-    come first and are confirmatory; its ``primary_kind`` row is the primary. Each depends on chapter 01's check that
-    its kind of distractor is worse without the judge (``01.construction.<kind>``: if that is not shown, the known
-    answer itself is in doubt); the primary also on the rule's other kinds (whether the gain sees anything at all)."""
+    come first and are confirmatory (a kind with no entry is not); its ``primary_kind`` row is the primary. Each
+    depends on chapter 01's check that its kind of distractor is worse without the judge (``01.construction.<kind>``:
+    if that is not shown, the known answer itself is in doubt); the primary also on the rule's other kinds that have
+    entries (whether the gain sees anything at all)."""
     ordered = pd.concat([discrimination[discrimination.reading == label_rule],
                          discrimination[discrimination.reading != label_rule]])
     claim = Claim("known answer", 0.5, "higher", margin)
-    rule_keys = [f"03.known_answer.{kind}.{label_rule}" for kind in ordered.kind[ordered.reading == label_rule]]
+    judged = ordered[(ordered.reading == label_rule) & (ordered.entries > 0)]
+    rule_keys = [f"03.known_answer.{kind}.{label_rule}" for kind in judged.kind]
     out = []
     for row in ordered.itertuples():
         primary = row.reading == label_rule and row.kind == primary_kind
@@ -411,7 +427,7 @@ def known_answer_verdicts(discrimination: pd.DataFrame, label_rule: str, primary
             "03", f"known_answer.{row.kind}.{row.reading}", f"pointwise judge ({READINGS[row.reading]})",
             KNOWN_ANSWER_CONSTRUCTS[row.kind], claim, "AUC (real over distractor)", row.auc, row.ci_low, row.ci_high,
             "entries", int(row.entries), "judge_discrimination", primary=primary,
-            confirmatory=row.reading == label_rule,
+            confirmatory=row.reading == label_rule and row.entries > 0,
             depends_on=[f"01.construction.{row.kind}",
                         *(k for k in rule_keys if primary and k != f"03.known_answer.{row.kind}.{row.reading}")]))
     return tuple(out)

@@ -13,8 +13,11 @@
   baseline on a tested measure, Holm over the family's one-sided p's (both directions);
 * every ranker's **known-answer checks** (``04.known_answer.<ranker>.<kind>``): AUC of real candidates over each
   kind of distractor, chance 0.5 ± ``known_answer_margin``, flagged where it holds by construction
-  (:data:`lib.known_answers.BY_CONSTRUCTION`). The system's check on the value mismatch is its manipulation
-  check; its value component alone (:data:`lib.known_answers.VALUE_COMPONENT`) is checked beside it.
+  (:data:`lib.known_answers.BY_CONSTRUCTION`), every kind with a row (0 entries for a kind chapter 01 did not
+  build). The system's check on the kind the question is about (``known_answer_kind``) is its manipulation check;
+  its value component alone (:data:`lib.known_answers.VALUE_COMPONENT`) is checked beside it. That kind was the
+  value mismatch until issue #35's budget cut it (its construction could not be shown; :data:`BEFORE_THE_CUTS`);
+  it is now the value contrast, built worse by construction for the same question.
 
 The judge's own known-answer verdicts are chapter 03's: this chapter reads them, never writes them.
 
@@ -72,9 +75,18 @@ KNOWN_ANSWER_CONSTRUCTS: dict[str, str] = {
     "value_contrast": "scores a real nudge above the same nudge followed by a sentence against the persona's top value",
     "tone": "scores a real nudge above the same nudge with a dismissive opener",
 }
-# The known answer built worse by construction for the same question (issue #35): a nudge written for another
-# persona may fit this one as well, a nudge that argues against the person's top value cannot.
-CONTRAST_KIND = "value_contrast"
+
+# What commit 5e38d9d (the last run with value-mismatch nudges, 40 entries) decided of the rankers on them, before
+# issue #35's budget cut them (their construction was not shown without the judge, chapter 01).
+BEFORE_THE_CUTS: dict[str, str] = {
+    "04.known_answer.random.value_mismatch": "fails",                # 0.472 (0.445 to 0.499)
+    "04.known_answer.generator_order.value_mismatch": "fails",       # 0.180 (0.146 to 0.219), by construction
+    "04.known_answer.embedding.value_mismatch": "undetermined",      # 0.453 (0.324 to 0.585)
+    "04.known_answer.category.value_mismatch": "undetermined",       # 0.493 (0.377 to 0.611)
+    "04.known_answer.self_confidence.value_mismatch": "fails",       # 0.180 (0.142 to 0.224)
+    "04.known_answer.value_aware.value_mismatch": "undetermined",    # 0.455 (0.320 to 0.588)
+    "04.known_answer.value_component.value_mismatch": "undetermined",  # 0.478 (0.367 to 0.585)
+}
 
 # The phrases the formatters put beside a verdict, by its word (the verdict is decided in findings, never here).
 PRIMARY_ANSWER: dict[str, str] = {
@@ -252,9 +264,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
     by_key = {v.key: v for v in earlier}
     if any(v.chapter == "03" for v in earlier) and depends_on[0] not in by_key:
         raise ValueError(f"chapter 03 wrote verdicts but none with key {depends_on[0]!r}: the keys disagree")
-    if kind == "value_mismatch" and judge_key(CONTRAST_KIND, gain) in by_key:  # the contrast qualifies it too
-        primary = replace(primary, depends_on=(*primary.depends_on, judge_key(CONTRAST_KIND, gain)))
-    judge = tuple(by_key[judge_key(k, gain)] for k in known_answers.DISTRACTOR_KINDS if judge_key(k, gain) in by_key)
+    judge = tuple(by_key[judge_key(k, gain)] for k in known_answers.DISTRACTOR_KINDS  # the kinds judged in this run
+                  if judge_key(k, gain) in by_key and by_key[judge_key(k, gain)].units)
 
     ranges = value_range(tables["labels"])
     ranges = ranges[ranges.measure == measure]
@@ -294,6 +305,9 @@ def known_answer_text(f: Findings) -> str:
                        for v in f.judge) if f.judge else _missing_judge(f))
     lines = [f"- **The judge** (gain {f.gain}; chapter 03's verdicts): {judge}."]
     for kind in KNOWN_ANSWER_CONSTRUCTS:
+        if not any(v.units for v in f.known_answers if v.key.endswith(f".{kind}")):
+            lines.append(f"- **{_kind(kind)}**: no distractor of this kind in this run (0 entries).")
+            continue
         rows = [v for v in f.known_answers if v.key.endswith(f".{kind}") and v.verdict == "sees"]
         honest = ", ".join(f"{v.system} {v.estimate:.2f}" for v in rows if not v.by_construction) or "none"
         built = ", ".join(f"{v.system} {v.estimate:.2f}" for v in rows if v.by_construction) or "none"
