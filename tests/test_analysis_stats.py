@@ -8,13 +8,20 @@ import numpy as np
 import pytest
 
 from lib.analysis.stats import (
+    average_ranks,
     cohen_kappa,
+    kappa_cells,
+    kappa_interval,
+    kappa_of_tables,
     krippendorff_alpha,
     min_attainable_p,
     minimum_detectable_effect,
     nested_sample,
     sign_flip_test,
+    resample_counts,
     sign_test,
+    spearman,
+    table_bootstrap,
     unit_bootstrap,
     win_loss_tie,
 )
@@ -56,6 +63,59 @@ def test_cohen_kappa_equals_statsmodels_to_the_last_bit(weights):
         if np.isclose(np.outer(table.sum(1), table.sum(0)).trace() / n ** 2, 1.0):
             continue
         assert cohen_kappa(a, b, categories, weights) == float(sm_kappa(table, wt=weights, return_results=False))
+
+
+@pytest.mark.parametrize("weights", [None, "quadratic"])
+def test_kappa_interval_is_the_unit_bootstrap_of_kappa_on_count_tables(weights):
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        k, n, groups = int(rng.integers(2, 5)), int(rng.integers(10, 90)), int(rng.integers(8, 25))
+        a = rng.integers(0, k, n)
+        b = np.clip(a + rng.integers(-1, 2, n), 0, k - 1)
+        units = rng.integers(0, groups, n)
+        scale = list(range(k))
+        fast = kappa_interval(a, b, units, scale, "queries", trial, 300, weights=weights)
+        slow = unit_bootstrap(lambda x, y: cohen_kappa(x, y, scale, weights), [a, b], units, "queries", trial, 300)
+        np.testing.assert_array_equal([fast.value, fast.low, fast.high, fast.units, fast.se],
+                                      [slow.value, slow.low, slow.high, slow.units, slow.se])  # NaN equals NaN
+
+
+def test_table_bootstrap_of_a_kappa_difference_pairs_the_two_tables_by_resample():
+    rng = np.random.default_rng(6)
+    h = rng.integers(0, 4, 120)
+    x, y = np.clip(h + rng.integers(-1, 2, 120), 0, 3), rng.integers(0, 4, 120)
+    units, scale = rng.integers(0, 15, 120), [0, 1, 2, 3]
+
+    def difference(tables):
+        return kappa_of_tables(tables[0], "quadratic") - kappa_of_tables(tables[1], "quadratic")
+
+    fast = table_bootstrap([kappa_cells(h, x, scale), kappa_cells(h, y, scale)], 4, difference, units, "queries", 0,
+                           500)
+    slow = unit_bootstrap(lambda a, b, c: cohen_kappa(a, b, scale, "quadratic") - cohen_kappa(a, c, scale, "quadratic"),
+                          [h, x, y], units, "queries", 0, 500)
+    assert (fast.value, fast.low, fast.high) == (slow.value, slow.low, slow.high) and fast.low > 0
+
+
+def test_resample_counts_count_the_draws_of_each_resample():
+    counts = resample_counts(7, seed=2, n_resamples=50)
+    drawn = np.random.default_rng(2).integers(0, 7, size=(50, 7))
+    assert counts.shape == (50, 7) and (counts.sum(axis=1) == 7).all()
+    assert all((np.bincount(row, minlength=7) == c).all() for row, c in zip(drawn, counts, strict=True))
+
+
+def test_spearman_and_average_ranks_equal_scipy_to_the_last_bit():
+    from scipy.stats import rankdata, spearmanr
+
+    rng = np.random.default_rng(4)
+    for trial in range(600):
+        n = int(rng.integers(2, 60))
+        x = rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n)
+        y = x + rng.normal(size=n) if trial % 3 else rng.integers(1, 6, n) / 2
+        assert (average_ranks(x) == rankdata(x)).all()
+        if len(set(x)) > 1 and len(set(y)) > 1:
+            assert spearman(x, y) == spearmanr(x, y).statistic
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3])) and math.isnan(spearman([1, 2, np.nan], [1, 2, 3]))
+    assert spearman([1, 2, 3, 4], [10, 20, 40, 30]) == pytest.approx(0.8)
 
 
 def test_cohen_kappa_refuses_labels_outside_its_categories():

@@ -17,48 +17,95 @@ from numpy.typing import ArrayLike
 from lib.analysis.text import interval_text, number_text
 
 
-def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[Hashable], weights: str | None = None) -> float:
-    """Cohen's κ between two label sequences over fixed ``categories`` (Cohen 1960):
-    κ = (p_o − p_e) / (1 − p_e), p_o observed agreement, p_e agreement expected from the marginals.
-    ``weights="quadratic"`` gives weighted κ (Cohen 1968), κ_w = 1 − Σ w_ij o_ij / Σ w_ij e_ij with disagreement
-    weights w_ij = (i−j)²/(k−1)², o and e the observed and expected shares of the k×k contingency table.
-    The table is counted with one ``bincount`` and κ follows statsmodels' ``cohens_kappa`` operation for operation,
-    so the two agree to the last bit (tests/test_analysis_stats.py checks it): a bootstrap calls this thousands of
-    times, and statsmodels' per-call overhead was most of a chapter's statistics time.
-    Returns NaN when both raters use a single identical category (κ undefined)."""
+def _category_index(values: ArrayLike, categories: Sequence[Hashable], name: str) -> np.ndarray:
+    """The position of each label of ``values`` among ``categories``; a label outside them is an error."""
     labels = np.asarray(categories)
     k = len(labels)
+    column = np.asarray(values).reshape(-1)
     # consecutive integer categories (the grade scales) index by subtraction; any others by comparison
-    consecutive = labels.dtype.kind in "iu" and np.array_equal(labels, labels[0] + np.arange(k))
-    position = {}
-    for name, values in (("a", a), ("b", b)):
-        column = np.asarray(values).reshape(-1)
-        if consecutive and column.dtype.kind in "iu":
-            index = column - labels[0]
-            found = (index >= 0) & (index < k)
+    if labels.dtype.kind in "iu" and np.array_equal(labels, labels[0] + np.arange(k)) and column.dtype.kind in "iu":
+        index = column - labels[0]
+        found = (index >= 0) & (index < k)
+    else:
+        match = column[:, None] == labels[None, :]
+        index, found = match.argmax(axis=1), match.any(axis=1)
+    if not found.all():
+        raise KeyError(f"{name} holds labels outside the categories {list(categories)}")
+    return index
+
+
+def kappa_cells(a: ArrayLike, b: ArrayLike, categories: Sequence[Hashable]) -> np.ndarray:
+    """The cell of each item in the k×k contingency table of ``a`` (rows) by ``b`` (columns) over ``categories``,
+    flattened: position in ``categories`` of a × k + that of b."""
+    first, second = _category_index(a, categories, "a"), _category_index(b, categories, "b")
+    if len(first) != len(second):
+        raise ValueError(f"label sequences of lengths {len(first)} and {len(second)}")
+    return first * len(categories) + second
+
+
+def kappa_of_tables(tables: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's κ of each k×k contingency table of counts in ``tables`` (shape (..., k, k)), NaN where both raters
+    use one identical category: κ = (p_o − p_e) / (1 − p_e) (Cohen 1960), or with ``weights="quadratic"``
+    κ_w = 1 − Σ w_ij o_ij / Σ w_ij e_ij with w_ij = (i−j)²/(k−1)² (Cohen 1968), o and e the observed and expected
+    shares. It repeats statsmodels' ``cohens_kappa`` operation for operation on each table, so one table gives the
+    same bits (tests/test_analysis_stats.py), and a whole bootstrap's tables are one call."""
+    tables = np.asarray(tables, dtype=float)
+    k = tables.shape[-1]
+    nobs = tables.sum(axis=(-2, -1))
+    rows, columns = tables.sum(axis=-1), tables.sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected_trace = (rows * columns).sum(axis=-1) / nobs ** 2
+        freq_row, freq_col = rows / nobs[..., None], columns / nobs[..., None]
+        prob_exp = freq_col[..., None, :] * freq_row[..., :, None]
+        if weights is None:
+            agree_exp = np.diagonal(prob_exp, axis1=-2, axis2=-1).sum(axis=-1)
+            kappa = (np.diagonal(tables, axis1=-2, axis2=-1).sum(axis=-1) / nobs - agree_exp) / (1 - agree_exp)
+        elif weights == "quadratic":
+            steps: np.ndarray = np.arange(k, dtype=float)
+            disagreement = (steps[:, None] - steps) ** 2 / (steps[-1] - steps[0]) ** 2
+            flat = (*tables.shape[:-2], k * k)
+            kappa = 1 - ((disagreement * tables).reshape(flat).sum(axis=-1) / nobs
+                         / (disagreement * prob_exp).reshape(flat).sum(axis=-1))
         else:
-            match = column[:, None] == labels[None, :]
-            index, found = match.argmax(axis=1), match.any(axis=1)
-        if not found.all():
-            raise KeyError(f"{name} holds labels outside the categories {list(categories)}")
-        position[name] = index
-    if len(position["a"]) != len(position["b"]):
-        raise ValueError(f"label sequences of lengths {len(position['a'])} and {len(position['b'])}")
-    table = np.bincount(position["a"] * k + position["b"], minlength=k * k).reshape(k, k).astype(float)
-    nobs = table.sum()
-    expected = np.outer(table.sum(1), table.sum(0)) / nobs ** 2
-    if np.isclose(expected.trace(), 1.0):
+            raise ValueError(f"weights {weights!r}: None or 'quadratic'")
+    return np.where(np.isclose(expected_trace, 1.0), np.nan, kappa)
+
+
+def cohen_kappa(a: ArrayLike, b: ArrayLike, categories: Sequence[Hashable], weights: str | None = None) -> float:
+    """Cohen's κ between two label sequences over fixed ``categories`` (:func:`kappa_of_tables` of their
+    contingency table, counted with one ``bincount``; ``weights="quadratic"``: weighted κ). A bootstrap calls this
+    thousands of times, and statsmodels' per-call overhead was most of a chapter's statistics time; a bootstrap
+    of κ over units is :func:`kappa_interval`. Returns NaN when both raters use a single identical category."""
+    k = len(categories)
+    table = np.bincount(kappa_cells(a, b, categories), minlength=k * k).reshape(k, k)
+    return float(kappa_of_tables(table, weights))
+
+
+def average_ranks(values: ArrayLike) -> np.ndarray:
+    """Ranks 1..n of ``values``, ties given the mean of the ranks they span (``scipy.stats.rankdata``'s
+    "average"): one stable sort, the runs of equal values found on the sorted array."""
+    x = np.asarray(values)
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    new = np.r_[True, ordered[1:] != ordered[:-1]] if len(x) else np.zeros(0, dtype=bool)
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], len(x)]
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat((starts + 1 + ends) / 2, ends - starts)
+    return ranks
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's ρ (Spearman 1904): Pearson's r of the :func:`average_ranks` of x and y, with numpy's
+    ``corrcoef`` on the two rank columns as ``scipy.stats.spearmanr`` computes it, so the value has the same bits
+    (tests/test_analysis_stats.py) without scipy's per-call overhead (bootstraps call it thousands of times).
+    NaN with fewer than two pairs, a constant side or a NaN."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} values against {len(b)}")
+    if len(a) < 2 or np.isnan(a).any() or np.isnan(b).any() or (a == a[0]).all() or (b == b[0]).all():
         return float("nan")
-    freq_row, freq_col = table.sum(1) / nobs, table.sum(0) / nobs
-    prob_exp = freq_col * freq_row[:, None]
-    if weights is None:
-        agree_exp = np.diag(prob_exp).sum()
-        return float((np.diag(table).sum() / nobs - agree_exp) / (1 - agree_exp))
-    if weights != "quadratic":
-        raise ValueError(f"weights {weights!r}: None or 'quadratic'")
-    steps: np.ndarray = np.arange(k, dtype=float)
-    disagreement = (steps[:, None] - steps) ** 2 / (steps[-1] - steps[0]) ** 2
-    return float(1 - (disagreement * table).sum() / nobs / (disagreement * prob_exp).sum())
+    return float(np.corrcoef(np.column_stack((average_ranks(a), average_ranks(b))), rowvar=False)[1, 0])
 
 
 MeasurementLevel = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -233,6 +280,8 @@ def correlation_ci(x: ArrayLike, y: ArrayLike, method: str, seed: int, n_resampl
     out["r"], out["p"] = float(result.statistic), float(result.pvalue)
 
     def statistic(a: np.ndarray, b: np.ndarray) -> float:
+        if method == "spearman":
+            return spearman(a, b)
         return float(coefficient(a, b).statistic) if len(set(a)) > 1 and len(set(b)) > 1 else float("nan")
 
     with warnings.catch_warnings():
@@ -322,13 +371,63 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
             rows = np.concatenate(drawn)
         with np.errstate(all="ignore"):
             distribution[r] = statistic(*(array[rows] for array in arrays))
+    return _percentile_interval(value, distribution, unit, len(names), level)
+
+
+def _percentile_interval(value: float, distribution: np.ndarray, unit: str, units: int, level: float) -> Interval:
+    """The percentile interval of the defined resample values (undefined ones dropped, their share kept)."""
     finite = distribution[np.isfinite(distribution)]
-    undefined_share = 1 - len(finite) / n_resamples
+    undefined_share = 1 - len(finite) / len(distribution)
     if not len(finite):
-        return Interval(value, nan, nan, unit, len(names), undefined_share)
+        return Interval(value, float("nan"), float("nan"), unit, units, undefined_share)
     low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
     se = float(finite.std(ddof=1)) if len(finite) > 1 else float("nan")
-    return Interval(value, float(low), float(high), unit, len(names), undefined_share, se)
+    return Interval(value, float(low), float(high), unit, units, undefined_share, se)
+
+
+def resample_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """How often each of ``n_units`` units is drawn in each of ``n_resamples`` bootstrap resamples: an
+    (n_resamples × n_units) count matrix of the draws :func:`unit_bootstrap` makes with the same ``seed`` (numpy
+    ``default_rng(seed)``, ``n_units`` draws with replacement per resample, resample after resample)."""
+    drawn = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
+    counts = np.zeros((n_resamples, n_units))
+    np.add.at(counts, (np.arange(n_resamples)[:, None], drawn), 1.0)
+    return counts
+
+
+def table_bootstrap(cells: Sequence[ArrayLike], k: int, statistic: Callable[[np.ndarray], np.ndarray],
+                    units: ArrayLike, unit: str, seed: int, n_resamples: int = 2000, level: float = 0.95,
+                    min_units: int = MIN_CI_UNITS) -> Interval:
+    """:func:`unit_bootstrap` of a statistic of k×k contingency tables, on count tables: ``cells[j][i]`` is item
+    i's flattened cell in table j (:func:`kappa_cells`), and ``statistic`` maps a stack of tables of shape
+    (len(cells), R, k, k) to R values. A resample's table is the sum of its drawn units' tables, each as often as
+    it was drawn (:func:`resample_counts`: the resamples :func:`unit_bootstrap` draws with the same ``seed``), so
+    all resamples' tables are one matrix product and the statistic one call; the interval equals
+    :func:`unit_bootstrap`'s of the same statistic (tested)."""
+    columns = [np.asarray(c) for c in cells]
+    labels = np.asarray(units, dtype=object).astype(str)
+    if any(len(c) != len(labels) for c in columns):
+        raise ValueError(f"cell columns of lengths {[len(c) for c in columns]} but {len(labels)} unit labels")
+    names, index = np.unique(labels, return_inverse=True)
+    whole = np.stack([np.bincount(c, minlength=k * k).reshape(1, k, k) for c in columns])
+    value = float(statistic(whole)[0]) if len(labels) else float("nan")
+    nan = float("nan")
+    if len(names) < max(min_units, 2) or not np.isfinite(value):
+        return Interval(value, nan, nan, unit, len(names), undefined_share=nan)
+    counts = resample_counts(len(names), seed, n_resamples)
+    per_unit = np.zeros((len(columns), len(names), k * k))
+    for j, column in enumerate(columns):
+        np.add.at(per_unit[j], (index, column), 1.0)
+    tables = np.stack([(counts @ per_unit[j]).reshape(n_resamples, k, k) for j in range(len(columns))])
+    return _percentile_interval(value, statistic(tables), unit, len(names), level)
+
+
+def kappa_interval(a: ArrayLike, b: ArrayLike, units: ArrayLike, categories: Sequence[Hashable], unit: str,
+                   seed: int, n_resamples: int = 2000, level: float = 0.95, weights: str | None = None) -> Interval:
+    """Cohen's κ of ``a`` and ``b`` (:func:`cohen_kappa`, ``weights``) with its cluster-bootstrap interval over
+    ``units`` (:func:`table_bootstrap`: the interval :func:`unit_bootstrap` gives with the same seed)."""
+    return table_bootstrap([kappa_cells(a, b, categories)], len(categories),
+                           lambda tables: kappa_of_tables(tables[0], weights), units, unit, seed, n_resamples, level)
 
 
 def nested_sample(ids: Iterable[Hashable], n: int, seed: int, first: Sequence[Hashable] = ()) -> list[Hashable]:

@@ -25,7 +25,13 @@ from lib.analysis.stats import (
     Interval,
     MeasurementLevel,
     cohen_kappa,
+    kappa_cells,
+    kappa_interval,
+    kappa_of_tables,
     krippendorff_alpha,
+    resample_counts,
+    spearman,
+    table_bootstrap,
     unit_bootstrap,
 )
 from lib.design import GRADES
@@ -50,7 +56,7 @@ def agreement(a: ArrayLike, b: ArrayLike, categories: Sequence[int] = GRADES) ->
 def agreement_ci(a: ArrayLike, b: ArrayLike, units: ArrayLike, seed: int, n_resamples: int = 2000,
                  level: float = 0.95, categories: Sequence[int] = GRADES, unit: str = "queries") -> dict[str, Any]:
     """Percentile cluster-bootstrap CIs of Cohen's κ and quadratic-weighted κ over the independent ``units`` the
-    items are nested in (``units[i]``: the query of item i; :func:`lib.analysis.stats.unit_bootstrap`): units are
+    items are nested in (``units[i]``: the query of item i; :func:`lib.analysis.stats.kappa_interval`): units are
     resampled with replacement and keep all their items, the two grades of an item together. Resamples where κ
     is undefined (both raters constant) are dropped. A rater constant on the whole sample has κ = 0 by
     construction in every resample, and an interval "0 to 0" would read as a precise measurement: there is none
@@ -63,10 +69,7 @@ def agreement_ci(a: ArrayLike, b: ArrayLike, units: ArrayLike, seed: int, n_resa
         return out | dict.fromkeys(("kappa_ci_low", "kappa_ci_high", "weighted_kappa_ci_low", "weighted_kappa_ci_high"),
                                    float("nan"))
     for name, weights in (("kappa", None), ("weighted_kappa", "quadratic")):
-        def statistic(x: np.ndarray, y: np.ndarray, weights: str | None = weights) -> float:
-            return cohen_kappa(x, y, categories, weights=weights)
-
-        interval = unit_bootstrap(statistic, [a, b], units, unit, seed, n_resamples, level)
+        interval = kappa_interval(a, b, units, categories, unit, seed, n_resamples, level, weights)
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval.low, interval.high
         out["ci_over"] = interval.ci_over
     return out
@@ -95,8 +98,9 @@ def document_correlations(frame: pd.DataFrame, group: str, x: str, y: str, coeff
     ``coefficient``: spearman, pearson or kendall (scipy; Kendall is τ-b)."""
     from scipy import stats as sps
 
-    func = {"spearman": sps.spearmanr, "pearson": sps.pearsonr, "kendall": sps.kendalltau}[coefficient]
-    values = {name: float(func(g[x], g[y]).statistic) for name, g in frame.groupby(group, sort=True)
+    func = {"spearman": spearman, "pearson": lambda a, b: sps.pearsonr(a, b).statistic,
+            "kendall": lambda a, b: sps.kendalltau(a, b).statistic}[coefficient]
+    values = {name: float(func(g[x], g[y])) for name, g in frame.groupby(group, sort=True)
               if g[x].nunique() > 1 and g[y].nunique() > 1}
     return pd.Series(values, dtype=float, name=f"{coefficient}({x}, {y})").rename_axis(group)
 
@@ -178,15 +182,6 @@ def system_orders(frame: pd.DataFrame, scores: Sequence[str], human: str, by: st
     return pd.DataFrame(rows).set_index([by, "score"])
 
 
-def _resample_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
-    """How often each of ``n_units`` units is drawn in each of ``n_resamples`` bootstrap resamples (numpy
-    ``default_rng(seed)``, n draws with replacement per resample): an (n_resamples × n_units) count matrix."""
-    drawn = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
-    counts = np.zeros((n_resamples, n_units))
-    np.add.at(counts, (np.arange(n_resamples)[:, None], drawn), 1.0)
-    return counts
-
-
 def _percentile_ci(distribution: np.ndarray, level: float) -> tuple[float, float]:
     """Percentile interval of the finite bootstrap values (Efron & Tibshirani 1993, §13.3); NaN when none."""
     finite = distribution[np.isfinite(distribution)]
@@ -218,7 +213,7 @@ def summary_level(frame: pd.DataFrame, group: str, pairs: Sequence[tuple[str, st
         return {"value": float("nan"), "documents": 0, "ci_low": float("nan"), "ci_high": float("nan")}
     values = per_document.to_numpy(dtype=float)
     kept = ~np.isnan(values)
-    counts = _resample_counts(len(values), seed, n_resamples)
+    counts = resample_counts(len(values), seed, n_resamples)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (counts @ np.where(kept, values, 0.0)) / (counts @ kept)
     distribution = means.mean(axis=1)
@@ -239,7 +234,7 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     documents, ci_low, ci_high (NaN with fewer than ``MIN_CI_UNITS`` documents)."""
     from scipy import stats as sps
 
-    func = {"spearman": sps.spearmanr, "kendall": sps.kendalltau}[coefficient]
+    func = {"spearman": spearman, "kendall": lambda a, b: sps.kendalltau(a, b).statistic}[coefficient]
     rows = frame.dropna(subset=[score, human])
     scores = rows.pivot_table(index=group, columns=system, values=score, aggfunc="mean")
     humans = rows.pivot_table(index=group, columns=system, values=human,
@@ -250,10 +245,10 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     def correlation(score_means: np.ndarray, human_means: np.ndarray) -> float:
         ok = ~np.isnan(score_means) & ~np.isnan(human_means)
         a, b = score_means[ok], human_means[ok]
-        return float(func(a, b).statistic) if ok.sum() > 2 and np.ptp(a) > 0 and np.ptp(b) > 0 else float("nan")
+        return float(func(a, b)) if ok.sum() > 2 and np.ptp(a) > 0 and np.ptp(b) > 0 else float("nan")
 
     value = correlation(np.nanmean(s, axis=0), np.nanmean(h, axis=0)) if len(s) else float("nan")
-    counts = _resample_counts(len(s), seed, n_resamples)
+    counts = resample_counts(len(s), seed, n_resamples)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = counts @ present
         score_means = (counts @ np.where(present, s, 0.0)) / n
@@ -349,7 +344,7 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, unit: str, human: str =
     out |= alpha_ci(a, b, units, seed, "ordinal", n_resamples)
     if expected is not None:
         present = frame[[expected, human, unit]].dropna()
-        rho = unit_bootstrap(_spearman, [present[expected].to_numpy(float), present[human].to_numpy(float)],
+        rho = unit_bootstrap(spearman, [present[expected].to_numpy(float), present[human].to_numpy(float)],
                              present[unit], "queries", seed, n_resamples)
         out |= {"expected_rho": rho.value, "expected_n": len(present), "expected_rho_ci_low": rho.low,
                 "expected_rho_ci_high": rho.high}
@@ -359,19 +354,12 @@ def relevance_agreement(frame: pd.DataFrame, judge: str, unit: str, human: str =
     return out
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's ρ (scipy), NaN when a side is constant."""
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(x, y).statistic) if len(set(x)) > 1 and len(set(y)) > 1 else float("nan")
-
-
 def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, unit: str, human: str = "human_grade",
                               categories: Sequence[int] = GRADES, seed: int = 0, n_resamples: int = 2000,
                               level: float = 0.95) -> dict[str, Any]:
     """κ_w(human, a) − κ_w(human, b) (quadratic weights, :func:`lib.analysis.stats.cohen_kappa`) over the rows
     where the human grade and both judge grades are present, with a percentile cluster-bootstrap CI over the
-    units named by column ``unit`` (:func:`lib.analysis.stats.unit_bootstrap`): a resample keeps each drawn
+    units named by column ``unit`` (:func:`lib.analysis.stats.table_bootstrap`): a resample keeps each drawn
     unit's rows with their three grades, so the two κ_w share their resample and the interval is that of the
     paired difference; resamples where either κ_w is undefined are dropped; no interval with fewer than
     ``MIN_CI_UNITS`` units. Keys n, units, difference, ci_low, ci_high, ci_over."""
@@ -379,11 +367,10 @@ def weighted_kappa_difference(frame: pd.DataFrame, a: str, b: str, unit: str, hu
     present = ~np.isnan(grades).any(axis=1)
     h, x, y = grades[present].astype(int).T
 
-    def difference(h: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
-        return (cohen_kappa(h, x, categories, weights="quadratic")
-                - cohen_kappa(h, y, categories, weights="quadratic"))
+    def difference(tables: np.ndarray) -> np.ndarray:
+        return kappa_of_tables(tables[0], "quadratic") - kappa_of_tables(tables[1], "quadratic")
 
-    interval = unit_bootstrap(difference, [h, x, y], frame[unit].to_numpy()[present], "queries", seed, n_resamples,
-                              level)
+    interval = table_bootstrap([kappa_cells(h, x, categories), kappa_cells(h, y, categories)], len(categories),
+                               difference, frame[unit].to_numpy()[present], "queries", seed, n_resamples, level)
     return {"n": int(present.sum()), "units": interval.units, "difference": interval.value, "ci_low": interval.low,
             "ci_high": interval.high, "ci_over": interval.ci_over}

@@ -803,14 +803,13 @@ def pilot_plan(pilot: pd.DataFrame, primary: calibration.Method, folds: int, see
     with all ``queries``. Returns (the pilot's :class:`~lib.analysis.stats.Interval`, the
     :class:`~lib.analysis.power.Plan`)."""
     from lib.analysis import power
-    from lib.analysis.stats import cohen_kappa, unit_bootstrap
+    from lib.analysis.stats import kappa_interval
 
     fold_of = calibration.group_folds(pilot.qid, folds, seed)
     grades = cross_fitted_grades(pilot, [primary], fold_of)[primary.name]
     both = grades.notna()
-    pilot_kappa = unit_bootstrap(lambda h, g: cohen_kappa(h, g, SCALE, weights="quadratic"),
-                                 [pilot.loc[both, "human_grade"].to_numpy(), grades[both].astype(int).to_numpy()],
-                                 pilot.loc[both, "qid"], "queries", seed, n_resamples)
+    pilot_kappa = kappa_interval(pilot.loc[both, "human_grade"].to_numpy(), grades[both].astype(int).to_numpy(),
+                                 pilot.loc[both, "qid"], SCALE, "queries", seed, n_resamples, weights="quadratic")
     needed = power.units_for_interval(pilot_kappa.se, pilot_kappa.units, half_width)
     expected = 1.96 * pilot_kappa.se * np.sqrt(pilot_kappa.units / queries)
     basis = (f"a 95% interval of ±{half_width:.2f}; pilot κ_w {pilot_kappa.value:.2f}, bootstrap SE "
