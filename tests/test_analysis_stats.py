@@ -17,8 +17,8 @@ from lib.analysis.stats import (
     min_attainable_p,
     minimum_detectable_effect,
     nested_sample,
-    sign_flip_test,
     resample_counts,
+    sign_flip_test,
     sign_test,
     spearman,
     table_bootstrap,
@@ -75,7 +75,8 @@ def test_kappa_interval_is_the_unit_bootstrap_of_kappa_on_count_tables(weights):
         units = rng.integers(0, groups, n)
         scale = list(range(k))
         fast = kappa_interval(a, b, units, scale, "queries", trial, 300, weights=weights)
-        slow = unit_bootstrap(lambda x, y: cohen_kappa(x, y, scale, weights), [a, b], units, "queries", trial, 300)
+        slow = unit_bootstrap(lambda x, y, scale=scale: cohen_kappa(x, y, scale, weights), [a, b], units, "queries",
+                              trial, 300)
         np.testing.assert_array_equal([fast.value, fast.low, fast.high, fast.units, fast.se],
                                       [slow.value, slow.low, slow.high, slow.units, slow.se])  # NaN equals NaN
 

@@ -221,9 +221,28 @@ def test_thresholds_apply_and_fit_by_hand():
 def test_fast_weighted_kappa_equals_statsmodels():
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 4, 50), rng.integers(0, 4, 50)
-    weights = (np.subtract.outer(np.arange(4), np.arange(4)) ** 2).astype(float)
-    assert calibration._weighted_kappa(a, b, weights) == pytest.approx(
+    table = np.bincount(a * 4 + b, minlength=16).reshape(1, 4, 4).astype(float)
+    assert calibration._weighted_kappas(table, 50)[0] == pytest.approx(
         cohen_kappa(a.tolist(), b.tolist(), (0, 1, 2, 3), weights="quadratic"))
+
+
+def test_thresholds_are_the_first_best_of_grading_every_choice_of_cuts_one_by_one():
+    import itertools
+
+    rng = np.random.default_rng(1)
+    for trial in range(25):
+        k, n = int(rng.integers(2, 5)), int(rng.integers(5, 60))
+        human = rng.integers(0, k, n)
+        scores = np.round(human + rng.normal(size=n), 1 if trial % 2 else 3)
+        grid = np.concatenate([[scores.min() - 1.0], calibration.candidate_cuts(scores, 12), [scores.max() + 1.0]])
+        best, expected = -np.inf, ()
+        for cuts in itertools.combinations_with_replacement(grid, k - 1):
+            grades = np.searchsorted(cuts, scores, side="right")
+            table = np.bincount(human * k + grades, minlength=k * k).reshape(1, k, k).astype(float)
+            kappa = calibration._weighted_kappas(table, n)[0]
+            if kappa > best + 1e-12:
+                best, expected = kappa, tuple(float(c) for c in cuts)
+        assert calibration.fit_thresholds(scores, human, list(range(k)), grid_size=12) == expected
 
 
 def test_thresholds_fit_on_dev_never_see_test_rows():

@@ -106,7 +106,11 @@ def fit_thresholds(scores: ArrayLike, human: ArrayLike, scale: Sequence[int], gr
     between the thresholded ``scores`` and the ``human`` grades over the pairs where both are present.
     Exhaustive search over every non-decreasing choice of K − 1 cuts from :func:`candidate_cuts`, plus one
     cut below and one above every score (so a grade may stay unused); the first best in lexicographic order of
-    the cuts wins a tie. With 40 candidates and 4 grades that is C(44, 3) = 13,244 evaluations."""
+    the cuts wins a tie (a later choice must beat the best so far by more than 1e-12). With 40 candidates and 4
+    grades that is C(44, 3) = 13,244 choices, scored at once: an item's grade under cuts at grid positions
+    i_1 ≤ … ≤ i_{K−1} counts the cuts at or below its score, so the items graded at least r are those whose score
+    lies at or above grid position i_r, and every choice's contingency table is a difference of cumulative counts
+    of the items by grid position and human grade (:func:`_weighted_kappas`)."""
     scores = np.asarray(pd.to_numeric(pd.Series(scores), errors="coerce"), dtype=float)
     human = np.asarray(pd.to_numeric(pd.Series(human), errors="coerce"), dtype=float)
     both = ~np.isnan(scores) & ~np.isnan(human)
@@ -114,27 +118,37 @@ def fit_thresholds(scores: ArrayLike, human: ArrayLike, scale: Sequence[int], gr
     if len(scores) < 2:
         raise ValueError(f"{len(scores)} scored pairs: too few to fit thresholds")
     scale = list(scale)
+    k = len(scale)
     grid = np.concatenate([[scores.min() - 1.0], candidate_cuts(scores, grid_size), [scores.max() + 1.0]])
-    weights = (np.subtract.outer(np.arange(len(scale)), np.arange(len(scale))) ** 2).astype(float)
-    human_index = np.asarray(np.searchsorted(scale, human), dtype=int)
-    best, best_cuts = -np.inf, grid[:0]
-    for cuts in itertools.combinations_with_replacement(grid, len(scale) - 1):
-        grades = np.asarray(np.searchsorted(cuts, scores, side="right"), dtype=int)
-        kappa = _weighted_kappa(human_index, grades, weights)
+    choices = np.array(list(itertools.combinations_with_replacement(range(len(grid)), k - 1)), dtype=int)
+    # items at or above grid position q, per human grade: at_least[q, h] (q = 0 … len(grid))
+    position = np.searchsorted(grid, scores, side="right")  # grid values at or below each score
+    by_position = np.zeros((len(grid) + 1, k))
+    np.add.at(by_position, (position, np.searchsorted(scale, human)), 1.0)
+    at_least = by_position[::-1].cumsum(axis=0)[::-1]  # at_least[q] = items with position ≥ q
+    graded = np.concatenate([np.broadcast_to(at_least[0], (len(choices), k))[:, None, :],
+                             at_least[choices + 1]], axis=1)  # items graded ≥ r: (choices, k, human)
+    counts = graded - np.concatenate([graded[:, 1:], np.zeros((len(choices), 1, k))], axis=1)
+    kappas = _weighted_kappas(counts.transpose(0, 2, 1), len(scores))
+    best, best_index = -np.inf, None
+    for index, kappa in enumerate(kappas.tolist()):
         if kappa > best + 1e-12:
-            best, best_cuts = kappa, cuts
-    return tuple(float(c) for c in best_cuts)
+            best, best_index = kappa, index
+    return tuple(float(c) for c in grid[choices[best_index]]) if best_index is not None else ()
 
 
-def _weighted_kappa(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> float:
-    """κ_w = 1 − Σ w·O / Σ w·E on category indices (the fit's fast path; equals
-    :func:`lib.analysis.stats.cohen_kappa` with ``weights="quadratic"``, checked in the tests). −inf when the
-    expected disagreement is 0 (κ undefined), so such cuts never win."""
-    k = len(weights)
-    observed = np.bincount(a * k + b, minlength=k * k).reshape(k, k) / len(a)
-    expected = np.outer(observed.sum(1), observed.sum(0))
-    disagreement = (weights * expected).sum()
-    return float(1 - (weights * observed).sum() / disagreement) if disagreement > 0 else -np.inf
+def _weighted_kappas(counts: np.ndarray, n: int) -> np.ndarray:
+    """κ_w = 1 − Σ w·O / Σ w·E of each (human × judge) count table in ``counts`` over ``n`` items, quadratic
+    weights on category indices (equals :func:`lib.analysis.stats.cohen_kappa` with ``weights="quadratic"``,
+    checked in the tests). −inf where the expected disagreement is 0 (κ undefined), so such cuts never win."""
+    k = counts.shape[-1]
+    weights = (np.subtract.outer(np.arange(k), np.arange(k)) ** 2).astype(float)
+    observed = counts / n
+    expected = observed.sum(axis=2)[:, :, None] * observed.sum(axis=1)[:, None, :]
+    disagreement = (weights * expected).reshape(len(counts), k * k).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = 1 - (weights * observed).reshape(len(counts), k * k).sum(axis=1) / disagreement
+    return np.where(disagreement > 0, kappa, -np.inf)
 
 
 def fit_on_dev(frame: pd.DataFrame, split: Split, score: str, human: str, scale: Sequence[int],
