@@ -25,6 +25,8 @@ PROMPTS: Path = Path(__file__).resolve().parent / "prompts"
 LOCAL_CACHE: Path = ROOT / ".cache"
 MODELS: Path = LOCAL_CACHE / "models"
 RUN: Path = LOCAL_CACHE / "run"
+# Every MiniLM vector the study's chapter runs computed (lib.embeddings.VectorStore); git-ignored, rebuilt on demand.
+EMBEDDING_STORE: Path = LOCAL_CACHE / "embeddings.sqlite"
 
 
 def shown(path: Path) -> str:

@@ -10,6 +10,7 @@ committed chapter 01 tables, with the real MiniLM.
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 import pandas as pd
@@ -130,6 +131,29 @@ def test_a_text_is_encoded_once_per_model_and_a_new_model_starts_anew(monkeypatc
     monkeypatch.setattr(embeddings, "minilm", lambda: second)
     embeddings.embed(["ab"])
     assert second.batches == [["ab"]]  # another model's vectors are not reused
+
+
+def test_a_study_run_keeps_each_vector_for_later_runs_and_no_other_run_writes_one(monkeypatch, tmp_path):
+    store = tmp_path / "embeddings.sqlite"
+    monkeypatch.delenv(embeddings.STORE_ENV, raising=False)
+    first = CountingModel()
+    monkeypatch.setattr(embeddings, "minilm", lambda: first)
+    embeddings.embed(["x"])  # outside a study run: kept in memory only
+    assert not store.exists()
+    with embeddings.study_store(store):
+        one = embeddings.embed(["ab", "abc"])
+    assert embeddings.STORE_ENV not in os.environ  # the block's setting does not outlive it
+    later = CountingModel()  # another process: nothing in memory
+    monkeypatch.setattr(embeddings, "minilm", lambda: later)
+    with embeddings.study_store(store):
+        two = embeddings.embed(["abc", "ab", "abcd"])
+    assert first.batches == [["x"], ["ab", "abc"]] and later.batches == [["abcd"]]  # only the new text is encoded
+    assert two[:2].tobytes() == one[::-1].tobytes()  # the stored vectors, bit for bit
+    monkeypatch.setenv(embeddings.STORE_ENV, str(tmp_path / "bench.sqlite"))
+    with embeddings.study_store(store):  # a store the caller named (a bench's, a dry run's) is kept
+        embeddings.embed(["abcde"])
+    assert os.environ[embeddings.STORE_ENV] == str(tmp_path / "bench.sqlite")
+    assert embeddings.VectorStore(tmp_path / "bench.sqlite").read(["abcde", "ab"]).keys() == {"abcde"}
 
 
 def test_minilm_computes_in_float64():

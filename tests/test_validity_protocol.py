@@ -235,11 +235,12 @@ def test_thresholds_are_the_first_best_of_grading_every_choice_of_cuts_one_by_on
         human = rng.integers(0, k, n)
         scores = np.round(human + rng.normal(size=n), 1 if trial % 2 else 3)
         grid = np.concatenate([[scores.min() - 1.0], calibration.candidate_cuts(scores, 12), [scores.max() + 1.0]])
-        best, expected = -np.inf, ()
+        best: float = -np.inf
+        expected: tuple[float, ...] = ()
         for cuts in itertools.combinations_with_replacement(grid, k - 1):
             grades = np.searchsorted(cuts, scores, side="right")
             table = np.bincount(human * k + grades, minlength=k * k).reshape(1, k, k).astype(float)
-            kappa = calibration._weighted_kappas(table, n)[0]
+            kappa = float(calibration._weighted_kappas(table, n)[0])
             if kappa > best + 1e-12:
                 best, expected = kappa, tuple(float(c) for c in cuts)
         assert calibration.fit_thresholds(scores, human, list(range(k)), grid_size=12) == expected

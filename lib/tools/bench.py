@@ -45,6 +45,7 @@ from pydantic import BaseModel
 
 from lib import design, nudges, paths
 from lib.data import load_journal_entries, load_noveleval
+from lib.embeddings import STORE_ENV
 from lib.llm import server
 from lib.llm.cache import Entry, ResponseCache
 from lib.llm.gateway import Endpoint, Gateway, LLMCall
@@ -336,7 +337,9 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / paths.LLM_CACHE.name
         times["cache entries of earlier chapters"] = seed_cold_run(name, Path(tmp), keys_of_earlier_chapters(name))
-        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(cache), "LLM_MODE": "live"}
+        # a fresh embedding store: the cold run computes every vector, as on a new machine; the warm run reads them
+        env = {**os.environ, "STUDY_OUTPUT_DIR": tmp, "LLM_CACHE": str(cache), "LLM_MODE": "live",
+               STORE_ENV: str(Path(tmp) / paths.EMBEDDING_STORE.name)}
         steps = [("measurements", "measure"), ("cold", "run"), ("warm", "run")]
         committed, seeded = _entries(paths.LLM_CACHE), set(_entries(cache))
         try:
@@ -371,7 +374,8 @@ def notebook_cold_warm(name: str, keep: bool = False) -> dict[str, float]:
 def warm_make_all() -> dict[str, float]:
     """Wall time of ``make all`` replaying the committed cache, step by step as the Makefile runs it: the plan, each
     chapter (its measurements, then its notebook) and the book, each in its own process, into a temporary output
-    folder seeded with the committed outputs (the cache is read where it is, as a replay only reads it). The
+    folder seeded with the committed outputs (the cache is read where it is, as a replay only reads it; so is the
+    machine's embedding store, :data:`lib.paths.EMBEDDING_STORE`, as a second ``make all`` finds it). The
     seconds per step and their total are also written to ``outputs/bench/make_all_warm.json`` with the date and
     the machine: what a reader who changes one parameter waits for when no LLM call is needed."""
     times: dict[str, float] = {}

@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 
 from lib import paths
+from lib.embeddings import STORE_ENV
 from lib.paths import shown
 from lib.tools import pipeline, profiles
 from lib.tools.fake_endpoint import MODEL, FakeEndpoint
@@ -78,10 +79,12 @@ def seed_inputs(out: Path, committed: Path = paths.OUTPUTS) -> None:
 
 
 def fake_environment(out: Path, base_url: str) -> dict[str, str]:
-    """The environment of a chapter run: outputs and a fresh cache in ``out``, live mode, both roles at the fake."""
+    """The environment of a chapter run: outputs, a fresh cache and a fresh embedding store in ``out`` (MiniLM's
+    time counts as on a new machine), live mode, both roles at the fake."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("JUDGE_BASE_URL", "JUDGE_API_KEY", "JUDGE_MODEL", "LLM_CACHE_DIR")}
     return {**env, "STUDY_OUTPUT_DIR": str(out), "LLM_CACHE": str(out / paths.LLM_CACHE.name), "LLM_MODE": "live",
+            STORE_ENV: str(out / paths.EMBEDDING_STORE.name),
             "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "dry-run", "LLM_MODEL": MODEL,
             # the kernels import lib from this checkout, whichever one the venv installed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))}

@@ -25,6 +25,7 @@ import nbformat
 import yaml
 
 from lib import paths
+from lib.embeddings import study_store
 from lib.llm.cache import chapter_run
 from lib.paths import shown
 from lib.tools import book
@@ -155,7 +156,8 @@ def run(name: str, folders: Folders = Folders()) -> Path:
     for stale in (partial, failed):
         stale.unlink(missing_ok=True)
     try:
-        with chapter_run(name):  # its kernel's calls are the chapter's: they may add to the committed cache
+        # its kernel's calls are the chapter's (they may add to the committed cache), its texts the study's
+        with chapter_run(name), study_store():
             papermill.execute_notebook(
                 str(source), str(partial), parameters=parameters_for(name, folders.params, folders.profile),
                 kernel_name="python3",
@@ -194,7 +196,7 @@ def measure(name: str, folders: Folders = Folders()) -> list[str]:
     for table, target in MEASUREMENTS.get(name, ()):
         module, function = target.split(":")
         parameters = parameters_for(name, folders.params, folders.profile)
-        with chapter_run(name):
+        with chapter_run(name), study_store():
             frame = getattr(importlib.import_module(module), function)(parameters)
         written.append(tables.write_table(frame, table))
         print(f"{name}: measured {table} ({written[-1]})")
