@@ -1,8 +1,10 @@
-"""Statistics shared by the chapters: Cohen's κ, Krippendorff's α, the bootstrap CI of a mean (by entry and by
-cluster), the interval of any statistic over its independent units (:func:`unit_bootstrap`), samples that grow
-by nesting (:func:`nested_sample`), exact paired tests for few, discrete differences (sign test, sign-flip
-permutation test, win/loss/tie counts) and the minimum detectable effect — thin, documented wrappers over
-statsmodels, krippendorff and scipy, checked against hand-computed cases in tests/test_analysis_stats.py."""
+"""Statistics shared by the chapters: Cohen's κ, Spearman's ρ, Krippendorff's α, the bootstrap CI of a mean (by
+entry and by cluster), the interval of any statistic over its independent units (:func:`unit_bootstrap`, and
+:func:`table_bootstrap` for statistics of contingency tables), samples that grow by nesting
+(:func:`nested_sample`), exact paired tests for few, discrete differences (sign test, sign-flip permutation test,
+win/loss/tie counts) and the minimum detectable effect. κ and ρ are numpy kernels that give statsmodels' and
+scipy's bits (a bootstrap calls them thousands of times); the rest are thin wrappers over krippendorff and scipy.
+All are checked against hand-computed cases and those libraries in tests/test_analysis_stats.py."""
 from __future__ import annotations
 
 import hashlib
