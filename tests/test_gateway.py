@@ -237,12 +237,13 @@ def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path):
         time.sleep(0.05)
         with lock:
             active[0] -= 1
-        return Reply(content=json.dumps({"score": int(body["messages"][0]["content"])}))
+        return Reply(content=json.dumps({"score": int(body["messages"][0]["content"].split()[0])}))
 
     with FakeOpenAI(responder) as fake:
         gateway = make_gateway(fake.base_url, tmp_path, concurrency=2)
-        results = gateway.complete_many(
-            [LLMCall([{"role": "user", "content": str(i % 5 + 1)}], Score, call_label=f"c{i}") for i in range(10)])
+        results = gateway.complete_many(  # ten distinct requests (one request twice would be answered once)
+            [LLMCall([{"role": "user", "content": f"{i % 5 + 1} of call {i}"}], Score, call_label=f"c{i}")
+             for i in range(10)])
     assert [r.value.score for r in results] == [i % 5 + 1 for i in range(10)]
     assert peak[0] == 2 and gateway.ledger.calls == 10
     assert len(fake.requests) == gateway.ledger.live_requests == 10 - gateway.ledger.cache_hits
@@ -330,6 +331,15 @@ def test_complete_many_sends_a_groups_calls_one_after_the_other(tmp_path):
     assert not any(overlaps), "two calls of one prefix group were in flight at once"
     order = [r["messages"][1]["content"][0] + r["messages"][1]["content"][-1] for r in fake.requests]
     assert [o for o in order if o[0] == "A"] == ["A0", "A1", "A2", "A3"]
+
+
+def test_complete_many_sends_calls_that_share_a_prefix_together_wherever_they_are_listed(tmp_path):
+    calls = [LLMCall(_prompt("S", pool * 300, str(i)), Score) for i in range(3) for pool in "BA"]
+    with FakeOpenAI(always('{"score": 1}')) as fake:
+        results = make_gateway(fake.base_url, tmp_path, concurrency=1).complete_many(calls)
+    sent = [r["messages"][1]["content"][0] + r["messages"][1]["content"][-1] for r in fake.requests]
+    assert sent == ["A0", "A1", "A2", "B0", "B1", "B2"]
+    assert [r.ok for r in results] == [True] * 6 and len(results) == len(calls)
 
 
 @pytest.mark.parametrize("returned", ['{"score": 4}', '4}'])

@@ -793,16 +793,22 @@ class Gateway:
     def complete_many(self, calls: Sequence[LLMCall], desc: str = "LLM calls") -> list[LLMResult]:
         """Run each call with bounded concurrency and a progress bar; order kept.
 
-        Calls are scheduled in :func:`prefix_groups`: a worker takes a whole group and sends its calls one
-        after the other, so the server slot that holds the group's shared prompt prefix serves all of them
-        (interleaving the calls of one group over both slots makes each slot process the prefix). The
-        requests themselves do not change, so neither do cache keys.
+        Calls are sent in the order of their prompt texts (:func:`prompt_text`), which puts the calls that share
+        the longest prefixes next to each other wherever the caller listed them (the conversations of one user
+        with two systems that answered alike for several turns, the summaries of one document), and scheduled in
+        :func:`prefix_groups` of that order: a worker takes a whole group and sends its calls one after the
+        other, so the server slot that holds the group's shared prompt prefix serves all of them (interleaving
+        the calls of one group over both slots makes each slot process the prefix). The requests themselves do
+        not change, so neither do cache keys, and results come back in the order of ``calls``.
 
         Every item ends as a result (a score or a recorded failure). A run-stopping error (replay miss,
         unreachable or hung endpoint, configuration error) stops the workers before their next call and is
         raised; the calls that finished are already in the cache, so a rerun does not repeat them."""
         workers = max(1, self.concurrency)
-        pending = deque(prefix_groups([call.messages for call in calls], workers))
+        texts = [prompt_text(call.messages) for call in calls]
+        order = sorted(range(len(calls)), key=texts.__getitem__)
+        pending = deque([order[k] for k in group]
+                        for group in prefix_groups([calls[i].messages for i in order], workers))
         results: dict[int, LLMResult] = {}
         errors: list[BaseException] = []
         lock = threading.Lock()
