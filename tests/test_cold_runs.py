@@ -75,6 +75,9 @@ def test_cold_runs_of_several_notebooks_add_up_against_their_budget(tmp_path):
         "Cold runs of 01 + 02 (make bench, 2026-11-24): 10.0 + 1.5 = 11.5 min for 85 requests, within their "
         "budget of 20 min.")
     assert costs.cold_runs(["01", "02"], 11, tmp_path).endswith("over their budget of 11 min.")
+    (tmp_path / "02.json").write_text(json.dumps({**record, "cold s": 1230.0}))
+    assert costs.cold_runs(["01", "02"], 90, tmp_path).endswith(  # a total within its budget, one chapter not
+        "= 30.5 min for 160 requests, within their budget of 90 min. Over the chapter budget of 20 min: 02 (20.5 min).")
     assert costs.cold_runs(["01"], 12, tmp_path) == (
         "Cold run of 01 (make bench, 2026-11-24): 10.0 min for 80 requests, within its budget of 12 min.")
 
