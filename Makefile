@@ -44,6 +44,7 @@ notebook = $(basename $(notdir $(wildcard notebooks/$(1)_*.ipynb)))
 02 03: 01
 04: 01 02 03
 05: 01 03
+06: 03
 # 07 reads the tables of 05 and 06, and it comes after every chapter that calls the LLM: its drift measurement
 # restarts the embedded server, which would cut off another chapter's requests.
 07: 01 03 05 06

@@ -6,9 +6,10 @@ There is no retrieval corpus in this study's data, so the context is built from 
 other sampled nuggets are held out, so an evaluation can compare the support of shown and held-out nuggets
 in the same answer (the shown ones should be supported more often by the answer that saw them).
 
-:func:`study_draw` is the one nested draw of topics and nuggets behind chapter 05: chapter 01 answers its topics,
-chapter 03 labels the importance of its nuggets, and chapter 05 evaluates both; each of them draws it from the same
-parameters, and chapter 05 checks that what it reads is what its own draw asks for (:func:`check_upstream`).
+:func:`study_draw` is the one nested draw of topics and nuggets behind chapter 05: chapter 01 answers its topics
+and has the judge label the importance of its nuggets, and chapter 05 evaluates both; each of them draws it from the
+same parameters, and chapter 05 checks that what it reads is what its own draw asks for
+(:func:`lib.tables.check_upstream`).
 """
 from __future__ import annotations
 
@@ -161,35 +162,3 @@ def study_draw(topics: pd.DataFrame, human: pd.DataFrame, *, topic_sample: int, 
     return StudyDraw(log, triad_qids, importance_qids,  # importance_qids holds every topic, the triad's first
                      extend_assessed(human, first, importance_qids, assessed_per_topic, nugget_seed), context_nuggets,
                      importance_per_topic)
-
-
-class UpstreamMismatch(ValueError):
-    """A table an earlier chapter wrote does not hold what this chapter's draw asks for (their parameters differ)."""
-
-
-def check_upstream(table: pd.DataFrame, expected: pd.DataFrame, keys: Sequence[str], same: Sequence[str],
-                   table_name: str, chapter: str) -> pd.DataFrame:
-    """The rows of ``table`` (written by ``chapter``) for the rows of ``expected``, matched on ``keys``, in
-    ``expected``'s order; :class:`UpstreamMismatch` when ``table`` lacks one or holds others, or differs from
-    ``expected`` in a column of ``same``: the two chapters were run with different draw parameters."""
-    def rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
-        return list(map(tuple, frame[list(keys)].astype(str).to_numpy()))
-
-    have, want = rows(table), rows(expected)
-    if set(have) != set(want) or len(have) != len(want):
-        missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
-        raise UpstreamMismatch(f"{table_name} (chapter {chapter}) does not hold this chapter's draw: missing "
-                               f"{missing[:3]}, extra {extra[:3]}; give both chapters the same rag25_draw")
-    picked = table.iloc[[have.index(k) for k in want]].reset_index(drop=True)
-    for column in same:
-        if [_plain(v) for v in picked[column]] != [_plain(v) for v in expected[column]]:
-            raise UpstreamMismatch(f"{table_name} (chapter {chapter}) differs from this chapter's draw in {column}; "
-                                   f"give both chapters the same rag25_draw")
-    return picked
-
-
-def _plain(value: object) -> object:
-    """A cell as a comparable value: an array or list read from parquet as a list, a missing value as None."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [str(v) for v in value]
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)

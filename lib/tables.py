@@ -1,10 +1,15 @@
 """Tables passed between notebooks (``outputs/tables/*.parquet``), each with a documented column schema.
 
 A notebook writes a table with :func:`write_table`, which refuses a frame whose columns differ from the
-schema, and a later notebook reads it with :func:`read_table`. The schemas below are the documentation.
+schema, and a later notebook reads it with :func:`read_table`. The schemas below are the documentation. A chapter
+that reads a table an earlier chapter made for it checks, with :func:`check_upstream`, that it holds what its own
+parameters ask for.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pandas as pd
 
 from lib import paths
@@ -257,6 +262,19 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "judge_model": "judge model identity (null when not judged)",
         "generator_model": "identity of the model behind the LLM systems and the LLM-phrased user turns",
     },
+    "crs_judgments": {
+        "system": "CRS system without an LLM (lib.crs.systems.rule_systems) that met chapter 06's fresh users",
+        "session_id": "s<seed>: one fresh user (seeds confirm_seed, confirm_seed + 1, … of chapter 06)",
+        "transcript_sha256": "SHA-256 of the transcript the judge read; chapter 06 checks it against its own "
+                             "simulation of the same users (lib.crs.runner.judgments_of)",
+        "ok": "the conversation rubric returned valid scores",
+        "coherence": "rubric score 1–5 (null when the call failed); unvalidated against human ratings",
+        "personalisation": "rubric score 1–5",
+        "proactiveness": "rubric score 1–5",
+        "scored_by": "logprobs (probability-weighted scores) or argmax (the written integers)",
+        "failure_kind": "why there is no score (invalid_json, …), else null",
+        "model": "judge model identity",
+    },
     "crs_checks": {
         "expectation": "a difference the systems' built-in behaviour implies (lib.crs.summaries.EXPECTATIONS)",
         "metric": "the crs_sessions column compared",
@@ -400,3 +418,36 @@ def write_table(frame: pd.DataFrame, name: str) -> str:
 
 def read_table(name: str) -> pd.DataFrame:
     return pd.read_parquet(paths.TABLES / f"{name}.parquet")
+
+
+class UpstreamMismatch(ValueError):
+    """A table an earlier chapter wrote does not hold what this chapter asks for (their parameters differ)."""
+
+
+def check_upstream(table: pd.DataFrame, expected: pd.DataFrame, keys: Sequence[str], same: Sequence[str],
+                   table_name: str, chapter: str, parameters: str) -> pd.DataFrame:
+    """The rows of ``table`` (written by ``chapter``) for the rows of ``expected``, matched on ``keys``, in
+    ``expected``'s order; :class:`UpstreamMismatch` when ``table`` lacks one or holds others, or differs from
+    ``expected`` in a column of ``same``: the two chapters were run with different ``parameters`` (named in the
+    message)."""
+    def rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+        return list(map(tuple, frame[list(keys)].astype(str).to_numpy()))
+
+    have, want = rows(table), rows(expected)
+    if set(have) != set(want) or len(have) != len(want):
+        missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+        raise UpstreamMismatch(f"{table_name} (chapter {chapter}) does not hold what this chapter asks for: missing "
+                               f"{missing[:3]}, extra {extra[:3]}; give both chapters the same {parameters}")
+    picked = table.iloc[[have.index(k) for k in want]].reset_index(drop=True)
+    for column in same:
+        if [_plain(v) for v in picked[column]] != [_plain(v) for v in expected[column]]:
+            raise UpstreamMismatch(f"{table_name} (chapter {chapter}) differs from what this chapter asks for in "
+                                   f"{column}; give both chapters the same {parameters}")
+    return picked
+
+
+def _plain(value: object) -> object:
+    """A cell as a comparable value: an array or list read from parquet as a list, a missing value as None."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [str(v) for v in value]
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)

@@ -8,6 +8,7 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
@@ -15,7 +16,7 @@ from lib.crs.concepts import concept_field
 from lib.crs.config import MetricConfig
 from lib.crs.judge import judge_conversations
 from lib.crs.records import JudgeRecord, ResultRow, SessionLog, read_jsonl, write_jsonl
-from lib.crs.runner import read_run, run_sessions
+from lib.crs.runner import judgment_table, read_run, run_sessions, simulate
 from lib.crs.simulator import (
     SimulatorSettings,
     acceptable_utterance,
@@ -38,6 +39,7 @@ from lib.crs.systems import (
 from lib.crs.universe import load_universe
 from lib.data import DataFormatError
 from lib.llm.gateway import Endpoint, Gateway
+from lib.tables import UpstreamMismatch
 from tests.crs_tiny import tiny_universe
 from tests.fakes import FakeOpenAI, Reply, always
 
@@ -459,6 +461,41 @@ def test_judge_scores_and_failures(tmp_path):
     assert not failed.ok and failed.coherence is None and failed.failure_kind == "schema_violation"
     with pytest.raises(ValidationError):
         JudgeRecord(ok=True, coherence=4)
+
+
+def test_judgments_made_earlier_give_the_rows_of_judging_in_the_run_and_must_be_of_the_same_conversations(
+        universe, tmp_path):
+    systems = [retrieval_template_crs(universe), stale_template_crs(universe), echo_crs()]
+    settings = SimulatorSettings(shift_turns=None, quiet_shift_share=0.5)
+    scores = iter(range(1, 100))
+
+    def varied(body, n):  # a different score for every conversation, so a swapped row would show
+        return Reply(json.dumps({"coherence": next(scores) % 5 + 1, "personalisation": 3, "proactiveness": 2}))
+
+    with FakeOpenAI(varied) as fake:
+        gateway = gateway_for(fake, tmp_path / "cache")
+        judged_here = run_sessions(universe, systems, SEEDS, settings, judge_gateway=gateway, out_dir=None)
+        logs, _ = simulate(universe, systems, SEEDS, settings)
+        table = judgment_table(gateway, logs)  # the same requests: cache hits
+    assert len(fake.requests) == len(systems) * len(SEEDS)
+    table.to_parquet(tmp_path / "crs_judgments.parquet", index=False)
+    read = pd.read_parquet(tmp_path / "crs_judgments.parquet")
+    judged_before = run_sessions(universe, systems, SEEDS, settings, judgments=read.iloc[::-1], out_dir=None)
+    assert judged_before.rows.equals(judged_here.rows)
+    assert judged_here.rows.judge_coherence.nunique() > 1
+    with pytest.raises(UpstreamMismatch, match="transcript_sha256"):  # other users' settings: other transcripts
+        run_sessions(universe, systems, SEEDS, SimulatorSettings(shift_turns=None, quiet_shift_share=0.0),
+                     judgments=read, out_dir=None)
+    with pytest.raises(UpstreamMismatch, match="missing"):
+        run_sessions(universe, systems, [*SEEDS, 9], settings, judgments=read, out_dir=None)
+    with pytest.raises(ValueError, match="not both"):
+        run_sessions(universe, systems, SEEDS, settings, judge_gateway=gateway, judgments=read, out_dir=None)
+
+
+def test_simulator_settings_from_a_notebooks_parameters():
+    params = {"n_turns": 8, "shift_turns": [6, 3], "n_random_shifts": 2, "quiet_shift_share": 0.5, "liked_share": 0.5}
+    assert SimulatorSettings.from_params(params) == SimulatorSettings(8, (6, 3), 2, 2, 0.5, 0.5)
+    assert SimulatorSettings.from_params({**params, "shift_turns": None}).shift_turns is None
 
 
 def letter_embed(texts):

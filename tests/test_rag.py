@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from lib import rag
+from lib import rag, tables
 from lib.tools import pipeline
 
-CHAPTERS = ("01_nudge_candidates", "03_judge_labeling", "05_nugget_evaluation")
+CHAPTERS = ("01_nudge_candidates", "05_nugget_evaluation")
 
 
 def _human(topics: int = 12, per_topic: int = 6) -> pd.DataFrame:
@@ -78,16 +78,17 @@ def test_an_upstream_table_is_read_in_the_draws_order_and_must_hold_exactly_the_
     expected = draw.answer_requests(_topics().set_index("qid").narrative)
     written = expected.assign(answer="text").iloc[::-1].reset_index(drop=True)  # as a parquet round trip gives lists
     written["notes"] = [None if n is None else list(n) for n in written.notes]
-    read = rag.check_upstream(written, expected, ["qid", "variant"], ["notes"], "rag_answers", "01")
+    keys, same = ["qid", "variant"], ["notes"]
+    read = tables.check_upstream(written, expected, keys, same, "rag_answers", "01", "rag25_draw")
     assert read[["qid", "variant"]].equals(expected[["qid", "variant"]])
-    with pytest.raises(rag.UpstreamMismatch, match="missing"):
-        rag.check_upstream(written.iloc[1:], expected, ["qid", "variant"], ["notes"], "rag_answers", "01")
+    with pytest.raises(tables.UpstreamMismatch, match=r"missing.*same rag25_draw"):
+        tables.check_upstream(written.iloc[1:], expected, keys, same, "rag_answers", "01", "rag25_draw")
     other = _draw(context_nuggets=3).answer_requests(_topics().set_index("qid").narrative).assign(answer="text")
-    with pytest.raises(rag.UpstreamMismatch, match="notes"):
-        rag.check_upstream(other, expected, ["qid", "variant"], ["notes"], "rag_answers", "01")
+    with pytest.raises(tables.UpstreamMismatch, match="notes"):
+        tables.check_upstream(other, expected, keys, same, "rag_answers", "01", "rag25_draw")
 
 
 @pytest.mark.parametrize("profile", [None, "full"])
-def test_the_three_chapters_get_one_draw_from_the_parameters(profile):
+def test_the_answering_and_the_evaluating_chapter_get_one_draw_from_the_parameters(profile):
     draws = [pipeline.parameters_for(name, profile=profile)["rag25_draw"] for name in CHAPTERS]
-    assert draws[0] == draws[1] == draws[2]
+    assert draws[0] == draws[1]

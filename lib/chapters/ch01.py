@@ -22,6 +22,9 @@ score that needs no LLM (:data:`CONSTRUCTION_SCORES`), against chance 0.5 ± the
 
 None is confirmatory: the checks were declared in issue #33 (value_contrast in #35), after the other distractors and
 the judge's labels existed.
+
+The chapter also writes chapter 05's RAG25 inputs: the answers, and the judge's importance labels of NIST's nuggets
+(:func:`nugget_importance`). Neither has a verdict here; chapter 05 decides what they can see.
 """
 from __future__ import annotations
 
@@ -34,7 +37,9 @@ import numpy as np
 import pandas as pd
 
 from lib import design, known_answers, nudges, verdicts
+from lib import nuggets as nug
 from lib.embeddings import Embed, similarity
+from lib.llm.gateway import Gateway
 from lib.verdicts import Claim, Verdict
 
 # A rule for a dismissive reply (it flags lib.known_answers.DISMISSIVE_OPENER by how that opener is written).
@@ -175,3 +180,19 @@ def construction_text(f: Findings, kinds: Sequence[str] = known_answers.DISTRACT
     return "\n".join(f"* {verdicts.sentence(by_kind[k])} The {k.replace('_', '-')} distractor is "
                      f"{_MEANING[by_kind[k].verdict] if by_kind[k].units else 'not written in this run'}."
                      for k in kinds if k in by_kind)
+
+
+def nugget_importance(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
+    """Chapter 05's importance set (:meth:`lib.rag.StudyDraw.importance_nuggets`) labelled by the judge, one call a
+    topic, all topics' calls sent together (:func:`lib.nuggets.label_importance_many`). Columns qid, nugget, ``nist``
+    (1: NIST calls it vital), ``argmax`` (1: the judge wrote vital; missing for a failed call) and ``p_vital`` (read
+    from the same answer's logprobs; missing where it could not be read)."""
+    topics = list(nuggets.groupby("qid", sort=False))
+    found = nug.label_importance_many(judge, [(narrative[q], topic.nugget.tolist(), f"rag25-importance:{q}")
+                                             for q, topic in topics])
+    rows = [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
+             "p_vital": p}
+            for (q, topic), labelled in zip(topics, found, strict=True)
+            for n, i, w, p in zip(topic.nugget, topic.importance, labelled.labels, labelled.probability("vital"),
+                                  strict=True)]
+    return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})

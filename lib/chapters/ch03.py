@@ -26,9 +26,9 @@ The verdicts (:meth:`Findings.verdicts`):
 * ``03.guardrail.FinancialSafety`` — does the guardrail pass the safe worked examples and block the unsafe ones?
   Written to its rules (by construction) and fewer than ``MIN_CI_UNITS`` examples: no interval.
 
-The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes. Nor has the
-importance labelling of NIST's RAG25 nuggets (:func:`nugget_importance`): chapter 05 reads its table and decides what
-the labels can see.
+The layout repeat has no verdict: the chapter states no conclusion about it; chapter 04 uses its changes. Nor have the
+conversation judge's scores of chapter 06's fresh users (:func:`lib.crs.runner.judgment_table`): chapter 06 reads
+them and tests them as declared there.
 """
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ import numpy as np
 import pandas as pd
 
 from lib import design, known_answers, verdicts
-from lib import nuggets as nug
 from lib.analysis.ranking import unorderable_pools
 from lib.analysis.stats import Interval, krippendorff_alpha, sign_flip_test, unit_bootstrap
 from lib.judges import geval
@@ -94,22 +93,6 @@ BEFORE_THE_CUTS: dict[str, str] = {
     "03.known_answer.value_mismatch.grade": "blind",                    # 0.531 (0.493 to 0.578), 40 entries
     "03.known_answer.value_mismatch.rounded_expected": "undetermined",  # 0.543 (0.460 to 0.630), 40 entries
 }
-
-
-def nugget_importance(judge: Gateway, nuggets: pd.DataFrame, narrative: Mapping[str, str]) -> pd.DataFrame:
-    """Chapter 05's importance set (:meth:`lib.rag.StudyDraw.importance_nuggets`) labelled by the judge, one call a
-    topic, all topics' calls sent together (:func:`lib.nuggets.label_importance_many`). Columns qid, nugget, ``nist``
-    (1: NIST calls it vital), ``argmax`` (1: the judge wrote vital; missing for a failed call) and ``p_vital`` (read
-    from the same answer's logprobs; missing where it could not be read)."""
-    topics = list(nuggets.groupby("qid", sort=False))
-    found = nug.label_importance_many(judge, [(narrative[q], topic.nugget.tolist(), f"rag25-importance:{q}")
-                                             for q, topic in topics])
-    rows = [{"qid": q, "nugget": n, "nist": int(i == "vital"), "argmax": None if w is None else int(w == "vital"),
-             "p_vital": p}
-            for (q, topic), labelled in zip(topics, found, strict=True)
-            for n, i, w, p in zip(topic.nugget, topic.importance, labelled.labels, labelled.probability("vital"),
-                                  strict=True)]
-    return pd.DataFrame(rows).astype({"argmax": "Int64", "p_vital": float})
 
 
 def judged_items(candidates: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:

@@ -111,8 +111,8 @@ IMPORTANCE_READINGS = {"argmax": "as the judge wrote it", "threshold": "p(vital)
 
 
 def importance_readings(labelled: pd.DataFrame, seed: int, n_resamples: int) -> pd.DataFrame:
-    """Both readings of the judge's importance against NIST's labels on chapter 03's ``nugget_importance``
-    (:func:`lib.chapters.ch03.nugget_importance`): ``argmax`` (the label written) and ``threshold`` (p(vital) at
+    """Both readings of the judge's importance against NIST's labels on chapter 01's ``nugget_importance``
+    (:func:`lib.chapters.ch01.nugget_importance`): ``argmax`` (the label written) and ``threshold`` (p(vital) at
     the cut that maximises κ, :func:`lib.analysis.calibration.fit_thresholds` on the 0/1 scale, cross-fitted by
     topic so that no topic is read with a cut fit on it). Per
     reading: Cohen's κ with a CI over topics, exact agreement, topics and nuggets read, the vital shares, and
@@ -682,7 +682,7 @@ def importance_auc_verdict(labelled: pd.DataFrame, margin: float, seed: int, n_r
                    "ranks NIST's vital nuggets above its okay ones within a topic", Claim("human labels", 0.5,
                                                                                           "higher", margin),
                    "mean within-topic AUC (vital over okay, on p(vital))", auc.value, auc.low, auc.high, "topics",
-                   auc.units, "NIST nuggets with the judge's p(vital) (chapter 03, nugget_importance)")
+                   auc.units, "NIST nuggets with the judge's p(vital) (chapter 01, nugget_importance)")
 
 
 def vital_questions_verdict(created: pd.DataFrame, column: str, suffix: str, score: str, share: float, seed: int,
@@ -718,8 +718,8 @@ def findings(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> F
 
     ``tables``: ``alce_correlations`` (:func:`alce_correlations`), ``alce_design`` (:func:`alce_design_table`),
     ``human_ceiling`` (one row, :func:`human_ceiling`), ``alce_created`` (:func:`creation_table` with the
-    threshold), ``importance`` (:func:`importance_readings`), ``nugget_importance`` (chapter 03's table,
-    :func:`lib.chapters.ch03.nugget_importance`),
+    threshold), ``importance`` (:func:`importance_readings`), ``nugget_importance`` (chapter 01's table,
+    :func:`lib.chapters.ch01.nugget_importance`),
     ``triad_labels`` (:func:`lib.triads.nugget_labels`), ``monitor_judgments`` (:func:`lib.monitor.judgments`),
     ``monitor_rules`` (:func:`monitor_rules`), ``monitor_plan`` (:func:`monitor_plan`), ``triad_construction``
     (:func:`lib.triads.construction_scores`), ``triad_creation`` (:func:`lib.triads.creation_recall`),

@@ -8,6 +8,7 @@ one batch.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from lib.crs.config import MetricConfig
-from lib.crs.judge import judge_conversations, not_judged
+from lib.crs.judge import judge_conversations, not_judged, transcript
 from lib.crs.metrics import (
     boundary_agreement,
     legacy_boundaries,
@@ -41,6 +42,7 @@ from lib.crs.systems import CRS, SystemReply
 from lib.crs.universe import ItemUniverse
 from lib.embeddings import Embed
 from lib.llm.gateway import Gateway
+from lib.tables import check_upstream
 
 DIAGNOSTICS = ("titles_proposed", "titles_off_universe", "titles_off_candidates")
 DECIMALS = 6  # metric values are rounded so that files do not depend on the last bits of a float sum
@@ -151,17 +153,13 @@ def result_rows(logs: Sequence[SessionLog], metrics: Sequence[Mapping[str, Any]]
             for log, m, seed, d, j in zip(logs, metrics, seeds, diagnostics, judgments, strict=True)]
 
 
-def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence[int],
-                 simulator: SimulatorSettings = SimulatorSettings(), *, user_gateway: Gateway | None = None,
-                 llm_user_sessions: int = 0, judge_gateway: Gateway | None = None, judge_sessions: int | None = None,
-                 config: MetricConfig = MetricConfig(), embed: Embed | None = None,
-                 out_dir: Path | None = CRS_OUTPUTS) -> SimulationRun:
-    """Simulate one session per seed with every system, score them, judge them, and write the log and results.
-
-    ``llm_user_sessions``: how many sessions (the first ones) have LLM-phrased user turns (needs
-    ``user_gateway``; the others use templates). ``judge_gateway``: the rubric judge (None: every row's judge is
-    ``not_judged``); ``judge_sessions``: judge only the first that many sessions of each system. ``out_dir``:
-    where ``sessions.jsonl`` and ``results.jsonl`` go (None: nothing is written)."""
+def simulate(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence[int],
+             simulator: SimulatorSettings = SimulatorSettings(), *, user_gateway: Gateway | None = None,
+             llm_user_sessions: int = 0) -> tuple[list[SessionLog], list[dict[str, int]]]:
+    """The conversations of every system with one simulated user per seed: the session logs, system by system and
+    sessions in seed order within each, and each log's counts of titles (:func:`converse`). ``llm_user_sessions``:
+    how many sessions (the first ones) have LLM-phrased user turns (needs ``user_gateway``; the others use
+    templates)."""
     if len(set(seeds)) != len(seeds):
         raise ValueError("seeds must be distinct: each names a session")
     scripts = [simulate_script(universe, simulator, seed) for seed in seeds]
@@ -175,16 +173,78 @@ def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence
                                                "true_genre": s.true_genre, "conversation": c,
                                                "shift_events": [e.as_record() for e in s.shift_events]})
                     for s, c in zip(scripts, conversations, strict=True))
-    judgments = [not_judged() for _ in logs]
+    return logs, diagnostics
+
+
+def transcript_digest(log: SessionLog) -> str:
+    """SHA-256 of the transcript the conversation judge reads (:func:`lib.crs.judge.transcript`)."""
+    return hashlib.sha256(transcript(log.record()["conversation"]).encode("utf-8")).hexdigest()
+
+
+def judgment_table(judge_gateway: Gateway, logs: Sequence[SessionLog]) -> pd.DataFrame:
+    """The conversation judge's judgment of each log, one row per log in order: ``system``, ``session_id``,
+    ``transcript_sha256`` (:func:`transcript_digest`) and the :class:`~lib.crs.records.JudgeRecord` fields (table
+    ``crs_judgments``: a chapter that judges conversations another chapter analyses, :func:`judgments_of`)."""
+    records = judge_conversations(judge_gateway, [log.record()["conversation"] for log in logs],
+                                  [f"{log.system}:{log.session_id}" for log in logs])
+    return pd.DataFrame([{"system": log.system, "session_id": log.session_id,
+                          "transcript_sha256": transcript_digest(log), **record.model_dump()}
+                         for log, record in zip(logs, records, strict=True)])
+
+
+# Who writes crs_judgments and which parameters its simulation and chapter 06's must share (named on a mismatch).
+JUDGING_CHAPTER = "03"
+SHARED_PARAMETERS = "simulated users (03's crs_fresh_users; 06's simulator, confirm_sessions and confirm_seed)"
+
+
+def judgments_of(table: pd.DataFrame, logs: Sequence[SessionLog], chapter: str = JUDGING_CHAPTER,
+                 parameters: str = SHARED_PARAMETERS) -> list[JudgeRecord]:
+    """The judgments of ``logs`` in ``table`` (:func:`judgment_table`, written by ``chapter``), in the logs' order;
+    :class:`lib.tables.UpstreamMismatch` when a log has none or its transcript differs from the one judged (the
+    two chapters simulated with different ``parameters``)."""
+    expected = pd.DataFrame([{"system": log.system, "session_id": log.session_id,
+                              "transcript_sha256": transcript_digest(log)} for log in logs])
+    picked = check_upstream(table, expected, ["system", "session_id"], ["transcript_sha256"], "crs_judgments",
+                            chapter, parameters)
+    fields = list(JudgeRecord.model_fields)
+    return [JudgeRecord.model_validate({f: _plain(row[f]) for f in fields}) for _, row in picked.iterrows()]
+
+
+def _plain(value: Any) -> Any:
+    """A parquet cell as the Python value a record holds (a missing value as None)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def run_sessions(universe: ItemUniverse, systems: Sequence[CRS], seeds: Sequence[int],
+                 simulator: SimulatorSettings = SimulatorSettings(), *, user_gateway: Gateway | None = None,
+                 llm_user_sessions: int = 0, judge_gateway: Gateway | None = None, judge_sessions: int | None = None,
+                 judgments: pd.DataFrame | None = None, config: MetricConfig = MetricConfig(),
+                 embed: Embed | None = None, out_dir: Path | None = CRS_OUTPUTS) -> SimulationRun:
+    """Simulate one session per seed with every system (:func:`simulate`), score them, judge them, and write the
+    log and results.
+
+    ``judge_gateway``: the rubric judge (None: every row's judge is ``not_judged``); ``judge_sessions``: judge only
+    the first that many sessions of each system. ``judgments``: instead of a judge, the judgments an earlier chapter
+    made of these very conversations (table ``crs_judgments``, :func:`judgments_of`).
+    ``out_dir``: where ``sessions.jsonl`` and ``results.jsonl`` go (None: nothing is written)."""
+    if judge_gateway is not None and judgments is not None:
+        raise ValueError("give a judge gateway or the judgments made earlier, not both")
+    logs, diagnostics = simulate(universe, systems, seeds, simulator, user_gateway=user_gateway,
+                                 llm_user_sessions=llm_user_sessions)
+    records = [not_judged() for _ in logs]
+    if judgments is not None:
+        records = judgments_of(judgments, logs)
     if judge_gateway is not None:
         # Logs are ordered system by system, sessions in seed order within each.
-        judged = [i for i in range(len(logs)) if judge_sessions is None or i % len(scripts) < judge_sessions]
+        judged = [i for i in range(len(logs)) if judge_sessions is None or i % len(seeds) < judge_sessions]
         verdicts = judge_conversations(judge_gateway, [logs[i].record()["conversation"] for i in judged],
                                        [f"{logs[i].system}:{logs[i].session_id}" for i in judged])
         for i, verdict in zip(judged, verdicts, strict=True):
-            judgments[i] = verdict
+            records[i] = verdict
     metrics, turns, shifts = evaluate_logs(logs, universe, config, embed)
-    results = result_rows(logs, metrics, [s.seed for _ in systems for s in scripts], diagnostics, judgments)
+    results = result_rows(logs, metrics, [seed for _ in systems for seed in seeds], diagnostics, records)
     if out_dir is not None:
         write_jsonl(out_dir / LOG_FILE.name, logs, SessionLog)
         write_jsonl(out_dir / RESULTS_FILE.name, results, ResultRow)

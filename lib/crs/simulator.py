@@ -27,11 +27,11 @@ guard against the leak of iEvaLM-style simulators, which are given the target ti
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import combinations, pairwise
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -88,6 +88,12 @@ class SimulatorSettings:
     min_segment_turns: int = 2
     quiet_shift_share: float = 0.0
     liked_share: float = 0.0
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> SimulatorSettings:
+        """The settings a notebook's parameters name (a YAML list of shift turns becomes a tuple)."""
+        shift_turns = params.get("shift_turns")
+        return cls(**{**params, "shift_turns": None if shift_turns is None else tuple(shift_turns)})
 
     def __post_init__(self) -> None:
         for name in ("quiet_shift_share", "liked_share"):
