@@ -5,6 +5,10 @@ with a replayed LLM cache it rewrites the same bytes. Each system meets the same
 same shifts, same base utterances); only the feedback phrase before a refine turn depends on the system's last
 reply. Turns advance in lockstep over the sessions, so one system's LLM calls of a turn go to the gateway as
 one batch.
+
+Conversations that need no LLM call (systems and users without one) come out the same wherever they are simulated,
+so one chapter can judge the conversations another analyses: :func:`judgment_table` keeps each judgment with a
+digest of the transcript the judge read, and :func:`judgments_of` gives them back only for the same transcripts.
 """
 from __future__ import annotations
 
