@@ -89,6 +89,9 @@ def test_noveleval_sample_nests_its_queries_and_maps_its_grades():
     assert small.human_grade.tolist() == [0, 2, 3] * 4 and small.noveleval_grade.tolist() == [0, 1, 2] * 4
     with pytest.raises(ValueError, match="no TREC DL grade"):
         ch07.noveleval_sample(noveleval, 4, seed=0, grades={0: 0, 1: 2})
+    # papermill passes a mapping parameter with its keys as text (the full profile's run stopped here)
+    as_passed = ch07.noveleval_sample(noveleval, 4, seed=0, grades={"0": 0, "1": 2, "2": 3})
+    assert as_passed.equals(small)
 
 
 def test_noveleval_rows_carry_the_cuts_fit_on_every_dl19_query():

@@ -7,7 +7,7 @@ parameters, calls, tables and figures.
 
 Arrows point down: a chapter module may import anything in ``lib``; nothing in ``lib`` imports a chapter module
 except the front page, which reads a chapter's ``bookkeeping`` sentence when it has no primary verdict.
-"""
-from lib.chapters import ch01, ch02, ch03, ch04, ch05, ch06, ch07
 
-__all__ = ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07"]
+The package imports no chapter module itself: a notebook imports its own (``from lib.chapters import ch06``) and
+does not pay for the others' imports.
+"""

@@ -989,10 +989,13 @@ def transfer_table(judged: pd.DataFrame, readings: Sequence[calibration.Method],
     return pd.DataFrame(rows)
 
 
-def noveleval_sample(noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int, int]) -> pd.DataFrame:
+def noveleval_sample(noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int | str, int]
+                     ) -> pd.DataFrame:
     """The first ``queries`` NovelEval queries in a seeded nested order (:func:`lib.analysis.stats.nested_sample`,
     so more queries only add), each with every passage it has judged; ``human_grade`` mapped from NovelEval's 0–2
-    onto TREC DL's 0–3 by ``grades`` (the original kept as ``noveleval_grade``). Rows in draw order."""
+    onto TREC DL's 0–3 by ``grades`` (the original kept as ``noveleval_grade``). Rows in draw order. A grade may be
+    keyed by its text: papermill writes a parameter's mapping with string keys."""
+    grades = {int(grade): int(mapped) for grade, mapped in grades.items()}
     if set(noveleval.human_grade) - set(grades):
         raise ValueError(f"no TREC DL grade for NovelEval grades {sorted(set(noveleval.human_grade) - set(grades))}")
     order = nested_sample(noveleval.qid.unique(), queries, seed)
@@ -1000,8 +1003,8 @@ def noveleval_sample(noveleval: pd.DataFrame, queries: int, seed: int, grades: M
     return rows.assign(noveleval_grade=rows.human_grade, human_grade=rows.human_grade.map(grades).astype(int))
 
 
-def noveleval_judged(judge: Gateway, noveleval: pd.DataFrame, queries: int, seed: int, grades: Mapping[int, int]
-                     ) -> pd.DataFrame | None:
+def noveleval_judged(judge: Gateway, noveleval: pd.DataFrame, queries: int, seed: int,
+                     grades: Mapping[int | str, int]) -> pd.DataFrame | None:
     """NovelEval's sample (:func:`noveleval_sample`) with each passage's MiniLM cosine to its query and its pointwise
     0–3 call (the request DL19's passages get, :func:`lib.judges.methods.judge_passages`); None when ``queries`` is 0
     (off: those calls are not in the committed cache, so a replay of them would miss)."""
