@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from lib.analysis.stats import kendall_tau_b
 from lib.design import NUDGE_CATEGORIES, PERSONAS_BY_ID, SCHWARTZ_VALUES, Persona
 from lib.embeddings import Embed, similarity
 from lib.seeds import stable_int
@@ -210,33 +211,6 @@ def rank_all(pools: list[Pool], rankers: list[tuple[Ranker, int]], tie_seed: int
               for ranker, run in rankers for pool in pools]
     columns = ["ranker", "run", "entry_id", "rank", "candidate_id", "score"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
-
-
-def kendall_tau_b(x: np.ndarray, y: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Kendall's τ-b (Kendall 1945) of every row of two pools × slots matrices, over the slots ``present`` in that
-    row (a pool's candidates; the other slots are padding and may hold anything):
-
-        τ_b = (C − D) / √(n₀ − n_x) / √(n₀ − n_y),
-
-    with C − D = Σ_{i<j} sgn(x_i − x_j)·sgn(y_i − y_j) over the n₀ = n(n−1)/2 pairs of present slots, n_x and n_y
-    the pairs tied in x and in y (so n₀ − n_x counts the pairs x orders). Ties shrink the denominator, not only the
-    numerator as in τ-a = (C − D) / n₀. This is ``scipy.stats.kendalltau``'s default (variant 'b'), computed as it
-    does: the same integers, divided in the same order, clipped to [−1, 1]; NaN for a row whose x or y orders no pair
-    (fewer than 2 present slots, or all tied) or holds a NaN among its present slots (scipy's nan_policy
-    'propagate'). Comparisons rather than differences, so −∞ ties −∞ as in scipy."""
-    x, y, present = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(present, dtype=bool)
-    pairs = present[:, :, None] & present[:, None, :] & np.triu(np.ones((x.shape[1],) * 2, dtype=bool), k=1)
-
-    def signs(v: np.ndarray) -> np.ndarray:
-        return (v[:, :, None] > v[:, None, :]).astype(np.int64) - (v[:, :, None] < v[:, None, :])
-
-    sx, sy = signs(x), signs(y)
-    con_minus_dis = (sx * sy * pairs).sum(axis=(1, 2))
-    ordered_x, ordered_y = ((sx != 0) & pairs).sum(axis=(1, 2)), ((sy != 0) & pairs).sum(axis=(1, 2))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tau = con_minus_dis / np.sqrt(ordered_x.astype(float)) / np.sqrt(ordered_y.astype(float))
-    undefined = (ordered_x == 0) | (ordered_y == 0) | ((np.isnan(x) | np.isnan(y)) & present).any(axis=1)
-    return np.where(undefined, np.nan, np.clip(tau, -1.0, 1.0))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from lib import rankers
+from lib.analysis.stats import kendall_tau_b
 from lib.design import PERSONAS, PERSONAS_BY_ID
 
 PERSONA = PERSONAS[0]
@@ -225,7 +226,7 @@ def _scipy_tau_b(x, y) -> float:
 def test_kendall_tau_b_divides_by_the_pairs_each_side_orders_not_by_all_pairs():
     # x 1 1 2, y 1 2 3: pairs (0,1) tied in x, (0,2) and (1,2) concordant -> C − D = 2 over 3 pairs.
     # τ-b = 2 / √(2·3) ≈ 0.816; τ-a (ties left in the denominator) would be 2/3.
-    tau = rankers.kendall_tau_b(np.array([[1.0, 1.0, 2.0]]), np.array([[1.0, 2.0, 3.0]]), np.ones((1, 3), bool))
+    tau = kendall_tau_b(np.array([[1.0, 1.0, 2.0]]), np.array([[1.0, 2.0, 3.0]]), np.ones((1, 3), bool))
     assert tau[0] == pytest.approx(2 / np.sqrt(6)) and tau[0] != pytest.approx(2 / 3)
     assert tau[0] == _scipy_tau_b([1, 1, 2], [1, 2, 3])
 
@@ -244,7 +245,7 @@ def test_kendall_tau_b_equals_scipy_on_random_pools_with_ties():
     sizes = rng.integers(0, slots + 1, size=pools)
     present = np.arange(slots)[None, :] < sizes[:, None]
     padded_x = np.where(present, x, rng.random((pools, slots)))
-    taus = rankers.kendall_tau_b(padded_x, y, present)
+    taus = kendall_tau_b(padded_x, y, present)
     expected = np.array([_scipy_tau_b(x[i, :n], y[i, :n]) if n > 1 else np.nan for i, n in enumerate(sizes)])
     assert np.array_equal(np.isnan(taus), np.isnan(expected))
     assert np.isnan(expected).sum() > 10 and (np.isfinite(expected) & (np.abs(expected) < 1)).sum() > 200

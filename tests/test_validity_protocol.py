@@ -76,6 +76,36 @@ def test_document_bootstrap_is_reproducible_with_its_seed():
     assert system == validity.system_level(frame, "doc_id", "system_id", "human", "judge", "kendall", 5, 300)
 
 
+@pytest.mark.parametrize("coefficient", ["spearman", "kendall"])
+def test_system_level_interval_equals_scipy_on_every_resample(coefficient):
+    """The resamples' coefficients at once (τ-b as one kernel) against scipy on each resample's system means, with
+    ties, systems missing from a resample's documents and resamples with a constant side."""
+    from scipy import stats as sps
+
+    from lib.analysis.stats import resample_counts
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"doc_id": np.repeat(np.arange(10), 4), "system_id": np.tile(list("WXYZ"), 10),
+                          "human": rng.integers(1, 3, 40).astype(float), "judge": rng.integers(1, 3, 40) / 2})
+    frame.loc[rng.random(40) < 0.6, "judge"] = np.nan  # failed judgments: a system may vanish from a resample
+    result = validity.system_level(frame, "doc_id", "system_id", "human", "judge", coefficient, 7, 500)
+    rows = frame.dropna(subset=["judge"])
+    func = {"spearman": lambda a, b: sps.spearmanr(a, b).statistic,
+            "kendall": lambda a, b: sps.kendalltau(a, b).statistic}[coefficient]
+    documents = sorted(rows.doc_id.unique())
+    expected = []
+    for counts in resample_counts(len(documents), 7, 500):
+        drawn = rows.assign(weight=rows.doc_id.map(dict(zip(documents, counts, strict=True))))
+        drawn = drawn[drawn.weight > 0]
+        totals = drawn.assign(j=drawn.judge * drawn.weight, h=drawn.human * drawn.weight).groupby("system_id")
+        means = totals[["j", "h"]].sum().div(totals.weight.sum(), axis=0)
+        a, b = means.j.to_numpy(), means.h.to_numpy()
+        expected.append(float(func(a, b)) if len(a) > 2 and np.ptp(a) > 0 and np.ptp(b) > 0 else np.nan)
+    low, high = validity._percentile_ci(np.array(expected), 0.95)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high), abs=1e-12)
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
 def test_system_level_uses_only_rows_with_a_score():
     frame = summeval_like()
     frame.loc[(frame.doc_id == "A") & (frame.system_id == "Y"), "judge"] = np.nan  # a failed judgment

@@ -2,7 +2,7 @@
 entry and by cluster), the interval of any statistic over its independent units (:func:`unit_bootstrap`, and
 :func:`table_bootstrap` for statistics of contingency tables), samples that grow by nesting
 (:func:`nested_sample`), exact paired tests for few, discrete differences (sign test, sign-flip permutation test,
-win/loss/tie counts) and the minimum detectable effect. κ and ρ are numpy kernels that give statsmodels' and
+win/loss/tie counts) and the minimum detectable effect. κ, ρ and τ-b are numpy kernels that give statsmodels' and
 scipy's bits (a bootstrap calls them thousands of times); the rest are thin wrappers over krippendorff and scipy.
 All are checked against hand-computed cases and those libraries in tests/test_analysis_stats.py."""
 from __future__ import annotations
@@ -108,6 +108,33 @@ def spearman(x: ArrayLike, y: ArrayLike) -> float:
     if len(a) < 2 or np.isnan(a).any() or np.isnan(b).any() or (a == a[0]).all() or (b == b[0]).all():
         return float("nan")
     return float(np.corrcoef(np.column_stack((average_ranks(a), average_ranks(b))), rowvar=False)[1, 0])
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b (Kendall 1945) of every row of two matrices, over the columns ``present`` in that row (the other
+    columns are padding and may hold anything; e.g. pools × slots of candidates, or resamples × systems):
+
+        τ_b = (C − D) / √(n₀ − n_x) / √(n₀ − n_y),
+
+    with C − D = Σ_{i<j} sgn(x_i − x_j)·sgn(y_i − y_j) over the n₀ = n(n−1)/2 pairs of present slots, n_x and n_y
+    the pairs tied in x and in y (so n₀ − n_x counts the pairs x orders). Ties shrink the denominator, not only the
+    numerator as in τ-a = (C − D) / n₀. This is ``scipy.stats.kendalltau``'s default (variant 'b'), computed as it
+    does: the same integers, divided in the same order, clipped to [−1, 1]; NaN for a row whose x or y orders no pair
+    (fewer than 2 present slots, or all tied) or holds a NaN among its present slots (scipy's nan_policy
+    'propagate'). Comparisons rather than differences, so −∞ ties −∞ as in scipy."""
+    x, y, present = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(present, dtype=bool)
+    pairs = present[:, :, None] & present[:, None, :] & np.triu(np.ones((x.shape[1],) * 2, dtype=bool), k=1)
+
+    def signs(v: np.ndarray) -> np.ndarray:
+        return (v[:, :, None] > v[:, None, :]).astype(np.int64) - (v[:, :, None] < v[:, None, :])
+
+    sx, sy = signs(x), signs(y)
+    con_minus_dis = (sx * sy * pairs).sum(axis=(1, 2))
+    ordered_x, ordered_y = ((sx != 0) & pairs).sum(axis=(1, 2)), ((sy != 0) & pairs).sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = con_minus_dis / np.sqrt(ordered_x.astype(float)) / np.sqrt(ordered_y.astype(float))
+    undefined = (ordered_x == 0) | (ordered_y == 0) | ((np.isnan(x) | np.isnan(y)) & present).any(axis=1)
+    return np.where(undefined, np.nan, np.clip(tau, -1.0, 1.0))
 
 
 MeasurementLevel = Literal["nominal", "ordinal", "interval", "ratio"]

@@ -28,6 +28,7 @@ from lib.analysis.stats import (
     kappa_cells,
     kappa_interval,
     kappa_of_tables,
+    kendall_tau_b,
     krippendorff_alpha,
     resample_counts,
     spearman,
@@ -232,9 +233,8 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     replacement; each system's two means are recomputed over the drawn documents, with multiplicity, over the
     rows where the score is present). ``coefficient``: spearman or kendall (τ-b). Keys: value, systems,
     documents, ci_low, ci_high (NaN with fewer than ``MIN_CI_UNITS`` documents)."""
-    from scipy import stats as sps
-
-    func = {"spearman": spearman, "kendall": lambda a, b: sps.kendalltau(a, b).statistic}[coefficient]
+    if coefficient not in ("spearman", "kendall"):
+        raise ValueError(f"coefficient must be spearman or kendall, not {coefficient!r}")
     rows = frame.dropna(subset=[score, human])
     scores = rows.pivot_table(index=group, columns=system, values=score, aggfunc="mean")
     humans = rows.pivot_table(index=group, columns=system, values=human,
@@ -242,18 +242,24 @@ def system_level(frame: pd.DataFrame, group: str, system: str, human: str, score
     s, h = scores.to_numpy(dtype=float), humans.to_numpy(dtype=float)
     present = ~np.isnan(s)
 
-    def correlation(score_means: np.ndarray, human_means: np.ndarray) -> float:
+    def correlations(score_means: np.ndarray, human_means: np.ndarray) -> np.ndarray:
+        """One coefficient per row of systems' means, over the systems with both means; NaN with fewer than three
+        such systems or a constant side (for τ-b: no pair ordered)."""
         ok = ~np.isnan(score_means) & ~np.isnan(human_means)
-        a, b = score_means[ok], human_means[ok]
-        return float(func(a, b)) if ok.sum() > 2 and np.ptp(a) > 0 and np.ptp(b) > 0 else float("nan")
+        if coefficient == "kendall":
+            values = kendall_tau_b(score_means, human_means, ok)
+        else:
+            values = np.array([spearman(a[k], b[k]) if k.sum() > 2 else np.nan  # NaN for a constant side
+                               for a, b, k in zip(score_means, human_means, ok, strict=True)])
+        return np.where(ok.sum(axis=1) > 2, values, np.nan)
 
-    value = correlation(np.nanmean(s, axis=0), np.nanmean(h, axis=0)) if len(s) else float("nan")
+    value = float(correlations(np.nanmean(s, axis=0)[None], np.nanmean(h, axis=0)[None])[0]) if len(s) else np.nan
     counts = resample_counts(len(s), seed, n_resamples)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = counts @ present
         score_means = (counts @ np.where(present, s, 0.0)) / n
         human_means = (counts @ np.where(present, h, 0.0)) / n
-    distribution = np.array([correlation(a, b) for a, b in zip(score_means, human_means, strict=True)])
+    distribution = correlations(score_means, human_means)
     low, high = _percentile_ci(distribution, level) if len(s) >= MIN_CI_UNITS else (float("nan"), float("nan"))
     return {"value": value, "systems": int(scores.shape[1]), "documents": len(s), "ci_low": low, "ci_high": high}
 
