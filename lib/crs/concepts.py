@@ -103,14 +103,18 @@ PERSON_CUES: dict[str, str] = {
 CUE_WINDOW = 3
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
 YEAR_TOKEN = re.compile(r"^(19|20)\d\d$")
+TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def normalise(text: str) -> str:
     """Canonical token string: NFKD with accents dropped, lower case, "&" as "and", tokens ``[a-z0-9]+`` joined
     by single spaces ("Amélie & Co." → "amelie and co")."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower().replace("&", " and ")
-    return " ".join(re.findall(r"[a-z0-9]+", plain))
+    if text.isascii():  # most texts: NFKD leaves ASCII as it is, and there is no accent to drop
+        plain = text.lower().replace("&", " and ")
+    else:
+        decomposed = unicodedata.normalize("NFKD", text)
+        plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower().replace("&", " and ")
+    return " ".join(TOKEN.findall(plain))
 
 
 def tokens(text: str) -> list[str]:

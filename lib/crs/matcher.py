@@ -120,6 +120,17 @@ class AliasMatcher:
         return out
 
     @cached_property
+    def titles_by_first_word(self) -> dict[str, list[tuple[str, str, str | None, int, bool]]]:
+        """:attr:`titles` by the first word of the phrase, each with its length in words and whether it has more
+        than one word besides articles: a text can name only titles whose first word it has."""
+        out: dict[str, list[tuple[str, str, str | None, int, bool]]] = {}
+        for item, title, year in self.titles:
+            words = title.split()
+            out.setdefault(words[0], []).append(
+                (item, title, year, len(words), len([w for w in words if w not in ARTICLES]) > 1))
+        return out
+
+    @cached_property
     def persons(self) -> dict[str, frozenset[str]]:
         """Folded name (full, and without initials when that leaves two words) → the person concepts of every field
         the universe lists it under."""
@@ -158,11 +169,11 @@ class AliasMatcher:
         tokens = fold(text).split()
         padded = f" {' '.join(tokens)} "
         spans: list[tuple[int, int, str]] = []
-        for item, title, year in self.titles:
-            length = len(title.split())
+        candidates = (entry for word in set(tokens) for entry in self.titles_by_first_word.get(word, ()))
+        for item, title, year, length, several_words in candidates:
             if year is not None and f" {title} {year} " in padded:
                 starts, length = _occurrences(padded, f"{title} {year}"), length + 1
-            elif len([w for w in title.split() if w not in ARTICLES]) > 1:
+            elif several_words:
                 # a title said without its year; not when another year follows it (another item)
                 starts = [s for s in _occurrences(padded, title)
                           if s + length >= len(tokens) or tokens[s + length] not in self.years]
