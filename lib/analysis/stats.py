@@ -388,6 +388,12 @@ def unit_bootstrap(statistic: Callable[..., float], columns: Sequence[ArrayLike]
     # one item per unit (a plain bootstrap over items): unit g's item is item_of[g], no concatenation needed
     item_of = np.argsort(index) if len(labels) == len(names) and not two_stage else None
     rng = np.random.default_rng(seed)
+    if statistic is np.mean and item_of is not None and len(arrays) == 1 and arrays[0].dtype == np.float64:
+        # The mean of one value per unit: every resample's rows at once, drawn as the loop below draws them (one
+        # call per resample, so the generator's stream is the same); a row's mean has np.mean's bits (tested).
+        rows = item_of[np.stack([rng.integers(0, len(names), size=len(names)) for _ in range(n_resamples)])]
+        with np.errstate(all="ignore"):
+            return _percentile_interval(value, arrays[0][rows].mean(axis=1), unit, len(names), level)
     distribution = np.empty(n_resamples)
     for r in range(n_resamples):
         units_drawn = rng.integers(0, len(names), size=len(names))
