@@ -165,7 +165,7 @@ def test_unit_bootstrap_of_a_mean_at_once_equals_the_resample_loop_to_the_bit(n)
     values[rng.random(n) < 0.05] = np.nan if n > 100 else values[0]
     for seed in (0, 7):
         at_once = unit_bootstrap(np.mean, [values], np.arange(n), "units", seed, 500)
-        looped = unit_bootstrap(lambda v: np.mean(v), [values], np.arange(n), "units", seed, 500)
+        looped = unit_bootstrap(lambda v: float(np.mean(v)), [values], np.arange(n), "units", seed, 500)
         assert at_once == looped or (np.isnan(at_once.value) and np.isnan(looped.value))
 
 
