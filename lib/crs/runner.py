@@ -211,10 +211,10 @@ def judgments_of(table: pd.DataFrame, logs: Sequence[SessionLog], chapter: str =
     picked = check_upstream(table, expected, ["system", "session_id"], ["transcript_sha256"], "crs_judgments",
                             chapter, parameters)
     fields = list(JudgeRecord.model_fields)
-    return [JudgeRecord.model_validate({f: _plain(row[f]) for f in fields}) for _, row in picked.iterrows()]
+    return [JudgeRecord.model_validate({f: _record_value(row[f]) for f in fields}) for _, row in picked.iterrows()]
 
 
-def _plain(value: Any) -> Any:
+def _record_value(value: Any) -> Any:
     """A parquet cell as the Python value a record holds (a missing value as None)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
